@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// Compile-time configuration of loopcanary: the tick type and every capacity.
+//
+// Capacities are fixed at build time so the core never allocates. Each one can be overridden
+// with a compile definition; the CMake build sets them from cache variables of the same name
+// as PUBLIC definitions, so every translation unit of one build sees the same values (a
+// mismatch would break the one-definition rule). `docs/benchmarks.md` lists the memory each
+// configuration costs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+/// Stack samples kept per block record (the latest ones; older samples are counted as
+/// overwritten). A power of two, 1..128.
+#ifndef LOOPCANARY_MAX_SAMPLES
+#define LOOPCANARY_MAX_SAMPLES 16
+#endif
+
+/// Frames kept per stack sample (named scopes plus program counters). Range 1..64.
+#ifndef LOOPCANARY_MAX_FRAMES
+#define LOOPCANARY_MAX_FRAMES 8
+#endif
+
+/// Depth of the per-loop named-scope shadow stack. Deeper pushes are counted, not stored.
+/// Range 1..64.
+#ifndef LOOPCANARY_SCOPE_DEPTH
+#define LOOPCANARY_SCOPE_DEPTH 8
+#endif
+
+/// Completed-block notes a loop can queue for the watchdog between two polls. Power of two.
+#ifndef LOOPCANARY_NOTE_CAPACITY
+#define LOOPCANARY_NOTE_CAPACITY 4
+#endif
+
+/// Distinct top frames counted per block record; the rest go to an "other" count. Range 1..64.
+#ifndef LOOPCANARY_TOP_FRAMES
+#define LOOPCANARY_TOP_FRAMES 8
+#endif
+
+/// Interceptors a watchdog can call per report. Range 1..64.
+#ifndef LOOPCANARY_MAX_INTERCEPTORS
+#define LOOPCANARY_MAX_INTERCEPTORS 4
+#endif
+
+/// 1 when every reader of the stamps runs on the same core as the loop it reads (a timer ISR on
+/// a single-core MCU): barriers then only need to stop the compiler, not the CPU. 0 (default)
+/// for hosts and multi-core parts, where the watchdog may run on another core.
+#ifndef LOOPCANARY_SINGLE_CORE
+#define LOOPCANARY_SINGLE_CORE 0
+#endif
+
+/// 0 compiles the instrumentation macros out (they still type-check their arguments).
+#ifndef LOOPCANARY_ENABLED
+#define LOOPCANARY_ENABLED 1
+#endif
+
+namespace loopcanary {
+
+/// Raw port ticks. One unsigned width everywhere: durations are `later - earlier` in this type,
+/// which stays correct across the counter's wrap as long as the interval is shorter than one
+/// wrap period (init refuses hang limits longer than half of it).
+using tick_t = std::uint32_t;
+
+/// One stack frame: a named-scope name pointer or a program counter, by the sample's layout.
+using Frame = std::uintptr_t;
+
+inline constexpr std::size_t kMaxSamples = LOOPCANARY_MAX_SAMPLES;
+inline constexpr std::size_t kMaxFrames = LOOPCANARY_MAX_FRAMES;
+inline constexpr std::size_t kScopeDepth = LOOPCANARY_SCOPE_DEPTH;
+inline constexpr std::size_t kNoteCapacity = LOOPCANARY_NOTE_CAPACITY;
+inline constexpr std::size_t kTopFrames = LOOPCANARY_TOP_FRAMES;
+inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
+inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
+
+/// Buckets of the per-loop dispatch-duration histogram. Bucket i counts durations in
+/// [2^i, 2^(i+1)) microseconds (approximately: see Monitor::histogram_shift()); bucket 0 also
+/// holds shorter ones and the last bucket everything longer.
+inline constexpr std::size_t kHistogramBuckets = 24;
+
+static_assert(kMaxSamples >= 1 && kMaxSamples <= 128 && (kMaxSamples & (kMaxSamples - 1)) == 0,
+              "LOOPCANARY_MAX_SAMPLES must be a power of two, 1..128");
+static_assert(kMaxFrames >= 1 && kMaxFrames <= 64, "LOOPCANARY_MAX_FRAMES must be 1..64");
+static_assert(kScopeDepth >= 1 && kScopeDepth <= 64, "LOOPCANARY_SCOPE_DEPTH must be 1..64");
+static_assert(kNoteCapacity >= 2 && (kNoteCapacity & (kNoteCapacity - 1)) == 0,
+              "LOOPCANARY_NOTE_CAPACITY must be a power of two >= 2");
+static_assert(kTopFrames >= 1 && kTopFrames <= 64, "LOOPCANARY_TOP_FRAMES must be 1..64");
+static_assert(kMaxInterceptors >= 1 && kMaxInterceptors <= 64,
+              "LOOPCANARY_MAX_INTERCEPTORS must be 1..64");
+
+}  // namespace loopcanary

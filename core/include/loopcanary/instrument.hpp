@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// Instrumentation: a monitor bound to a clock, RAII guards and macros that compile out.
+//
+//   constexpr loopcanary::Event kButton{"button"};
+//   LOOPCANARY_DISPATCH(monitor, kButton);     // begin now, end at the closing brace
+//   LOOPCANARY_SCOPE(monitor, "debounce");     // named scope on the loop's shadow stack
+//
+// With LOOPCANARY_ENABLED=0 the macros expand to nothing that runs, but still type-check
+// their arguments, so instrumented code cannot rot while compiled out.
+#pragma once
+
+#include "loopcanary/event.hpp"
+#include "loopcanary/monitor.hpp"
+
+#include <type_traits>
+#include <utility>
+
+namespace loopcanary {
+
+namespace detail {
+template <class Clock, class = void>
+struct is_port_clock : std::false_type {};
+template <class Clock>
+struct is_port_clock<Clock, std::void_t<decltype(std::declval<const Clock&>().now())>>
+    : std::is_same<decltype(std::declval<const Clock&>().now()), tick_t> {};
+}  // namespace detail
+
+/// A Monitor stamped by `Clock`, the port's hot-tier clock: any copyable type with
+/// `tick_t now()` (static or const member). Hardware clocks are empty types; the sim clock is
+/// a handle to its virtual time.
+template <class Clock>
+class ClockedMonitor : public Monitor {
+  static_assert(detail::is_port_clock<Clock>::value,
+                "loopcanary port: the hot-tier Clock must provide `tick_t now() const noexcept` "
+                "(static or member) returning loopcanary::tick_t; see docs/porting.md");
+
+ public:
+  explicit ClockedMonitor(Clock clock = Clock{}) noexcept : clock_(clock) {}
+
+  /// begin_at(event, clock.now()). Loop context only.
+  void begin(const Event& event) noexcept { begin_at(event, clock_.now()); }
+  /// end_at(clock.now()). Loop context only.
+  void end() noexcept { end_at(clock_.now()); }
+
+  const Clock& clock() const noexcept { return clock_; }
+
+ private:
+  Clock clock_;
+};
+
+/// Begins a dispatch on construction and ends it on destruction. `M` is any ClockedMonitor.
+template <class M>
+class ScopedDispatch {
+ public:
+  ScopedDispatch(M& monitor, const Event& event) noexcept : monitor_(monitor) { monitor_.begin(event); }
+  ~ScopedDispatch() { monitor_.end(); }
+  ScopedDispatch(const ScopedDispatch&) = delete;
+  ScopedDispatch& operator=(const ScopedDispatch&) = delete;
+
+ private:
+  M& monitor_;
+};
+
+/// Pushes a named scope on construction and pops it on destruction. `name` is static.
+class NamedScope {
+ public:
+  NamedScope(Monitor& monitor, const char* name) noexcept : monitor_(monitor) { monitor_.push_scope(name); }
+  ~NamedScope() { monitor_.pop_scope(); }
+  NamedScope(const NamedScope&) = delete;
+  NamedScope& operator=(const NamedScope&) = delete;
+
+ private:
+  Monitor& monitor_;
+};
+
+namespace detail {
+// Declared only: used in unevaluated operands to type-check compiled-out macro arguments.
+template <class M>
+auto check_dispatch(M& monitor, const Event& event) -> decltype(monitor.begin(event), monitor.end(), char{});
+char check_scope(Monitor& monitor, const char* name);
+}  // namespace detail
+
+}  // namespace loopcanary
+
+#define LOOPCANARY_CONCAT_(a, b) a##b
+#define LOOPCANARY_CONCAT(a, b) LOOPCANARY_CONCAT_(a, b)
+#define LOOPCANARY_UNIQUE(prefix) LOOPCANARY_CONCAT(prefix, __LINE__)
+
+#if LOOPCANARY_ENABLED
+/// Stamps the rest of the enclosing block as one dispatch of `event` on `monitor`.
+#define LOOPCANARY_DISPATCH(monitor, event) \
+  ::loopcanary::ScopedDispatch LOOPCANARY_UNIQUE(loopcanary_dispatch_)((monitor), (event))
+/// Names the rest of the enclosing block `name` (a string literal) on `monitor`'s scope stack.
+#define LOOPCANARY_SCOPE(monitor, name) \
+  ::loopcanary::NamedScope LOOPCANARY_UNIQUE(loopcanary_scope_)((monitor), (name))
+#else
+#define LOOPCANARY_DISPATCH(monitor, event) \
+  static_cast<void>(sizeof(::loopcanary::detail::check_dispatch((monitor), (event))))
+#define LOOPCANARY_SCOPE(monitor, name) \
+  static_cast<void>(sizeof(::loopcanary::detail::check_scope((monitor), (name))))
+#endif

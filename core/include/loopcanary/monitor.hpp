@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+// Monitor: the per-loop dispatch stamps, statistics, named-scope stack and block notes.
+//
+// One loop (the single writer) calls begin_at()/end_at() around each dispatch; any number of
+// readers (a watchdog thread, a timer ISR, a signal handler) read the stamps lock-free.
+//
+// Stamp protocol (docs/design.md has the full argument):
+//   seq    32-bit word: 2n when idle after n dispatches, 2n+1 while dispatch n+1 runs.
+//   begin  begin timestamp of the dispatch `seq` names (valid when seq is odd).
+//   event  descriptor of that dispatch.
+//   begin_at: release fence; begin = now; event = &ev; seq = 2n+1 (release store)
+//   end_at:   statistics; block note when over threshold; seq = 2n+2 (release store)
+//   reader:   s1 = seq (acquire); if odd, read begin and event; acquire fence; s2 = seq.
+//             s1 == s2 -> a consistent snapshot of dispatch s1. Otherwise the writer moved on:
+//             the reader gives up this attempt (it never waits for the writer).
+// The data of dispatch n+2 is written only after seq left 2n+1 (the leading release fence
+// orders the end store of seq before them), so a reader that saw new data also sees a new seq.
+//
+// Hot path cost: two clock reads (by the caller), a handful of plain loads and stores of
+// 32-bit words, no read-modify-write, no call, no lock. Blocks (end - begin over the threshold)
+// and events with their own threshold take one out-of-line call that queues a note for the
+// watchdog; a full note queue is counted, never silent.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "loopcanary/config.hpp"
+#include "loopcanary/event.hpp"
+#include "loopcanary/spsc_ring.hpp"
+#include "loopcanary/status.hpp"
+#include "loopcanary/sync.hpp"
+#include "loopcanary/time.hpp"
+
+namespace loopcanary {
+
+class Watchdog;
+
+/// Per-loop configuration. Times are microseconds and are converted to ticks once, at init.
+/// The defaults follow BlockCanary's (1 s threshold) but arm much earlier (25 %), so a culprit
+/// that ran early in a long dispatch is still sampled.
+struct MonitorConfig {
+  /// Loop name printed in reports. Static, non-empty.
+  const char* name = "loop";
+  /// Tick rate of the clock that stamps this loop, in Hz (> 0). The port provides it.
+  std::uint32_t tick_hz = 0;
+  /// A dispatch longer than this (strictly) is a block. > 0, at least one tick.
+  std::uint32_t threshold_us = 1'000'000;
+  /// The watchdog starts sampling a dispatch once it has run arm_permille / 1000 of the
+  /// threshold. 0..999 (0 samples from the first poll of every dispatch).
+  std::uint16_t arm_permille = 250;
+  /// Stack-sample interval once armed. 1 tick .. threshold_us.
+  std::uint32_t sample_interval_us = 100'000;
+  /// A dispatch still running after this long is reported as a hang (the event may never
+  /// end). threshold_us .. half the tick counter's wrap period.
+  std::uint32_t hang_limit_us = 5'000'000;
+  /// Opaque handle passed back to the HAL callbacks for this loop (the loop thread on Linux,
+  /// the simulated thread in the sim port). May be null.
+  void* context = nullptr;
+};
+
+/// Tick limits of one event kind on one loop, resolved from the loop's configuration and the
+/// event's own threshold.
+struct Limits {
+  tick_t threshold;  ///< a dispatch longer than this is a block
+  tick_t arm;        ///< start sampling at this elapsed time (< threshold)
+  tick_t interval;   ///< sample interval once armed (>= 1)
+  tick_t hang;       ///< report a hang past this elapsed time (>= threshold)
+};
+
+/// A consistent view of a loop's stamps.
+struct StampSnapshot {
+  std::uint32_t seq = 0;          ///< odd while a dispatch runs
+  tick_t begin = 0;               ///< begin timestamp (valid when in_dispatch())
+  const Event* event = nullptr;   ///< event being dispatched (valid when in_dispatch())
+  bool in_dispatch() const noexcept { return (seq & 1u) != 0; }
+};
+
+/// A block the loop saw end: queued by end_at() for the watchdog, which turns it into a
+/// final record (with samples when it watched the dispatch, without when it was too short).
+struct BlockNote {
+  std::uint32_t seq;    ///< odd seq of the dispatch
+  tick_t begin;
+  tick_t end;
+  const Event* event;
+};
+
+/// Per-loop counters. Each counter is read atomically; the set is read counter by counter, so
+/// a snapshot taken while end() runs may show one counter a dispatch ahead of another.
+/// 32-bit counters wrap; take modular differences (busy_ticks wraps like the clock).
+struct LoopStats {
+  std::uint32_t dispatches = 0;         ///< dispatches ended (outermost only)
+  std::uint32_t blocks = 0;             ///< dispatches that ended over their threshold
+  std::uint32_t hangs = 0;              ///< dispatches the watchdog reported as hung
+  tick_t max_duration = 0;              ///< longest dispatch, ticks
+  tick_t busy_ticks = 0;                ///< sum of dispatch durations, ticks, modular
+  std::uint32_t nested = 0;             ///< begin() calls inside a dispatch (folded into it)
+  std::uint32_t unbalanced_ends = 0;    ///< end() calls with no dispatch running (ignored)
+  std::uint32_t notes_dropped = 0;      ///< blocks the watchdog could not be told about in time
+  std::uint32_t scope_overflows = 0;    ///< scope pushes deeper than LOOPCANARY_SCOPE_DEPTH
+  std::uint32_t scope_underflows = 0;   ///< scope pops with no scope pushed (ignored)
+  std::uint32_t tick_hz = 0;            ///< for converting the tick fields
+  std::uint8_t histogram_shift = 0;     ///< bucket i holds d with floor(log2(d >> shift)) == i
+  std::uint32_t histogram[kHistogramBuckets] = {};  ///< dispatch durations, log2 buckets
+};
+
+/// The stamps, statistics and scope stack of one event loop. Not copyable; give it static
+/// storage (or any storage that outlives its registration with a watchdog).
+class Monitor {
+ public:
+  Monitor() noexcept = default;
+  Monitor(const Monitor&) = delete;
+  Monitor& operator=(const Monitor&) = delete;
+
+  /// Validates `config` and applies it. Loop context, before the first dispatch and before
+  /// the monitor is added to a watchdog. Returns Status::ok, or the status naming the first
+  /// invalid field (the monitor then keeps its previous configuration), or
+  /// Status::already_initialised once a watchdog watches this monitor.
+  Status init(const MonitorConfig& config) noexcept;
+
+  /// True after a successful init().
+  bool initialised() const noexcept { return tick_hz_ != 0; }
+
+  // ---- Hot path: loop context only --------------------------------------------------------
+
+  /// Marks the start of a dispatch of `event` at `now` (port ticks). Loop context only. A
+  /// begin() inside a running dispatch (a handler that pumps the loop) is folded into the
+  /// outer dispatch and counted in LoopStats::nested; its end() closes only the nesting.
+  void begin_at(const Event& event, tick_t now) noexcept {
+    const std::uint32_t s = detail::load_relaxed(seq_);
+    if ((s & 1u) != 0) {
+      ++nested_depth_;
+      detail::bump(nested_);
+      return;
+    }
+    detail::fence_release();  // the previous end's stores are ordered before the new data
+    detail::store_relaxed(begin_, now);
+    detail::store_relaxed(event_, &event);
+    detail::store_release(seq_, s + 1u);
+  }
+
+  /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
+  /// statistics and, for a block, queues a note for the watchdog. An end() with no dispatch
+  /// running is counted in LoopStats::unbalanced_ends and otherwise ignored.
+  void end_at(tick_t now) noexcept {
+    const std::uint32_t s = detail::load_relaxed(seq_);
+    if ((s & 1u) == 0 || nested_depth_ != 0) {
+      end_unusual();
+      return;
+    }
+    const tick_t begin = detail::load_relaxed(begin_);
+    const tick_t d = ticks_between(begin, now);
+    detail::bump(dispatches_);
+    detail::bump(busy_ticks_, d);
+    if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
+    detail::bump(histogram_[bucket_of(d)]);
+    const Event* event = detail::load_relaxed(event_);
+    if (d > threshold_ticks_ || event->threshold_us != 0) note_block(s, begin, now, *event);
+    detail::store_release(seq_, s + 1u);
+  }
+
+  // ---- Named scopes: loop context only ----------------------------------------------------
+
+  /// Pushes `name` (static, NUL-terminated) onto the loop's shadow stack. Loop context only.
+  /// Deeper than LOOPCANARY_SCOPE_DEPTH: counted in scope_overflows and not stored, but still
+  /// balanced by its pop.
+  void push_scope(const char* name) noexcept {
+    const std::uint32_t w = detail::load_relaxed(scope_word_);
+    const std::uint32_t depth = w & kScopeDepthMask;
+    if (depth < kScopeDepth) {
+      detail::store_relaxed(scopes_[depth], name);
+    } else {
+      detail::bump(scope_overflows_);
+      if (depth == kScopeDepthMask) return;  // the counter itself is full: not even counted
+    }
+    detail::store_release(scope_word_, w + kScopeGeneration + 1u);
+  }
+
+  /// Pops the innermost scope. Loop context only. A pop with nothing pushed is counted in
+  /// scope_underflows and ignored.
+  void pop_scope() noexcept {
+    const std::uint32_t w = detail::load_relaxed(scope_word_);
+    if ((w & kScopeDepthMask) == 0) {
+      detail::bump(scope_underflows_);
+      return;
+    }
+    detail::store_release(scope_word_, w + kScopeGeneration - 1u);
+  }
+
+  // ---- Readers: any context (watchdog thread, timer ISR, signal handler) -------------------
+
+  /// One attempt at a consistent snapshot of the stamps. Never waits: false when the loop
+  /// moved during the read (retry at the caller's discretion; a reader that preempts the loop
+  /// always succeeds, since the loop cannot move while it runs).
+  bool snapshot(StampSnapshot& out) const noexcept {
+    const std::uint32_t s1 = detail::load_acquire(seq_);
+    StampSnapshot snap;
+    snap.seq = s1;
+    if ((s1 & 1u) != 0) {
+      snap.begin = detail::load_relaxed(begin_);
+      snap.event = detail::load_relaxed(event_);
+    }
+    detail::fence_acquire();
+    if (detail::load_relaxed(seq_) != s1) return false;
+    out = snap;
+    return true;
+  }
+
+  /// One attempt at reading the named-scope stack, innermost first, at most `max` names into
+  /// `out`. Sets `count` to the number written (the stack may be deeper; see scope_depth in
+  /// the result). Never waits: false when the loop pushed or popped during the read.
+  bool scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept;
+
+  /// Statistics, counter by counter (see LoopStats). Any context.
+  LoopStats stats() const noexcept;
+
+  /// Limits for `event` on this loop (its own threshold or the loop's). Any context.
+  Limits limits_for(const Event& event) const noexcept;
+
+  const char* name() const noexcept { return name_; }
+  void* context() const noexcept { return context_; }
+  std::uint32_t tick_hz() const noexcept { return tick_hz_; }
+
+ private:
+  friend class Watchdog;
+
+  static constexpr std::uint32_t kScopeDepthMask = 0xFFFFu;       // low half: depth
+  static constexpr std::uint32_t kScopeGeneration = 0x10000u;     // high half: changes count
+
+  std::size_t bucket_of(tick_t d) const noexcept {
+    const tick_t v = static_cast<tick_t>(d >> histogram_shift_);
+    if (v == 0) return 0;
+    std::size_t log2 = 0;
+#if defined(__GNUC__) || defined(__clang__)
+    log2 = static_cast<std::size_t>(31 - __builtin_clz(v));
+#else
+    for (tick_t x = v; x > 1u; x >>= 1) ++log2;
+#endif
+    return log2 < kHistogramBuckets ? log2 : kHistogramBuckets - 1;
+  }
+
+  void end_unusual() noexcept;
+  void note_block(std::uint32_t seq, tick_t begin, tick_t end, const Event& event) noexcept;
+
+  // Stamps: written by the loop only.
+  std::atomic<std::uint32_t> seq_{0};
+  std::atomic<tick_t> begin_{0};
+  std::atomic<const Event*> event_{nullptr};
+
+  // Statistics: written by the loop only, except hangs_ (the watchdog only).
+  std::atomic<std::uint32_t> dispatches_{0};
+  std::atomic<std::uint32_t> blocks_{0};
+  std::atomic<std::uint32_t> hangs_{0};
+  std::atomic<tick_t> max_duration_{0};
+  std::atomic<tick_t> busy_ticks_{0};
+  std::atomic<std::uint32_t> nested_{0};
+  std::atomic<std::uint32_t> unbalanced_ends_{0};
+  std::atomic<std::uint32_t> notes_dropped_{0};
+  std::atomic<std::uint32_t> scope_overflows_{0};
+  std::atomic<std::uint32_t> scope_underflows_{0};
+  std::atomic<std::uint32_t> histogram_[kHistogramBuckets] = {};
+
+  // Named-scope stack: (generation << 16) | depth, and the names.
+  std::atomic<std::uint32_t> scope_word_{0};
+  std::atomic<const char*> scopes_[kScopeDepth] = {};
+
+  // Blocks for the watchdog: the loop produces, the watchdog consumes.
+  SpscRing<BlockNote, kNoteCapacity> notes_;
+
+  // Loop-private.
+  std::uint32_t nested_depth_ = 0;
+
+  // Configuration, fixed between init() and registration.
+  tick_t threshold_ticks_ = ~tick_t{0};  // never a block before init()
+  tick_t arm_ticks_ = 0;
+  tick_t interval_ticks_ = 1;
+  tick_t hang_ticks_ = ~tick_t{0};
+  std::uint32_t tick_hz_ = 0;
+  std::uint16_t arm_permille_ = 0;
+  std::uint8_t histogram_shift_ = 0;
+  const char* name_ = "loop";
+  void* context_ = nullptr;
+  const Watchdog* watchdog_ = nullptr;  // set while a watchdog watches this monitor
+};
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "32-bit atomics must be lock-free");
+static_assert(std::atomic<const Event*>::is_always_lock_free, "pointer atomics must be lock-free");
+
+}  // namespace loopcanary

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// Block record: the fixed-size value a report carries. docs/report-format.md describes the
+// text and JSON forms.
+#pragma once
+
+#include <cstdint>
+
+#include "loopcanary/config.hpp"
+#include "loopcanary/event.hpp"
+
+namespace loopcanary {
+
+/// Which report a record is.
+enum class Phase : std::uint8_t {
+  in_progress,  ///< the dispatch crossed its threshold and is still running
+  hang,         ///< the dispatch crossed its hang limit and is still running
+  final,        ///< the dispatch ended over its threshold (the BlockCanary report)
+};
+
+/// Why the block took long, from the loop's CPU time against wall time over the window.
+enum class Cause : std::uint8_t {
+  unknown,  ///< no CPU evidence (counter unavailable, or the block ended before it was armed)
+  running,  ///< the loop computed: thread CPU time close to wall time
+  waiting,  ///< the loop was off the CPU while the machine had room (I/O, lock, sleep)
+  starved,  ///< the loop was off the CPU while the machine was busy with other work
+};
+
+/// Per-permille value that could not be measured.
+inline constexpr std::uint16_t kUnknownPermille = 0xFFFFu;
+
+/// One stack sample of the loop, taken by the watchdog while the dispatch ran.
+struct Sample {
+  tick_t at = 0;                ///< watchdog time of the sample, port ticks
+  std::uint32_t seq = 0;        ///< dispatch (stamp sequence) the sample belongs to
+  std::uint8_t scope_count = 0; ///< frames[0, scope_count): scope names (const char*), innermost first
+  std::uint8_t pc_count = 0;    ///< frames[scope_count, +pc_count): program counters, innermost first
+  Frame frames[kMaxFrames] = {};
+};
+
+/// A frame that was on top of the loop's stack in `count` samples.
+struct TopFrame {
+  Frame frame = 0;
+  bool is_scope = false;        ///< frame is a scope name (else a program counter)
+  std::uint32_t count = 0;
+};
+
+/// Record flags.
+enum RecordFlag : std::uint8_t {
+  kFlagHung = 1u << 0,           ///< the dispatch had been reported as a hang
+  kFlagUnwatched = 1u << 1,      ///< ended before the watchdog armed on it: no samples, no CPU
+  kFlagEndEstimated = 1u << 2,   ///< end not stamped by the loop (note lost): end = first poll after
+};
+
+/// Everything one report says about one block. A plain value: copy it anywhere. Name pointers
+/// refer to static strings (loop and event names) and to the watchdog's qualifier copy.
+struct BlockRecord {
+  std::uint32_t report = 0;      ///< watchdog-wide report number, from 1; gaps mean dropped records
+  Phase phase = Phase::final;
+  Cause cause = Cause::unknown;
+  std::uint8_t flags = 0;        ///< RecordFlag bits
+  std::uint8_t loop_index = 0;   ///< registration order of the loop in its watchdog
+  const char* qualifier = "";    ///< WatchdogConfig::qualifier
+  const char* loop = "";         ///< MonitorConfig::name
+  const Event* event = nullptr;  ///< the dispatched event
+  std::uint32_t dispatch = 0;    ///< dispatch number on this loop, from 1
+  std::uint32_t tick_hz = 0;     ///< tick rate of start, end and the tick durations
+  tick_t start = 0;              ///< begin stamp
+  tick_t end = 0;                ///< final: end stamp; otherwise watchdog time of the report
+  std::uint64_t duration_ticks = 0;  ///< final: end - start; otherwise elapsed so far
+  tick_t threshold_ticks = 0;    ///< threshold that applied to this event
+
+  // CPU evidence over the window [arm, end or report]; window_ticks == 0 when never armed.
+  std::uint64_t window_ticks = 0;     ///< wall length of the CPU window
+  std::uint64_t thread_cpu_us = 0;    ///< loop thread CPU time in the window (has_thread_cpu)
+  bool has_thread_cpu = false;
+  std::uint16_t system_busy_permille = kUnknownPermille;  ///< machine busy share in the window
+  std::uint16_t process_permille = kUnknownPermille;      ///< this process's share in the window
+
+  // Stack evidence.
+  std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)
+  std::uint32_t samples_missed = 0;       ///< sample attempts that produced no usable stack
+  std::uint32_t samples_overwritten = 0;  ///< older samples not kept (only the latest are)
+  std::uint8_t sample_count = 0;          ///< samples[0, sample_count), oldest first
+  std::uint8_t top_count = 0;             ///< top[0, top_count), most frequent first
+  std::uint32_t top_other = 0;            ///< samples whose top frame did not fit in top[]
+  Sample samples[kMaxSamples] = {};
+  TopFrame top[kTopFrames] = {};
+
+  // Loss accounting, so nothing disappears silently.
+  std::uint32_t records_dropped = 0;  ///< records the watchdog's ring refused so far (all loops)
+  std::uint32_t notes_dropped = 0;    ///< blocks this loop could not queue for the watchdog so far
+};
+
+/// "in_progress", "hang", "final". Any context.
+const char* to_string(Phase phase) noexcept;
+/// "unknown", "running", "waiting", "starved". Any context.
+const char* to_string(Cause cause) noexcept;
+
+}  // namespace loopcanary

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+// Watchdog: reads every registered loop's stamps lock-free at each poll, samples the loops that
+// run long, raises block-in-progress and hang reports while they still run, and finalises the
+// record when the dispatch ends. Reports go to the interceptor chain and into a fixed ring.
+//
+//   loop --begin/end--> stamps + notes --poll()--> track (samples, CPU) --> BlockRecord
+//        --> interceptors (in order) --> record ring --> pop() by one consumer (a sink)
+//
+// poll() is meant to be called periodically from one context (a thread, a timer ISR, the sim
+// scheduler). It never waits on a loop: a torn snapshot is retried at most
+// WatchdogConfig::snapshot_attempts times, then counted and left for the next poll.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "loopcanary/config.hpp"
+#include "loopcanary/hal.hpp"
+#include "loopcanary/monitor.hpp"
+#include "loopcanary/overwrite_ring.hpp"
+#include "loopcanary/record.hpp"
+#include "loopcanary/spsc_ring.hpp"
+#include "loopcanary/status.hpp"
+
+namespace loopcanary {
+
+/// Longest qualifier, in characters.
+inline constexpr std::size_t kQualifierMax = 31;
+
+/// Called with each report, from poll(), in watchdog context. Must not call back into the
+/// watchdog. `record` is valid for the call only: copy what you keep.
+using Interceptor = void (*)(void* context, const BlockRecord& record);
+
+/// Watchdog-wide configuration.
+struct WatchdogConfig {
+  /// BlockCanary's qualifier (firmware version, build flavour), printed in every report.
+  /// Printable ASCII, at most kQualifierMax characters; copied at init.
+  const char* qualifier = "";
+  /// Frames kept per sample: 1..LOOPCANARY_MAX_FRAMES.
+  std::uint8_t max_frames = static_cast<std::uint8_t>(kMaxFrames);
+  /// Snapshot attempts per loop and poll before a torn read is counted: 1..8.
+  std::uint8_t snapshot_attempts = 2;
+  /// Suppress (and count) reports while Hal::debugger_attached says a debugger is attached.
+  bool stop_when_debugging = true;
+  /// Cause rule: thread CPU at least this share of wall time (per mille) is *running*. 1..1000.
+  std::uint16_t running_permille = 700;
+  /// Cause rule: below the running share, a machine busy at least this share (per mille) over
+  /// the window is *starved*, otherwise *waiting*. 1..1000.
+  std::uint16_t starved_busy_permille = 900;
+};
+
+/// Watchdog counters; any context may read them (each counter is atomic).
+struct WatchdogStats {
+  std::uint32_t polls = 0;
+  std::uint32_t reports = 0;             ///< reports produced (interceptors called)
+  std::uint32_t records_dropped = 0;     ///< reports the ring could not hold
+  std::uint32_t torn_snapshots = 0;      ///< polls that gave up on a loop's stamps
+  std::uint32_t samples_missed = 0;      ///< sample attempts with no usable stack (all loops)
+  std::uint32_t suppressed = 0;          ///< reports withheld while a debugger was attached
+};
+
+/// Cause rule shared by the watchdog and the ports' tests: `window_us` of wall time in which
+/// the loop thread ran `cpu_us` and the machine was `busy_permille` busy (kUnknownPermille
+/// when unknown). Any context.
+Cause classify(std::uint64_t window_us, std::uint64_t cpu_us, bool has_cpu, std::uint16_t busy_permille,
+               const WatchdogConfig& rule) noexcept;
+
+namespace detail {
+
+/// What the watchdog knows about the dispatch it watches on one loop.
+struct WatchdogTrack {
+  Monitor* monitor = nullptr;
+  std::uint32_t seq = 0;        // dispatch watched (odd), 0 when none
+  std::uint32_t done_seq = 0;   // last dispatch finalised, never watched again
+  tick_t begin = 0;
+  const Event* event = nullptr;
+  Limits limits{};
+  tick_t last_now = 0;
+  std::uint64_t elapsed = 0;      // begin .. last_now, extended past the tick width
+  std::uint64_t next_sample = 0;  // elapsed time of the next sample
+  bool armed = false;
+  bool reported_block = false;
+  bool reported_hang = false;
+  // CPU evidence at the arm point.
+  tick_t arm_now = 0;
+  bool has_cpu0 = false;
+  std::uint64_t cpu0_us = 0;
+  bool has_counters0 = false;
+  CpuCounters counters0{};
+  // Stack evidence.
+  OverwriteRing<Sample, kMaxSamples> samples;
+  std::uint32_t samples_taken = 0;
+  std::uint32_t samples_missed = 0;
+  TopFrame top[kTopFrames] = {};
+  std::uint8_t top_count = 0;
+  std::uint32_t top_other = 0;
+};
+
+}  // namespace detail
+
+/// The watchdog logic, capacity-free; instantiate StaticWatchdog<MaxLoops, RecordCapacity>.
+class Watchdog {
+ public:
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  /// Validates and applies `config` and the platform services `hal` (copied). Call before
+  /// add() and poll(), from the context that will own the watchdog. Returns Status::ok or the
+  /// status naming the first invalid field (nothing is changed then).
+  Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept;
+
+  /// Starts watching `monitor` (initialised, not watched by any watchdog). Before polling
+  /// starts, from the watchdog's context. Errors: not_initialised (watchdog or monitor),
+  /// already_registered, registry_full.
+  Status add(Monitor& monitor) noexcept;
+
+  /// Appends an interceptor; interceptors are called in the order added, once per report.
+  /// Before polling starts. Errors: not_initialised, interceptor_null, interceptor_chain_full.
+  Status add_interceptor(Interceptor function, void* context) noexcept;
+
+  /// One watchdog step at `now` (port ticks of the loops' clock). Watchdog context only; must
+  /// run more often than half the tick counter's wrap period, and at least once per sample
+  /// interval for samples to land on time. Does nothing before a successful init().
+  void poll(tick_t now) noexcept;
+
+  /// Takes the oldest record out of the ring. Exactly one consumer context (which may be the
+  /// watchdog's own). False when the ring is empty.
+  bool pop(BlockRecord& out) noexcept { return ring_.pop(out); }
+
+  /// Records waiting in the ring. Any context.
+  std::uint32_t pending() const noexcept { return ring_.size(); }
+
+  WatchdogStats stats() const noexcept;
+  const char* qualifier() const noexcept { return qualifier_; }
+  std::size_t loop_count() const noexcept { return loops_; }
+
+ protected:
+  using Track = detail::WatchdogTrack;
+
+  Watchdog(Track* tracks, std::size_t max_loops, SpscRingBase<BlockRecord>& ring) noexcept
+      : tracks_(tracks), max_loops_(max_loops), ring_(ring) {}
+  ~Watchdog() = default;
+
+ private:
+  struct Chained {
+    Interceptor function;
+    void* context;
+  };
+
+  void poll_loop(Track& track, tick_t now, bool suppressed) noexcept;
+  void start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept;
+  void step(Track& track, tick_t now, bool suppressed) noexcept;
+  void take_sample(Track& track, tick_t now) noexcept;
+  void count_top(Track& track, const Sample& sample) noexcept;
+  void finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept;
+  void finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept;
+  void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
+  void fill_from_track(const Track& track, tick_t now) noexcept;
+  void fill_common(const Track& track, const BlockNote& note) noexcept;
+  void emit(bool suppressed) noexcept;
+
+  Track* const tracks_;
+  const std::size_t max_loops_;
+  SpscRingBase<BlockRecord>& ring_;
+  std::size_t loops_ = 0;
+  bool initialised_ = false;
+  WatchdogConfig config_{};
+  Hal hal_{};
+  char qualifier_[kQualifierMax + 1] = {};
+  Chained chain_[kMaxInterceptors] = {};
+  std::size_t chain_size_ = 0;
+  std::uint32_t next_report_ = 1;
+  BlockRecord scratch_{};  // the report being built (kept off the caller's stack: it is large)
+
+  std::atomic<std::uint32_t> polls_{0};
+  std::atomic<std::uint32_t> reports_{0};
+  std::atomic<std::uint32_t> records_dropped_{0};
+  std::atomic<std::uint32_t> torn_snapshots_{0};
+  std::atomic<std::uint32_t> samples_missed_{0};
+  std::atomic<std::uint32_t> suppressed_{0};
+};
+
+/// A watchdog for up to MaxLoops loops whose record ring holds RecordCapacity reports
+/// (a power of two >= 2).
+namespace detail {
+// Storage as a base class constructed before the Watchdog base that points into it.
+template <std::size_t MaxLoops, std::size_t RecordCapacity>
+struct WatchdogStorage {
+  WatchdogTrack tracks[MaxLoops];
+  SpscRing<BlockRecord, RecordCapacity> ring;
+};
+}  // namespace detail
+
+template <std::size_t MaxLoops, std::size_t RecordCapacity>
+class StaticWatchdog final : private detail::WatchdogStorage<MaxLoops, RecordCapacity>, public Watchdog {
+  static_assert(MaxLoops >= 1 && MaxLoops <= 255, "StaticWatchdog: MaxLoops must be 1..255");
+  using Storage = detail::WatchdogStorage<MaxLoops, RecordCapacity>;
+
+ public:
+  StaticWatchdog() noexcept : Watchdog(Storage::tracks, MaxLoops, Storage::ring) {}
+};
+
+}  // namespace loopcanary

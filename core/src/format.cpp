@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: MIT
+#include "loopcanary/format.hpp"
+
+#include <cstdint>
+
+#include "loopcanary/time.hpp"
+
+namespace loopcanary {
+namespace {
+
+constexpr char kTruncatedMarker[] = "...[truncated]\n";
+
+// Appends into a fixed buffer, counting what would not fit so the caller learns the full size.
+class Writer {
+ public:
+  Writer(char* buffer, std::size_t size) noexcept : buffer_(buffer), size_(size) {}
+
+  void put(char c) noexcept {
+    if (size_ != 0 && used_ + 1 < size_) buffer_[used_++] = c;
+    ++needed_;
+  }
+  void puts(const char* s) noexcept {
+    for (; *s != '\0'; ++s) put(*s);
+  }
+  void u64(std::uint64_t v) noexcept {
+    char digits[20];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10u);
+      v /= 10u;
+    } while (v != 0);
+    while (n > 0) put(digits[--n]);
+  }
+  void hex(std::uint64_t v) noexcept {
+    puts("0x");
+    bool started = false;
+    for (int shift = 60; shift >= 0; shift -= 4) {
+      const unsigned nibble = static_cast<unsigned>(v >> shift) & 0xFu;
+      if (nibble != 0 || started || shift == 0) {
+        put("0123456789abcdef"[nibble]);
+        started = true;
+      }
+    }
+  }
+  // Microseconds as milliseconds with three decimals: 810000 -> "810.000".
+  void ms(std::uint64_t us) noexcept {
+    u64(us / 1000u);
+    put('.');
+    const auto frac = static_cast<unsigned>(us % 1000u);
+    put(static_cast<char>('0' + frac / 100u));
+    put(static_cast<char>('0' + frac / 10u % 10u));
+    put(static_cast<char>('0' + frac % 10u));
+  }
+  // Per mille as a percentage with one decimal: 923 -> "92.3".
+  void percent(std::uint32_t permille) noexcept {
+    u64(permille / 10u);
+    put('.');
+    put(static_cast<char>('0' + permille % 10u));
+  }
+  void json_string(const char* s) noexcept {
+    put('"');
+    for (; *s != '\0'; ++s) {
+      const auto c = static_cast<unsigned char>(*s);
+      if (c == '"' || c == '\\') {
+        put('\\');
+        put(static_cast<char>(c));
+      } else if (c < 0x20) {
+        puts("\\u00");
+        put("0123456789abcdef"[c >> 4]);
+        put("0123456789abcdef"[c & 0xFu]);
+      } else {
+        put(static_cast<char>(c));
+      }
+    }
+    put('"');
+  }
+
+  FormatResult finish() noexcept {
+    FormatResult result;
+    result.needed = needed_;
+    result.truncated = needed_ > used_;
+    if (size_ == 0) return result;
+    if (result.truncated && size_ > sizeof(kTruncatedMarker)) {
+      used_ = size_ - sizeof(kTruncatedMarker);
+      for (std::size_t i = 0; i + 1 < sizeof(kTruncatedMarker); ++i) buffer_[used_++] = kTruncatedMarker[i];
+    }
+    buffer_[used_] = '\0';
+    result.length = used_;
+    return result;
+  }
+
+ private:
+  char* buffer_;
+  std::size_t size_;
+  std::size_t used_ = 0;
+  std::size_t needed_ = 0;
+};
+
+const char* name_or(const char* s, const char* fallback) noexcept { return s != nullptr ? s : fallback; }
+
+const char* event_name(const BlockRecord& r) noexcept {
+  return r.event != nullptr ? name_or(r.event->name, "?") : "?";
+}
+
+std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept {
+  return r.tick_hz != 0 ? us_from_ticks(ticks, r.tick_hz) : 0u;
+}
+
+const char* scope_name(Frame f) noexcept { return name_or(reinterpret_cast<const char*>(f), "?"); }
+
+struct FlagName {
+  std::uint8_t bit;
+  const char* name;
+};
+constexpr FlagName kFlagNames[] = {
+    {kFlagHung, "hung"}, {kFlagUnwatched, "unwatched"}, {kFlagEndEstimated, "end_estimated"}};
+
+}  // namespace
+
+FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
+  Writer w(buffer, size);
+  w.puts("qualifier = ");
+  w.puts(name_or(r.qualifier, ""));
+  w.puts("\nloop = ");
+  w.puts(name_or(r.loop, "?"));
+  w.puts("\nevent = ");
+  w.puts(event_name(r));
+  w.puts("\nreport = ");
+  w.u64(r.report);
+  w.puts(" (");
+  w.puts(to_string(r.phase));
+  w.puts(")\ndispatch = ");
+  w.u64(r.dispatch);
+  w.puts("\ntime-start = ");
+  w.u64(r.start);
+  w.puts(" ticks @ ");
+  w.u64(r.tick_hz);
+  w.puts(" Hz\ntime-end = ");
+  w.u64(r.end);
+  w.puts(r.phase == Phase::final ? " ticks\n" : " ticks (still running)\n");
+  w.puts("duration = ");
+  w.ms(us_of(r, r.duration_ticks));
+  w.puts(" ms (threshold ");
+  w.ms(us_of(r, r.threshold_ticks));
+  w.puts(" ms)\nthread-time = ");
+  if (r.has_thread_cpu) {
+    w.ms(r.thread_cpu_us);
+    w.puts(" ms over a ");
+    w.ms(us_of(r, r.window_ticks));
+    w.puts(" ms window");
+  } else {
+    w.puts("n/a");
+  }
+  w.puts("\ncpu-busy = ");
+  if (r.system_busy_permille != kUnknownPermille) {
+    w.percent(r.system_busy_permille);
+    w.puts(" %, process ");
+    w.percent(r.process_permille);
+    w.puts(" %");
+  } else {
+    w.puts("n/a");
+  }
+  w.puts("\ncause = ");
+  w.puts(to_string(r.cause));
+  w.puts("\nflags =");
+  for (const FlagName& f : kFlagNames) {
+    if ((r.flags & f.bit) != 0) {
+      w.put(' ');
+      w.puts(f.name);
+    }
+  }
+  w.puts("\nsamples = ");
+  w.u64(r.samples_taken);
+  w.puts(" taken, ");
+  w.u64(r.sample_count);
+  w.puts(" kept, ");
+  w.u64(r.samples_overwritten);
+  w.puts(" overwritten, ");
+  w.u64(r.samples_missed);
+  w.puts(" missed\n");
+  if (r.top_count > 0) {
+    w.puts("top frames:\n");
+    for (std::uint8_t i = 0; i < r.top_count; ++i) {
+      const TopFrame& t = r.top[i];
+      w.puts("  ");
+      w.percent(r.samples_taken != 0 ? static_cast<std::uint32_t>(std::uint64_t{t.count} * 1000u / r.samples_taken) : 0u);
+      w.puts(" % ");
+      w.u64(t.count);
+      w.put(' ');
+      if (t.is_scope) {
+        w.puts(scope_name(t.frame));
+      } else {
+        w.hex(t.frame);
+      }
+      w.put('\n');
+    }
+    if (r.top_other != 0) {
+      w.puts("  other ");
+      w.u64(r.top_other);
+      w.put('\n');
+    }
+  }
+  if (r.sample_count > 0) {
+    w.puts("stacks:\n");
+    for (std::uint8_t i = 0; i < r.sample_count; ++i) {
+      const Sample& s = r.samples[i];
+      w.puts("  +");
+      w.ms(us_of(r, ticks_between(r.start, s.at)));
+      w.puts(" ms ");
+      for (std::uint8_t f = 0; f < s.scope_count; ++f) {
+        if (f != 0) w.puts(" < ");
+        w.puts(scope_name(s.frames[f]));
+      }
+      if (s.pc_count > 0) {
+        w.puts(s.scope_count > 0 ? " | pc" : "pc");
+        for (std::uint8_t f = 0; f < s.pc_count; ++f) {
+          w.put(' ');
+          w.hex(s.frames[s.scope_count + f]);
+        }
+      }
+      w.put('\n');
+    }
+  }
+  w.puts("dropped = ");
+  w.u64(r.records_dropped);
+  w.puts(" records, ");
+  w.u64(r.notes_dropped);
+  w.puts(" notes\n");
+  return w.finish();
+}
+
+FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
+  Writer w(buffer, size);
+  w.puts("{\"report\":");
+  w.u64(r.report);
+  w.puts(",\"phase\":");
+  w.json_string(to_string(r.phase));
+  w.puts(",\"qualifier\":");
+  w.json_string(name_or(r.qualifier, ""));
+  w.puts(",\"loop\":");
+  w.json_string(name_or(r.loop, "?"));
+  w.puts(",\"loop_index\":");
+  w.u64(r.loop_index);
+  w.puts(",\"event\":");
+  w.json_string(event_name(r));
+  w.puts(",\"dispatch\":");
+  w.u64(r.dispatch);
+  w.puts(",\"tick_hz\":");
+  w.u64(r.tick_hz);
+  w.puts(",\"start\":");
+  w.u64(r.start);
+  w.puts(",\"end\":");
+  w.u64(r.end);
+  w.puts(",\"duration_ticks\":");
+  w.u64(r.duration_ticks);
+  w.puts(",\"duration_us\":");
+  w.u64(us_of(r, r.duration_ticks));
+  w.puts(",\"threshold_us\":");
+  w.u64(us_of(r, r.threshold_ticks));
+  w.puts(",\"cause\":");
+  w.json_string(to_string(r.cause));
+  w.puts(",\"flags\":[");
+  bool first = true;
+  for (const FlagName& f : kFlagNames) {
+    if ((r.flags & f.bit) != 0) {
+      if (!first) w.put(',');
+      w.json_string(f.name);
+      first = false;
+    }
+  }
+  w.puts("],\"cpu\":{\"window_us\":");
+  w.u64(us_of(r, r.window_ticks));
+  w.puts(",\"thread_us\":");
+  if (r.has_thread_cpu) {
+    w.u64(r.thread_cpu_us);
+  } else {
+    w.puts("null");
+  }
+  w.puts(",\"system_busy_permille\":");
+  if (r.system_busy_permille != kUnknownPermille) {
+    w.u64(r.system_busy_permille);
+  } else {
+    w.puts("null");
+  }
+  w.puts(",\"process_permille\":");
+  if (r.process_permille != kUnknownPermille) {
+    w.u64(r.process_permille);
+  } else {
+    w.puts("null");
+  }
+  w.puts("},\"samples\":{\"taken\":");
+  w.u64(r.samples_taken);
+  w.puts(",\"kept\":");
+  w.u64(r.sample_count);
+  w.puts(",\"overwritten\":");
+  w.u64(r.samples_overwritten);
+  w.puts(",\"missed\":");
+  w.u64(r.samples_missed);
+  w.puts("},\"top\":[");
+  for (std::uint8_t i = 0; i < r.top_count; ++i) {
+    const TopFrame& t = r.top[i];
+    if (i != 0) w.put(',');
+    if (t.is_scope) {
+      w.puts("{\"scope\":");
+      w.json_string(scope_name(t.frame));
+    } else {
+      w.puts("{\"pc\":\"");
+      w.hex(t.frame);
+      w.put('"');
+    }
+    w.puts(",\"count\":");
+    w.u64(t.count);
+    w.put('}');
+  }
+  w.puts("],\"top_other\":");
+  w.u64(r.top_other);
+  w.puts(",\"stacks\":[");
+  for (std::uint8_t i = 0; i < r.sample_count; ++i) {
+    const Sample& s = r.samples[i];
+    if (i != 0) w.put(',');
+    w.puts("{\"at_us\":");
+    w.u64(us_of(r, ticks_between(r.start, s.at)));
+    w.puts(",\"scopes\":[");
+    for (std::uint8_t f = 0; f < s.scope_count; ++f) {
+      if (f != 0) w.put(',');
+      w.json_string(scope_name(s.frames[f]));
+    }
+    w.puts("],\"pcs\":[");
+    for (std::uint8_t f = 0; f < s.pc_count; ++f) {
+      if (f != 0) w.put(',');
+      w.put('"');
+      w.hex(s.frames[s.scope_count + f]);
+      w.put('"');
+    }
+    w.puts("]}");
+  }
+  w.puts("],\"records_dropped\":");
+  w.u64(r.records_dropped);
+  w.puts(",\"notes_dropped\":");
+  w.u64(r.notes_dropped);
+  w.puts("}\n");
+  return w.finish();
+}
+
+}  // namespace loopcanary

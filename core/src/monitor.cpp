@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+#include "loopcanary/monitor.hpp"
+
+namespace loopcanary {
+namespace {
+
+// Validated tick values of a configuration.
+struct Resolved {
+  tick_t threshold;
+  tick_t arm;
+  tick_t interval;
+  tick_t hang;
+};
+
+Status resolve(const MonitorConfig& c, Resolved& r) noexcept {
+  if (c.name == nullptr || c.name[0] == '\0') return Status::name_missing;
+  if (c.tick_hz == 0) return Status::tick_hz_zero;
+  if (c.threshold_us == 0) return Status::threshold_zero;
+  if (c.arm_permille >= 1000) return Status::arm_not_below_threshold;
+  if (c.sample_interval_us == 0) return Status::sample_interval_zero;
+  if (c.sample_interval_us > c.threshold_us) return Status::sample_interval_above_threshold;
+  if (c.hang_limit_us < c.threshold_us) return Status::hang_limit_below_threshold;
+  const std::uint64_t hang = ticks_from_us(c.hang_limit_us, c.tick_hz);
+  if (hang >= kMaxIntervalTicks) return Status::hang_limit_too_long;
+  const std::uint64_t threshold = ticks_from_us(c.threshold_us, c.tick_hz);
+  if (threshold == 0) return Status::threshold_below_one_tick;
+  const std::uint64_t interval = ticks_from_us(c.sample_interval_us, c.tick_hz);
+  if (interval == 0) return Status::sample_interval_below_one_tick;
+  r.threshold = static_cast<tick_t>(threshold);
+  r.arm = static_cast<tick_t>(threshold * c.arm_permille / 1000u);
+  r.interval = static_cast<tick_t>(interval);
+  r.hang = static_cast<tick_t>(hang);
+  return Status::ok;
+}
+
+// floor(log2(tick_hz / 1 MHz)), so histogram buckets are close to powers of two microseconds.
+std::uint8_t histogram_shift_for(std::uint32_t tick_hz) noexcept {
+  std::uint8_t shift = 0;
+  for (std::uint32_t ratio = tick_hz / 1'000'000u; ratio > 1u; ratio >>= 1) ++shift;
+  return shift;
+}
+
+}  // namespace
+
+Status Monitor::init(const MonitorConfig& config) noexcept {
+  if (watchdog_ != nullptr) return Status::already_initialised;
+  Resolved r{};
+  const Status status = resolve(config, r);
+  if (status != Status::ok) return status;
+  threshold_ticks_ = r.threshold;
+  arm_ticks_ = r.arm;
+  interval_ticks_ = r.interval;
+  hang_ticks_ = r.hang;
+  arm_permille_ = config.arm_permille;
+  tick_hz_ = config.tick_hz;
+  histogram_shift_ = histogram_shift_for(config.tick_hz);
+  name_ = config.name;
+  context_ = config.context;
+  return Status::ok;
+}
+
+Limits Monitor::limits_for(const Event& event) const noexcept {
+  Limits l{threshold_ticks_, arm_ticks_, interval_ticks_, hang_ticks_};
+  if (event.threshold_us == 0 || tick_hz_ == 0) return l;
+  std::uint64_t t = ticks_from_us(event.threshold_us, tick_hz_);
+  if (t == 0) t = 1;
+  if (t > kMaxIntervalTicks) t = kMaxIntervalTicks;
+  l.threshold = static_cast<tick_t>(t);
+  l.arm = static_cast<tick_t>(t * arm_permille_ / 1000u);
+  if (l.interval > l.threshold) l.interval = l.threshold;
+  if (l.hang < l.threshold) l.hang = l.threshold;
+  return l;
+}
+
+void Monitor::end_unusual() noexcept {
+  if (nested_depth_ != 0) {
+    --nested_depth_;
+  } else {
+    detail::bump(unbalanced_ends_);
+  }
+}
+
+void Monitor::note_block(std::uint32_t seq, tick_t begin, tick_t end, const Event& event) noexcept {
+  if (ticks_between(begin, end) <= limits_for(event).threshold) return;
+  detail::bump(blocks_);
+  if (!notes_.push(BlockNote{seq, begin, end, &event})) detail::bump(notes_dropped_);
+}
+
+bool Monitor::scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept {
+  const std::uint32_t w1 = detail::load_acquire(scope_word_);
+  std::size_t depth = w1 & kScopeDepthMask;
+  if (depth > kScopeDepth) depth = kScopeDepth;
+  std::size_t n = 0;
+  for (std::size_t i = depth; i > 0 && n < max; --i) out[n++] = detail::load_relaxed(scopes_[i - 1]);
+  detail::fence_acquire();
+  if (detail::load_relaxed(scope_word_) != w1) return false;
+  count = n;
+  return true;
+}
+
+LoopStats Monitor::stats() const noexcept {
+  LoopStats s;
+  s.dispatches = detail::load_relaxed(dispatches_);
+  s.blocks = detail::load_relaxed(blocks_);
+  s.hangs = detail::load_relaxed(hangs_);
+  s.max_duration = detail::load_relaxed(max_duration_);
+  s.busy_ticks = detail::load_relaxed(busy_ticks_);
+  s.nested = detail::load_relaxed(nested_);
+  s.unbalanced_ends = detail::load_relaxed(unbalanced_ends_);
+  s.notes_dropped = detail::load_relaxed(notes_dropped_);
+  s.scope_overflows = detail::load_relaxed(scope_overflows_);
+  s.scope_underflows = detail::load_relaxed(scope_underflows_);
+  s.tick_hz = tick_hz_;
+  s.histogram_shift = histogram_shift_;
+  for (std::size_t i = 0; i < kHistogramBuckets; ++i) s.histogram[i] = detail::load_relaxed(histogram_[i]);
+  return s;
+}
+
+}  // namespace loopcanary

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+#include "loopcanary/watchdog.hpp"
+
+#include <cstring>
+
+namespace loopcanary {
+namespace {
+
+constexpr std::uint8_t kMaxSnapshotAttempts = 8;
+
+// Signed distance from `from` to `to` in ticks: negative when `to` is earlier. Valid for
+// intervals shorter than half the wrap period.
+std::int64_t signed_ticks(tick_t from, tick_t to) noexcept {
+  const tick_t forward = ticks_between(from, to);
+  if (forward <= kMaxIntervalTicks) return static_cast<std::int64_t>(forward);
+  return -static_cast<std::int64_t>(ticks_between(to, from));
+}
+
+std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
+  if (whole == 0) return kUnknownPermille;
+  if (part >= whole) return 1000;
+  return static_cast<std::uint16_t>(part * 1000u / whole);
+}
+
+}  // namespace
+
+Cause classify(std::uint64_t window_us, std::uint64_t cpu_us, bool has_cpu, std::uint16_t busy_permille,
+               const WatchdogConfig& rule) noexcept {
+  if (!has_cpu || window_us == 0) return Cause::unknown;
+  if (cpu_us * 1000u >= window_us * rule.running_permille) return Cause::running;
+  if (busy_permille == kUnknownPermille) return Cause::unknown;
+  return busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
+}
+
+Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
+  if (config.qualifier == nullptr) return Status::qualifier_missing;
+  const std::size_t length = std::strlen(config.qualifier);
+  if (length > kQualifierMax) return Status::qualifier_too_long;
+  for (std::size_t i = 0; i < length; ++i) {
+    const char c = config.qualifier[i];
+    if (c < 0x20 || c > 0x7e) return Status::qualifier_invalid;
+  }
+  if (config.max_frames == 0 || config.max_frames > kMaxFrames) return Status::max_frames_out_of_range;
+  if (config.snapshot_attempts == 0 || config.snapshot_attempts > kMaxSnapshotAttempts) {
+    return Status::snapshot_attempts_out_of_range;
+  }
+  if (config.running_permille == 0 || config.running_permille > 1000) {
+    return Status::running_permille_out_of_range;
+  }
+  if (config.starved_busy_permille == 0 || config.starved_busy_permille > 1000) {
+    return Status::starved_permille_out_of_range;
+  }
+  config_ = config;
+  std::memcpy(qualifier_, config.qualifier, length + 1);
+  config_.qualifier = qualifier_;
+  hal_ = hal;
+  initialised_ = true;
+  return Status::ok;
+}
+
+Status Watchdog::add(Monitor& monitor) noexcept {
+  if (!initialised_ || !monitor.initialised()) return Status::not_initialised;
+  if (monitor.watchdog_ != nullptr) return Status::already_registered;
+  if (loops_ == max_loops_) return Status::registry_full;
+  Track& track = tracks_[loops_++];
+  track.monitor = &monitor;
+  track.seq = 0;
+  track.done_seq = 0;
+  monitor.watchdog_ = this;
+  return Status::ok;
+}
+
+Status Watchdog::add_interceptor(Interceptor function, void* context) noexcept {
+  if (!initialised_) return Status::not_initialised;
+  if (function == nullptr) return Status::interceptor_null;
+  if (chain_size_ == kMaxInterceptors) return Status::interceptor_chain_full;
+  chain_[chain_size_++] = Chained{function, context};
+  return Status::ok;
+}
+
+WatchdogStats Watchdog::stats() const noexcept {
+  WatchdogStats s;
+  s.polls = detail::load_relaxed(polls_);
+  s.reports = detail::load_relaxed(reports_);
+  s.records_dropped = detail::load_relaxed(records_dropped_);
+  s.torn_snapshots = detail::load_relaxed(torn_snapshots_);
+  s.samples_missed = detail::load_relaxed(samples_missed_);
+  s.suppressed = detail::load_relaxed(suppressed_);
+  return s;
+}
+
+void Watchdog::poll(tick_t now) noexcept {
+  if (!initialised_) return;
+  detail::bump(polls_);
+  const bool suppressed = config_.stop_when_debugging && hal_.debugger_attached != nullptr &&
+                          hal_.debugger_attached(hal_.context);
+  for (std::size_t i = 0; i < loops_; ++i) poll_loop(tracks_[i], now, suppressed);
+}
+
+// Order matters: the stamps are read before the notes, so a dispatch the snapshot shows ended
+// has its note (queued before its end stamp) visible to the drain that follows.
+void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
+  Monitor& monitor = *track.monitor;
+  StampSnapshot snap;
+  bool consistent = false;
+  for (std::uint8_t attempt = 0; attempt < config_.snapshot_attempts && !consistent; ++attempt) {
+    consistent = monitor.snapshot(snap);
+  }
+  if (!consistent) detail::bump(torn_snapshots_);
+
+  if (track.seq != 0) {
+    track.elapsed += ticks_between(track.last_now, now);
+    track.last_now = now;
+  }
+
+  BlockNote note;
+  while (monitor.notes_.pop(note)) {
+    if (track.seq != 0 && note.seq == track.seq) {
+      finalise(track, note, now, suppressed);
+    } else {
+      report_unwatched(track, note, suppressed);
+    }
+  }
+  if (!consistent) return;
+
+  if (track.seq != 0 && snap.seq != track.seq) {
+    // The watched dispatch ended without a note: under its threshold (not a block), or its
+    // note was lost (counted by the loop). Only a dispatch already reported is finalised.
+    if (track.reported_block) finalise_estimated(track, now, suppressed);
+    track.seq = 0;
+  }
+  if (!snap.in_dispatch() || snap.seq == track.done_seq) return;
+  if (track.seq == 0) start_watching(track, snap, now);
+  step(track, now, suppressed);
+}
+
+void Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept {
+  track.seq = snap.seq;
+  track.begin = snap.begin;
+  track.event = snap.event;
+  track.limits = track.monitor->limits_for(*snap.event);
+  track.last_now = now;
+  const std::int64_t elapsed = signed_ticks(snap.begin, now);
+  track.elapsed = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0u;
+  track.next_sample = 0;
+  track.armed = false;
+  track.reported_block = false;
+  track.reported_hang = false;
+  track.has_cpu0 = false;
+  track.has_counters0 = false;
+  track.samples.clear();
+  track.samples_taken = 0;
+  track.samples_missed = 0;
+  track.top_count = 0;
+  track.top_other = 0;
+}
+
+void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
+  const Limits& limits = track.limits;
+  if (!track.armed && track.elapsed >= limits.arm) {
+    track.armed = true;
+    track.next_sample = track.elapsed;
+    track.arm_now = now;
+    track.has_cpu0 = hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &track.cpu0_us);
+    track.has_counters0 = hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &track.counters0);
+  }
+  if (track.armed && track.elapsed >= track.next_sample) {
+    take_sample(track, now);
+    // Next sample one interval later; a watchdog that fell behind skips the intervals it missed.
+    const std::uint64_t behind = (track.elapsed - track.next_sample) / limits.interval;
+    track.next_sample += (behind + 1u) * limits.interval;
+  }
+  if (!track.reported_block && track.elapsed > limits.threshold) {
+    track.reported_block = true;
+    fill_from_track(track, now);
+    scratch_.phase = Phase::in_progress;
+    emit(suppressed);
+  }
+  if (!track.reported_hang && track.elapsed > limits.hang) {
+    track.reported_hang = true;
+    detail::bump(track.monitor->hangs_);
+    fill_from_track(track, now);
+    scratch_.phase = Phase::hang;
+    emit(suppressed);
+  }
+}
+
+void Watchdog::take_sample(Track& track, tick_t now) noexcept {
+  const Monitor& monitor = *track.monitor;
+  Sample sample;
+  sample.at = now;
+  sample.seq = track.seq;
+  const std::size_t max = config_.max_frames;
+
+  const char* names[kMaxFrames];
+  std::size_t scope_count = 0;
+  bool scopes_read = false;
+  for (std::uint8_t attempt = 0; attempt < config_.snapshot_attempts && !scopes_read; ++attempt) {
+    scopes_read = monitor.scope_snapshot(names, max, scope_count);
+  }
+  if (!scopes_read) scope_count = 0;
+  for (std::size_t i = 0; i < scope_count; ++i) sample.frames[i] = reinterpret_cast<Frame>(names[i]);
+  sample.scope_count = static_cast<std::uint8_t>(scope_count);
+
+  if (hal_.capture_stack != nullptr && scope_count < max) {
+    std::size_t pcs = hal_.capture_stack(hal_.context, monitor, &sample.frames[scope_count], max - scope_count);
+    if (pcs > max - scope_count) pcs = max - scope_count;
+    sample.pc_count = static_cast<std::uint8_t>(pcs);
+  }
+
+  // A sample belongs to the dispatch that was running for the whole capture: if the loop moved
+  // on meanwhile (possible when the capture waits for the loop thread), it is not evidence.
+  StampSnapshot after;
+  const bool same_dispatch = monitor.snapshot(after) && after.seq == track.seq;
+  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
+    ++track.samples_missed;
+    detail::bump(samples_missed_);
+    return;
+  }
+  track.samples.push(sample);
+  ++track.samples_taken;
+  count_top(track, sample);
+}
+
+// Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
+// else the innermost program counter.
+void Watchdog::count_top(Track& track, const Sample& sample) noexcept {
+  const bool is_scope = sample.scope_count > 0;
+  const Frame frame = sample.frames[0];
+  for (std::uint8_t i = 0; i < track.top_count; ++i) {
+    TopFrame& entry = track.top[i];
+    if (entry.frame == frame && entry.is_scope == is_scope) {
+      ++entry.count;
+      // Keep the table ordered by count, most frequent first.
+      for (std::uint8_t j = i; j > 0 && track.top[j - 1].count < track.top[j].count; --j) {
+        const TopFrame swap = track.top[j - 1];
+        track.top[j - 1] = track.top[j];
+        track.top[j] = swap;
+      }
+      return;
+    }
+  }
+  if (track.top_count < kTopFrames) {
+    track.top[track.top_count++] = TopFrame{frame, is_scope, 1};
+  } else {
+    ++track.top_other;
+  }
+}
+
+void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
+  BlockRecord& r = scratch_;
+  const Monitor& monitor = *track.monitor;
+  r.phase = Phase::final;
+  r.cause = Cause::unknown;
+  r.flags = 0;
+  r.loop_index = static_cast<std::uint8_t>(&track - tracks_);
+  r.qualifier = qualifier_;
+  r.loop = monitor.name();
+  r.event = note.event;
+  r.dispatch = (note.seq + 1u) / 2u;
+  r.tick_hz = monitor.tick_hz();
+  r.start = note.begin;
+  r.end = note.end;
+  r.duration_ticks = ticks_between(note.begin, note.end);
+  r.threshold_ticks = monitor.limits_for(*note.event).threshold;
+  r.window_ticks = 0;
+  r.thread_cpu_us = 0;
+  r.has_thread_cpu = false;
+  r.system_busy_permille = kUnknownPermille;
+  r.process_permille = kUnknownPermille;
+  r.samples_taken = 0;
+  r.samples_missed = 0;
+  r.samples_overwritten = 0;
+  r.sample_count = 0;
+  r.top_count = 0;
+  r.top_other = 0;
+  r.notes_dropped = detail::load_relaxed(monitor.notes_dropped_);
+}
+
+// Fills the scratch record from what the watchdog saw of the watched dispatch, up to `now`.
+void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
+  fill_common(track, BlockNote{track.seq, track.begin, now, track.event});
+  BlockRecord& r = scratch_;
+  r.duration_ticks = track.elapsed;
+  if (track.reported_hang) r.flags |= kFlagHung;
+  if (!track.armed) r.flags |= kFlagUnwatched;
+
+  if (track.armed) {
+    r.window_ticks = ticks_between(track.arm_now, now);
+    const std::uint64_t window_us = us_from_ticks(r.window_ticks, r.tick_hz);
+    std::uint64_t cpu1 = 0;
+    const Monitor& monitor = *track.monitor;
+    if (track.has_cpu0 && hal_.thread_cpu_us(hal_.context, monitor, &cpu1) && cpu1 >= track.cpu0_us) {
+      r.has_thread_cpu = true;
+      r.thread_cpu_us = cpu1 - track.cpu0_us;
+    }
+    CpuCounters c1{};
+    if (track.has_counters0 && hal_.cpu_counters(hal_.context, &c1)) {
+      const std::uint64_t total = c1.system_total - track.counters0.system_total;
+      r.system_busy_permille = permille(c1.system_busy - track.counters0.system_busy, total);
+      r.process_permille = permille(c1.process - track.counters0.process, total);
+    }
+    r.cause = classify(window_us, r.thread_cpu_us, r.has_thread_cpu, r.system_busy_permille, config_);
+  }
+
+  r.samples_taken = track.samples_taken;
+  r.samples_missed = track.samples_missed;
+  r.samples_overwritten = track.samples.overwritten();
+  r.sample_count = static_cast<std::uint8_t>(track.samples.size());
+  for (std::uint32_t i = 0; i < track.samples.size(); ++i) r.samples[i] = track.samples[i];
+  r.top_count = track.top_count;
+  for (std::uint8_t i = 0; i < track.top_count; ++i) r.top[i] = track.top[i];
+  r.top_other = track.top_other;
+}
+
+void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept {
+  fill_from_track(track, now);
+  BlockRecord& r = scratch_;
+  r.phase = Phase::final;
+  r.end = note.end;
+  // Extended duration: elapsed at this poll, less the time since the end stamp.
+  const std::int64_t since_end = signed_ticks(note.end, now);
+  r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(track.elapsed) - since_end);
+  track.done_seq = track.seq;
+  track.seq = 0;
+  emit(suppressed);
+}
+
+void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept {
+  fill_from_track(track, now);
+  scratch_.phase = Phase::final;
+  scratch_.flags |= kFlagEndEstimated;
+  track.done_seq = track.seq;
+  track.seq = 0;
+  emit(suppressed);
+}
+
+void Watchdog::report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept {
+  fill_common(track, note);
+  scratch_.flags = kFlagUnwatched;
+  emit(suppressed);
+}
+
+void Watchdog::emit(bool suppressed) noexcept {
+  if (suppressed) {
+    detail::bump(suppressed_);
+    return;
+  }
+  BlockRecord& r = scratch_;
+  r.report = next_report_++;
+  r.records_dropped = detail::load_relaxed(records_dropped_);
+  detail::bump(reports_);
+  for (std::size_t i = 0; i < chain_size_; ++i) chain_[i].function(chain_[i].context, r);
+  if (!ring_.push(r)) detail::bump(records_dropped_);
+}
+
+}  // namespace loopcanary

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#include "loopcanary_port.hpp"
+
+namespace loopcanary::sim {
+
+Hal Machine::hal() noexcept {
+  Hal h{};
+  h.context = this;
+  h.capture_stack = &Machine::capture;
+  h.thread_cpu_us = &Machine::thread_cpu;
+  h.cpu_counters = &Machine::counters;
+  h.debugger_attached = &Machine::debugger;
+  return h;
+}
+
+void Machine::account(tick_t ticks, Thread* running, bool saturated) noexcept {
+  total_ticks_ += ticks;
+  if (running != nullptr) {
+    running->cpu_ticks += ticks;
+    process_ticks_ += ticks;
+    busy_permille_ticks_ += std::uint64_t{ticks} * 1000u;
+  } else if (saturated) {
+    busy_permille_ticks_ += std::uint64_t{ticks} * 1000u;
+  } else {
+    busy_permille_ticks_ += std::uint64_t{ticks} * other_load_permille_;
+  }
+}
+
+std::size_t Machine::capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max) {
+  auto* self = static_cast<Machine*>(context);
+  const auto* thread = static_cast<const Thread*>(loop.context());
+  if (!self->pc_capture_ || self->capture_failing_ || thread == nullptr || thread->pc == 0 || max == 0) {
+    return 0;
+  }
+  ++self->captures_;
+  pcs[0] = thread->pc;
+  return 1;
+}
+
+bool Machine::thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us) {
+  const auto* self = static_cast<const Machine*>(context);
+  const auto* thread = static_cast<const Thread*>(loop.context());
+  if (!self->counters_available_ || thread == nullptr) return false;
+  *cpu_us = thread->cpu_ticks * 1'000'000u / kTickHz;
+  return true;
+}
+
+bool Machine::counters(void* context, CpuCounters* out) {
+  const auto* self = static_cast<const Machine*>(context);
+  if (!self->counters_available_) return false;
+  out->system_busy = self->busy_permille_ticks_ / 1000u;
+  out->system_total = self->total_ticks_;
+  out->process = self->process_ticks_;
+  return true;
+}
+
+bool Machine::debugger(void* context) { return static_cast<const Machine*>(context)->debugger_attached_; }
+
+Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, tick_t period) noexcept
+    : time_(time),
+      machine_(machine),
+      watchdog_(watchdog),
+      period_(period != 0 ? period : 1u),
+      next_poll_(static_cast<tick_t>(time.peek() + period_)) {}
+
+void Scheduler::spend(tick_t ticks, Thread* running, bool saturated) noexcept {
+  for (;;) {
+    // Poll every deadline reached (also one passed by a clock read that costs time).
+    while (ticks_between(next_poll_, time_.peek()) <= kMaxIntervalTicks) {
+      watchdog_.poll(next_poll_);
+      ++polls_;
+      next_poll_ = static_cast<tick_t>(next_poll_ + period_);
+    }
+    if (ticks == 0) return;
+    const tick_t to_poll = ticks_between(time_.peek(), next_poll_);
+    const tick_t step = to_poll < ticks ? to_poll : ticks;
+    time_.advance(step);
+    machine_.account(step, running, saturated);
+    ticks = static_cast<tick_t>(ticks - step);
+  }
+}
+
+}  // namespace loopcanary::sim

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// Port "sim": virtual time, fully deterministic, for hosted unit tests and the simulator.
+//
+//   VirtualTime  the clock state: settable start (wrap tests), optional cost per read
+//   Clock        the hot-tier clock: a handle to a VirtualTime
+//   Thread       a simulated loop thread: its CPU time and its current program counter
+//   Machine      the cold tier (Hal): thread CPU, machine counters, PC capture, debugger,
+//                with fault knobs (counters unavailable, capture failing, debugger attached)
+//   Scheduler    advances virtual time and polls the watchdog at its period, accounting CPU
+//                as the loop computes, waits or is starved
+//
+// All state lives in these objects: nothing global, nothing shared between tests.
+#pragma once
+
+#include <cstdint>
+
+#include "loopcanary/hal.hpp"
+#include "loopcanary/instrument.hpp"
+#include "loopcanary/watchdog.hpp"
+
+namespace loopcanary::sim {
+
+/// The sim clock runs at 1 MHz: one tick is one microsecond.
+inline constexpr std::uint32_t kTickHz = 1'000'000;
+
+/// Microseconds / milliseconds to sim ticks.
+constexpr tick_t us(std::uint32_t v) noexcept { return v; }
+constexpr tick_t ms(std::uint32_t v) noexcept { return v * 1000u; }
+
+/// Virtual time. Starts at `start` (use kWrapStart - offset for wrap tests). Single context.
+class VirtualTime {
+ public:
+  explicit VirtualTime(tick_t start = 0) noexcept : now_(start) {}
+  /// The current time; then advances by the read step (0 by default), modelling a clock read
+  /// that takes time.
+  tick_t read() noexcept {
+    const tick_t t = now_;
+    now_ = static_cast<tick_t>(now_ + read_step_);
+    return t;
+  }
+  /// The current time, without the read step.
+  tick_t peek() const noexcept { return now_; }
+  void advance(tick_t ticks) noexcept { now_ = static_cast<tick_t>(now_ + ticks); }
+  void set_read_step(tick_t ticks) noexcept { read_step_ = ticks; }
+
+ private:
+  tick_t now_;
+  tick_t read_step_ = 0;
+};
+
+/// Hot-tier clock of the sim port: a handle to a VirtualTime.
+class Clock {
+ public:
+  explicit Clock(VirtualTime& time) noexcept : time_(&time) {}
+  tick_t now() const noexcept { return time_->read(); }
+
+ private:
+  VirtualTime* time_;
+};
+
+/// A monitor stamped by virtual time.
+using SimMonitor = ClockedMonitor<Clock>;
+
+/// A simulated loop thread. Pass its address as MonitorConfig::context.
+struct Thread {
+  std::uint64_t cpu_ticks = 0;  ///< CPU time consumed so far
+  Frame pc = 0;                 ///< "program counter" the PC capture reports (0: none)
+};
+
+/// The simulated platform behind the cold HAL tier.
+class Machine {
+ public:
+  Machine() noexcept = default;
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+
+  /// The HAL bound to this machine (valid while the machine lives).
+  Hal hal() noexcept;
+
+  // Fault knobs.
+  /// false: thread CPU time and machine counters report "unavailable".
+  void set_counters_available(bool available) noexcept { counters_available_ = available; }
+  /// true: PC capture reports the thread's pc; false (default): no PC capture (scopes only).
+  void set_pc_capture(bool enabled) noexcept { pc_capture_ = enabled; }
+  /// true: every PC capture fails (a missed sample).
+  void set_capture_failing(bool failing) noexcept { capture_failing_ = failing; }
+  void set_debugger_attached(bool attached) noexcept { debugger_attached_ = attached; }
+  /// Share of the machine other work keeps busy while the loop is off the CPU, per mille.
+  void set_other_load_permille(std::uint16_t permille) noexcept { other_load_permille_ = permille; }
+
+  /// Accounts `ticks` of wall time: `running` (may be null) was on the CPU, or the machine
+  /// was saturated by others (`saturated`), or it carried only the background load.
+  void account(tick_t ticks, Thread* running, bool saturated) noexcept;
+
+  std::uint32_t captures() const noexcept { return captures_; }
+
+ private:
+  static std::size_t capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
+  static bool thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us);
+  static bool counters(void* context, CpuCounters* out);
+  static bool debugger(void* context);
+
+  bool counters_available_ = true;
+  bool pc_capture_ = false;
+  bool capture_failing_ = false;
+  bool debugger_attached_ = false;
+  std::uint16_t other_load_permille_ = 0;
+  std::uint64_t busy_permille_ticks_ = 0;  // busy time x 1000, so background load stays exact
+  std::uint64_t total_ticks_ = 0;
+  std::uint64_t process_ticks_ = 0;
+  std::uint32_t captures_ = 0;
+};
+
+/// Drives virtual time: every period, the watchdog polls (as a timer interrupt or watchdog
+/// thread would). The loop's handlers call compute()/wait()/starve() to spend time.
+class Scheduler {
+ public:
+  /// The first poll happens one `period` after the current time. `period` > 0.
+  Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, tick_t period) noexcept;
+
+  /// `thread` runs on the CPU for `ticks`.
+  void compute(Thread& thread, tick_t ticks) noexcept { spend(ticks, &thread, false); }
+  /// The loop is off the CPU (sleep, I/O, lock) for `ticks`; the machine has room.
+  void wait(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
+  /// The loop wants the CPU but other work saturates the machine for `ticks`.
+  void starve(tick_t ticks) noexcept { spend(ticks, nullptr, true); }
+  /// Nothing of the loop's runs for `ticks` (idle between events).
+  void idle(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
+
+  std::uint32_t polls() const noexcept { return polls_; }
+  tick_t period() const noexcept { return period_; }
+  tick_t next_poll() const noexcept { return next_poll_; }
+
+ private:
+  void spend(tick_t ticks, Thread* running, bool saturated) noexcept;
+
+  VirtualTime& time_;
+  Machine& machine_;
+  Watchdog& watchdog_;
+  tick_t period_;
+  tick_t next_poll_;
+  std::uint32_t polls_ = 0;
+};
+
+}  // namespace loopcanary::sim
