@@ -63,7 +63,7 @@ Limits Monitor::limits_for(const Event& event) const noexcept {
   Limits l{threshold_ticks_, arm_ticks_, interval_ticks_, hang_ticks_};
   if (event.threshold_us == 0 || tick_hz_ == 0) return l;
   std::uint64_t t = ticks_from_us(event.threshold_us, tick_hz_);
-  if (t == 0) t = 1;
+  if (t <= threshold_ticks_) return l;  // the loop's threshold is the floor
   if (t > kMaxIntervalTicks) t = kMaxIntervalTicks;
   l.threshold = static_cast<tick_t>(t);
   l.arm = static_cast<tick_t>(t * arm_permille_ / 1000u);
@@ -80,10 +80,14 @@ void Monitor::end_unusual() noexcept {
   }
 }
 
-void Monitor::note_block(std::uint32_t seq, tick_t begin, tick_t end, const Event& event) noexcept {
-  if (ticks_between(begin, end) <= limits_for(event).threshold) return;
-  detail::bump(blocks_);
-  if (!notes_.push(BlockNote{seq, begin, end, &event})) detail::bump(notes_dropped_);
+void Monitor::end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept {
+  const Event* event = detail::load_relaxed(event_);
+  if (ticks_between(begin, end) > limits_for(*event).threshold) {
+    detail::bump(blocks_);
+    if (!notes_.push(BlockNote{seq, begin, end, event})) detail::bump(notes_dropped_);
+  }
+  // The note is queued before the end is published: a watchdog that sees the end sees the note.
+  detail::store_release(seq_, seq + 1u);
 }
 
 bool Monitor::scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept {
@@ -100,7 +104,7 @@ bool Monitor::scope_snapshot(const char** out, std::size_t max, std::size_t& cou
 
 LoopStats Monitor::stats() const noexcept {
   LoopStats s;
-  s.dispatches = detail::load_relaxed(dispatches_);
+  s.dispatches = detail::load_relaxed(seq_) / 2u;
   s.blocks = detail::load_relaxed(blocks_);
   s.hangs = detail::load_relaxed(hangs_);
   s.max_duration = detail::load_relaxed(max_duration_);

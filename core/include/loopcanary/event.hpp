@@ -12,9 +12,9 @@ namespace loopcanary {
 struct Event {
   /// Name printed in reports. Static, NUL-terminated, non-null.
   const char* name;
-  /// Block threshold for this event in microseconds; 0 uses the loop's threshold. A non-zero
-  /// value moves the block decision of this event's end() to a short out-of-line path (a
-  /// 64-bit division), so give thresholds only to the events that need them. Arm point,
+  /// A longer block threshold for this event, in microseconds (an operation that is slow by
+  /// design, such as a flash erase); 0 uses the loop's threshold. The loop's threshold is the
+  /// floor: a smaller value is raised to it, so end() needs only one comparison. Arm point,
   /// sample interval and hang limit follow (see Monitor::limits_for).
   std::uint32_t threshold_us = 0;
 };

@@ -10,6 +10,7 @@
 //   event  descriptor of that dispatch.
 //   begin_at: release fence; begin = now; event = &ev; seq = 2n+1 (release store)
 //   end_at:   statistics; block note when over threshold; seq = 2n+2 (release store)
+//             (so seq / 2 is also the number of dispatches ended)
 //   reader:   s1 = seq (acquire); if odd, read begin and event; acquire fence; s2 = seq.
 //             s1 == s2 -> a consistent snapshot of dispatch s1. Otherwise the writer moved on:
 //             the reader gives up this attempt (it never waits for the writer).
@@ -17,9 +18,9 @@
 // orders the end store of seq before them), so a reader that saw new data also sees a new seq.
 //
 // Hot path cost: two clock reads (by the caller), a handful of plain loads and stores of
-// 32-bit words, no read-modify-write, no call, no lock. Blocks (end - begin over the threshold)
-// and events with their own threshold take one out-of-line call that queues a note for the
-// watchdog; a full note queue is counted, never silent.
+// 32-bit words, no read-modify-write, no call, no lock. A dispatch over the loop's threshold
+// takes one out-of-line call that decides with the event's own threshold and queues a note for
+// the watchdog; a full note queue is counted, never silent.
 #pragma once
 
 #include <atomic>
@@ -151,12 +152,13 @@ class Monitor {
     }
     const tick_t begin = detail::load_relaxed(begin_);
     const tick_t d = ticks_between(begin, now);
-    detail::bump(dispatches_);
     detail::bump(busy_ticks_, d);
     if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
     detail::bump(histogram_[bucket_of(d)]);
-    const Event* event = detail::load_relaxed(event_);
-    if (d > threshold_ticks_ || event->threshold_us != 0) note_block(s, begin, now, *event);
+    if (d > threshold_ticks_) {
+      end_over_threshold(s, begin, now);  // queues the note, then publishes the end
+      return;
+    }
     detail::store_release(seq_, s + 1u);
   }
 
@@ -228,28 +230,29 @@ class Monitor {
   static constexpr std::uint32_t kScopeDepthMask = 0xFFFFu;       // low half: depth
   static constexpr std::uint32_t kScopeGeneration = 0x10000u;     // high half: changes count
 
-  std::size_t bucket_of(tick_t d) const noexcept {
-    const tick_t v = static_cast<tick_t>(d >> histogram_shift_);
-    if (v == 0) return 0;
-    std::size_t log2 = 0;
+  // floor(log2(d >> shift)) clamped to the buckets; "| 1" puts 0 in bucket 0 without a branch.
+  std::uint32_t bucket_of(tick_t d) const noexcept {
+    constexpr auto kLast = static_cast<std::uint32_t>(kHistogramBuckets - 1);
+    const tick_t v = static_cast<tick_t>((d >> histogram_shift_) | 1u);
+    std::uint32_t log2 = 0;
 #if defined(__GNUC__) || defined(__clang__)
-    log2 = static_cast<std::size_t>(31 - __builtin_clz(v));
+    log2 = 31u - static_cast<std::uint32_t>(__builtin_clz(v));
 #else
     for (tick_t x = v; x > 1u; x >>= 1) ++log2;
 #endif
-    return log2 < kHistogramBuckets ? log2 : kHistogramBuckets - 1;
+    return log2 < kLast ? log2 : kLast;
   }
 
   void end_unusual() noexcept;
-  void note_block(std::uint32_t seq, tick_t begin, tick_t end, const Event& event) noexcept;
+  void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
 
   // Stamps: written by the loop only.
   std::atomic<std::uint32_t> seq_{0};
   std::atomic<tick_t> begin_{0};
   std::atomic<const Event*> event_{nullptr};
 
-  // Statistics: written by the loop only, except hangs_ (the watchdog only).
-  std::atomic<std::uint32_t> dispatches_{0};
+  // Statistics: written by the loop only, except hangs_ (the watchdog only). The dispatch
+  // count is seq_ / 2.
   std::atomic<std::uint32_t> blocks_{0};
   std::atomic<std::uint32_t> hangs_{0};
   std::atomic<tick_t> max_duration_{0};
