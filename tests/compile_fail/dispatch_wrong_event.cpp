@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: MIT
+// Must NOT compile with LOOPCANARY_ENABLED=0: a compiled-out macro still checks its arguments.
+#include "loopcanary/instrument.hpp"
+#include "loopcanary_port.hpp"
+
+void handler(loopcanary::sim::SimMonitor& monitor) {
+  const int not_an_event = 3;
+  LOOPCANARY_DISPATCH(monitor, not_an_event);
+}

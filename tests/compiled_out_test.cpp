@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Instrumentation compiled out: this file is built with LOOPCANARY_ENABLED=0 (see
+// tests/CMakeLists.txt). The macros must still compile against real arguments and do nothing.
+#include <gtest/gtest.h>
+
+#include "loopcanary/instrument.hpp"
+#include "loopcanary_port.hpp"
+
+static_assert(LOOPCANARY_ENABLED == 0, "this test must be built with LOOPCANARY_ENABLED=0");
+
+namespace {
+
+constexpr loopcanary::Event kTick{"tick"};
+
+TEST(CompiledOut, MacrosTypeCheckButStampNothing) {
+  loopcanary::sim::VirtualTime time;
+  loopcanary::sim::SimMonitor monitor{loopcanary::sim::Clock{time}};
+  loopcanary::MonitorConfig config;
+  config.tick_hz = loopcanary::sim::kTickHz;
+  ASSERT_EQ(monitor.init(config), loopcanary::Status::ok);
+  {
+    LOOPCANARY_DISPATCH(monitor, kTick);
+    LOOPCANARY_SCOPE(monitor, "work");
+    time.advance(loopcanary::sim::ms(2000));
+  }
+  loopcanary::StampSnapshot snap;
+  ASSERT_TRUE(monitor.snapshot(snap));
+  EXPECT_EQ(snap.seq, 0u);
+  EXPECT_EQ(monitor.stats().dispatches, 0u);
+  EXPECT_EQ(monitor.stats().blocks, 0u);
+  std::size_t depth = 99;
+  const char* names[1];
+  ASSERT_TRUE(monitor.scope_snapshot(names, 1, depth));
+  EXPECT_EQ(depth, 0u);
+}
+
+}  // namespace
