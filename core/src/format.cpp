@@ -80,7 +80,7 @@ class Writer {
     result.needed = needed_;
     result.truncated = needed_ > used_;
     if (size_ == 0) return result;
-    if (result.truncated && size_ > sizeof(kTruncatedMarker)) {
+    if (result.truncated && size_ >= sizeof(kTruncatedMarker)) {
       used_ = size_ - sizeof(kTruncatedMarker);
       for (std::size_t i = 0; i + 1 < sizeof(kTruncatedMarker); ++i) buffer_[used_++] = kTruncatedMarker[i];
     }
@@ -155,8 +155,12 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   if (r.system_busy_permille != kUnknownPermille) {
     w.percent(r.system_busy_permille);
     w.puts(" %, process ");
-    w.percent(r.process_permille);
-    w.puts(" %");
+    if (r.process_permille != kUnknownPermille) {
+      w.percent(r.process_permille);
+      w.puts(" %");
+    } else {
+      w.puts("n/a");
+    }
   } else {
     w.puts("n/a");
   }

@@ -64,11 +64,12 @@ Limits Monitor::limits_for(const Event& event) const noexcept {
   if (event.threshold_us == 0 || tick_hz_ == 0) return l;
   std::uint64_t t = ticks_from_us(event.threshold_us, tick_hz_);
   if (t <= threshold_ticks_) return l;  // the loop's threshold is the floor
-  if (t > kMaxIntervalTicks) t = kMaxIntervalTicks;
+  if (t > kMaxIntervalTicks) t = kMaxIntervalTicks;  // and half the wrap the ceiling
+  // A raised threshold keeps the loop's arm fraction, interval and hang margin.
+  const std::uint64_t hang = t + (hang_ticks_ - threshold_ticks_);
   l.threshold = static_cast<tick_t>(t);
   l.arm = static_cast<tick_t>(t * arm_permille_ / 1000u);
-  if (l.interval > l.threshold) l.interval = l.threshold;
-  if (l.hang < l.threshold) l.hang = l.threshold;
+  l.hang = static_cast<tick_t>(hang < kMaxIntervalTicks ? hang : kMaxIntervalTicks);
   return l;
 }
 

@@ -41,6 +41,8 @@ constexpr StatusText kStatusText[] = {
     {"already_initialised", "the monitor is already watched by a watchdog; configure it before add()"},
     {"registry_full", "the watchdog already watches as many loops as its MaxLoops"},
     {"already_registered", "the monitor is already watched by a watchdog"},
+    {"tick_rate_mismatch",
+     "MonitorConfig.tick_hz differs from the loops this watchdog already watches; one watchdog, one clock"},
     {"interceptor_null", "the interceptor function is null"},
     {"interceptor_chain_full", "LOOPCANARY_MAX_INTERCEPTORS interceptors are already added"},
 };

@@ -61,6 +61,7 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
 Status Watchdog::add(Monitor& monitor) noexcept {
   if (!initialised_ || !monitor.initialised()) return Status::not_initialised;
   if (monitor.watchdog_ != nullptr) return Status::already_registered;
+  if (loops_ != 0 && monitor.tick_hz() != tracks_[0].monitor->tick_hz()) return Status::tick_rate_mismatch;
   if (loops_ == max_loops_) return Status::registry_full;
   Track& track = tracks_[loops_++];
   track.monitor = &monitor;
@@ -139,15 +140,15 @@ void Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   track.begin = snap.begin;
   track.event = snap.event;
   track.limits = track.monitor->limits_for(*snap.event);
-  track.last_now = now;
+  // A begin stamped after `now` (the loop read its clock later than the watchdog did) counts
+  // from the begin itself.
   const std::int64_t elapsed = signed_ticks(snap.begin, now);
   track.elapsed = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0u;
+  track.last_now = elapsed > 0 ? now : snap.begin;
   track.next_sample = 0;
   track.armed = false;
   track.reported_block = false;
   track.reported_hang = false;
-  track.has_cpu0 = false;
-  track.has_counters0 = false;
   track.samples.clear();
   track.samples_taken = 0;
   track.samples_missed = 0;
@@ -160,9 +161,10 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   if (!track.armed && track.elapsed >= limits.arm) {
     track.armed = true;
     track.next_sample = track.elapsed;
-    track.arm_now = now;
-    track.has_cpu0 = hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &track.cpu0_us);
-    track.has_counters0 = hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &track.counters0);
+    read_cpu(track, track.first);
+    track.last = track.first;
+  } else if (track.armed) {
+    read_cpu(track, track.last);
   }
   if (track.armed && track.elapsed >= track.next_sample) {
     take_sample(track, now);
@@ -183,6 +185,12 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
     scratch_.phase = Phase::hang;
     emit(suppressed);
   }
+}
+
+void Watchdog::read_cpu(const Track& track, detail::CpuReading& reading) const noexcept {
+  reading.elapsed = track.elapsed;
+  reading.has_cpu = hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &reading.cpu_us);
+  reading.has_counters = hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &reading.counters);
 }
 
 void Watchdog::take_sample(Track& track, tick_t now) noexcept {
@@ -257,7 +265,7 @@ void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
   r.qualifier = qualifier_;
   r.loop = monitor.name();
   r.event = note.event;
-  r.dispatch = (note.seq + 1u) / 2u;
+  r.dispatch = note.seq / 2u + 1u;  // seq 2n+1 is dispatch n+1
   r.tick_hz = monitor.tick_hz();
   r.start = note.begin;
   r.end = note.end;
@@ -286,21 +294,23 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
   if (!track.armed) r.flags |= kFlagUnwatched;
 
   if (track.armed) {
-    r.window_ticks = ticks_between(track.arm_now, now);
-    const std::uint64_t window_us = us_from_ticks(r.window_ticks, r.tick_hz);
-    std::uint64_t cpu1 = 0;
-    const Monitor& monitor = *track.monitor;
-    if (track.has_cpu0 && hal_.thread_cpu_us(hal_.context, monitor, &cpu1) && cpu1 >= track.cpu0_us) {
+    const detail::CpuReading& a = track.first;
+    const detail::CpuReading& b = track.last;
+    r.window_ticks = b.elapsed - a.elapsed;
+    if (a.has_cpu && b.has_cpu && b.cpu_us >= a.cpu_us) {
       r.has_thread_cpu = true;
-      r.thread_cpu_us = cpu1 - track.cpu0_us;
+      r.thread_cpu_us = b.cpu_us - a.cpu_us;
     }
-    CpuCounters c1{};
-    if (track.has_counters0 && hal_.cpu_counters(hal_.context, &c1)) {
-      const std::uint64_t total = c1.system_total - track.counters0.system_total;
-      r.system_busy_permille = permille(c1.system_busy - track.counters0.system_busy, total);
-      r.process_permille = permille(c1.process - track.counters0.process, total);
+    const CpuCounters& c0 = a.counters;
+    const CpuCounters& c1 = b.counters;
+    if (a.has_counters && b.has_counters && c1.system_total >= c0.system_total &&
+        c1.system_busy >= c0.system_busy && c1.process >= c0.process) {
+      const std::uint64_t total = c1.system_total - c0.system_total;
+      r.system_busy_permille = permille(c1.system_busy - c0.system_busy, total);
+      r.process_permille = permille(c1.process - c0.process, total);
     }
-    r.cause = classify(window_us, r.thread_cpu_us, r.has_thread_cpu, r.system_busy_permille, config_);
+    r.cause = classify(us_from_ticks(r.window_ticks, r.tick_hz), r.thread_cpu_us, r.has_thread_cpu,
+                       r.system_busy_permille, config_);
   }
 
   r.samples_taken = track.samples_taken;

@@ -73,9 +73,11 @@ inline constexpr std::size_t kTopFrames = LOOPCANARY_TOP_FRAMES;
 inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 
-/// Buckets of the per-loop dispatch-duration histogram. Bucket i counts durations in
-/// [2^i, 2^(i+1)) microseconds (approximately: see Monitor::histogram_shift()); bucket 0 also
-/// holds shorter ones and the last bucket everything longer.
+/// Buckets of the per-loop dispatch-duration histogram. Bucket i counts durations d (ticks)
+/// with floor(log2(d >> shift)) == i, shift = floor(log2(tick_hz / 1 MHz)) (0 below 1 MHz), so
+/// buckets are roughly powers of two microseconds at 1 MHz and above, powers of two ticks
+/// below; bucket 0 also holds shorter ones and the last bucket everything longer. The shift is
+/// in LoopStats::histogram_shift.
 inline constexpr std::size_t kHistogramBuckets = 24;
 
 static_assert(kMaxSamples >= 1 && kMaxSamples <= 128 && (kMaxSamples & (kMaxSamples - 1)) == 0,

@@ -29,7 +29,8 @@ struct Hal {
   void* context;
 
   /// Writes up to `max` program counters of `loop`'s current stack, innermost first, into
-  /// `pcs`; returns how many (0: no sample this time, counted as missed). `loop.context()`
+  /// `pcs`; returns how many (0: no program counters this time; a sample with neither
+  /// scopes nor program counters is counted as missed). `loop.context()`
   /// identifies the loop's thread or execution context.
   std::size_t (*capture_stack)(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
 

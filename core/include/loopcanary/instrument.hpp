@@ -31,7 +31,7 @@ struct is_port_clock<Clock, std::void_t<decltype(std::declval<const Clock&>().no
 template <class Clock>
 class ClockedMonitor : public Monitor {
   static_assert(detail::is_port_clock<Clock>::value,
-                "loopcanary port: the hot-tier Clock must provide `tick_t now() const noexcept` "
+                "loopcanary port: the hot-tier Clock must provide `tick_t now() const` "
                 "(static or member) returning loopcanary::tick_t; see docs/porting.md");
 
  public:

@@ -171,6 +171,7 @@ class Monitor {
     const std::uint32_t w = detail::load_relaxed(scope_word_);
     const std::uint32_t depth = w & kScopeDepthMask;
     if (depth < kScopeDepth) {
+      detail::fence_release();  // the previous pop is ordered before the name it overwrites
       detail::store_relaxed(scopes_[depth], name);
     } else {
       detail::bump(scope_overflows_);
@@ -210,8 +211,9 @@ class Monitor {
   }
 
   /// One attempt at reading the named-scope stack, innermost first, at most `max` names into
-  /// `out`. Sets `count` to the number written (the stack may be deeper; see scope_depth in
-  /// the result). Never waits: false when the loop pushed or popped during the read.
+  /// `out`. Sets `count` to the number written (the stack may be deeper: pushes beyond
+  /// LOOPCANARY_SCOPE_DEPTH are not stored, and then the innermost name read is the deepest
+  /// stored one). Never waits: false when the loop pushed or popped during the read.
   bool scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept;
 
   /// Statistics, counter by counter (see LoopStats). Any context.

@@ -69,7 +69,9 @@ struct BlockRecord {
   std::uint64_t duration_ticks = 0;  ///< final: end - start; otherwise elapsed so far
   tick_t threshold_ticks = 0;    ///< threshold that applied to this event
 
-  // CPU evidence over the window [arm, end or report]; window_ticks == 0 when never armed.
+  // CPU evidence over the window from the arming poll to the last poll that saw the dispatch
+  // running (for in_progress and hang: the reporting poll); window_ticks == 0 when never armed
+  // or armed at the last poll.
   std::uint64_t window_ticks = 0;     ///< wall length of the CPU window
   std::uint64_t thread_cpu_us = 0;    ///< loop thread CPU time in the window (has_thread_cpu)
   bool has_thread_cpu = false;

@@ -32,6 +32,7 @@ enum class Status : std::uint8_t {
   already_initialised,              ///< init() on a monitor already registered with a watchdog
   registry_full,                    ///< the watchdog already watches its MaxLoops monitors
   already_registered,               ///< this monitor is already watched by a watchdog
+  tick_rate_mismatch,               ///< the monitor's tick_hz differs from the watched loops'
   interceptor_null,                 ///< an interceptor function pointer is null
   interceptor_chain_full,           ///< LOOPCANARY_MAX_INTERCEPTORS interceptors already added
 };

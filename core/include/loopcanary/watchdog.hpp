@@ -68,6 +68,15 @@ Cause classify(std::uint64_t window_us, std::uint64_t cpu_us, bool has_cpu, std:
 
 namespace detail {
 
+/// One reading of the CPU evidence, at `elapsed` ticks into the dispatch.
+struct CpuReading {
+  std::uint64_t elapsed = 0;
+  bool has_cpu = false;
+  std::uint64_t cpu_us = 0;
+  bool has_counters = false;
+  CpuCounters counters{};
+};
+
 /// What the watchdog knows about the dispatch it watches on one loop.
 struct WatchdogTrack {
   Monitor* monitor = nullptr;
@@ -82,12 +91,10 @@ struct WatchdogTrack {
   bool armed = false;
   bool reported_block = false;
   bool reported_hang = false;
-  // CPU evidence at the arm point.
-  tick_t arm_now = 0;
-  bool has_cpu0 = false;
-  std::uint64_t cpu0_us = 0;
-  bool has_counters0 = false;
-  CpuCounters counters0{};
+  // CPU evidence: read at the arm point and again at every poll while the dispatch runs, so
+  // the window [first, last] lies inside the dispatch.
+  CpuReading first{};
+  CpuReading last{};
   // Stack evidence.
   OverwriteRing<Sample, kMaxSamples> samples;
   std::uint32_t samples_taken = 0;
@@ -110,9 +117,10 @@ class Watchdog {
   /// status naming the first invalid field (nothing is changed then).
   Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept;
 
-  /// Starts watching `monitor` (initialised, not watched by any watchdog). Before polling
+  /// Starts watching `monitor` (initialised, not watched by any watchdog, stamped at the same
+  /// tick rate as the loops already added: poll() takes one `now` for all). Before polling
   /// starts, from the watchdog's context. Errors: not_initialised (watchdog or monitor),
-  /// already_registered, registry_full.
+  /// already_registered, tick_rate_mismatch, registry_full.
   Status add(Monitor& monitor) noexcept;
 
   /// Appends an interceptor; interceptors are called in the order added, once per report.
@@ -152,6 +160,7 @@ class Watchdog {
   void start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
+  void read_cpu(const Track& track, detail::CpuReading& reading) const noexcept;
   void count_top(Track& track, const Sample& sample) noexcept;
   void finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept;
   void finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept;
