@@ -1,3 +1,872 @@
 // SPDX-License-Identifier: MIT
+// Watchdog scenarios in virtual time (port "sim": 1 tick = 1 us, the scheduler polls the
+// watchdog every `period`): the block decision, reports raised while the dispatch still runs,
+// hangs, per-dispatch samples and the top-frame histogram, the record ring, the interceptor
+// chain, cause classes, the debugger guard, PC capture and nested dispatches.
+//
+// Every timing test is a TEST_P over the start tick: it runs from tick 0 and from one second
+// before the 32-bit tick counter wraps. The scenarios place their long blocks around the one
+// second mark (kWrapOffset), so in the second run those blocks straddle the wrap.
+//
+// Unless a test says otherwise the watchdog polls every 10 ms and the loop uses the library's
+// arm point (25 % of the threshold). A dispatch that begins exactly at a poll ("aligned") is
+// next seen by the watchdog at elapsed 10, 20, 30 ... ms; a poll that falls on the tick a
+// handler's compute() ends runs before the handler returns, i.e. while the dispatch still runs.
 #include <gtest/gtest.h>
-TEST(Placeholder, watchdog) { SUCCEED(); }
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_port.hpp"
+
+namespace {
+
+namespace lc = loopcanary;
+namespace sim = loopcanary::sim;
+using lc::BlockRecord;
+using lc::Cause;
+using lc::Phase;
+using lc::Status;
+using lc::tick_t;
+using sim::ms;
+using sim::us;
+
+constexpr tick_t kPeriod = ms(10);         // watchdog poll period, unless a test says otherwise
+constexpr tick_t kWrapOffset = ms(1000);   // the before_wrap run's counter wraps here
+constexpr tick_t kBeforeWrap = static_cast<tick_t>(tick_t{0} - kWrapOffset);  // its start tick
+constexpr std::size_t kRecords = 16;       // record ring of the default rig
+
+constexpr lc::Event kWork{"work"};
+
+// ---- Small helpers -------------------------------------------------------------------------
+
+/// `base + offset` in the tick width (wraps like the counter).
+constexpr tick_t later(tick_t base, tick_t offset) { return static_cast<tick_t>(base + offset); }
+
+/// The odd stamp sequence of dispatch number `dispatch` (what Sample::seq holds).
+constexpr std::uint32_t seq_of(std::uint32_t dispatch) { return 2u * dispatch - 1u; }
+
+/// True when `t` lies in [from, to], wrap-safe.
+bool within(tick_t from, tick_t t, tick_t to) {
+  return lc::ticks_between(from, t) <= lc::ticks_between(from, to);
+}
+
+/// Loop configuration in sim ticks (= microseconds); arm point at the default 25 %.
+lc::MonitorConfig loop_config(tick_t threshold, tick_t sample_interval, tick_t hang_limit) {
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.threshold_us = threshold;
+  config.sample_interval_us = sample_interval;
+  config.hang_limit_us = hang_limit;
+  return config;
+}
+
+const char* scope_name(lc::Frame frame) { return reinterpret_cast<const char*>(frame); }
+
+bool has_flag(const BlockRecord& record, lc::RecordFlag flag) { return (record.flags & flag) != 0; }
+
+/// How many of the record's samples had the named scope `name` on top (0 when absent).
+std::uint32_t top_scope_count(const BlockRecord& record, const char* name) {
+  for (std::size_t i = 0; i < record.top_count; ++i) {
+    const lc::TopFrame& top = record.top[i];
+    if (top.is_scope && std::strcmp(scope_name(top.frame), name) == 0) return top.count;
+  }
+  return 0;
+}
+
+/// Every kept sample belongs to the record's dispatch: its sequence, and a time inside
+/// [start, end] (end is the report time for a record of a dispatch still running).
+void expect_own_samples(const BlockRecord& record) {
+  EXPECT_GT(std::size_t{record.sample_count}, 0u);
+  for (std::size_t i = 0; i < record.sample_count; ++i) {
+    SCOPED_TRACE("sample " + std::to_string(i));
+    EXPECT_EQ(record.samples[i].seq, seq_of(record.dispatch));
+    EXPECT_TRUE(within(record.start, record.samples[i].at, record.end))
+        << "sample at " << record.samples[i].at << " outside [" << record.start << ", " << record.end << "]";
+  }
+}
+
+/// Interceptor that appends a copy of every report to a std::vector<BlockRecord>.
+void collect(void* context, const BlockRecord& record) {
+  static_cast<std::vector<BlockRecord>*>(context)->push_back(record);
+}
+
+/// Interceptor calls as (interceptor id, report number, phase), in call order.
+using CallLog = std::vector<std::tuple<int, std::uint32_t, std::string>>;
+
+/// Context of `tap`: which interceptor it is and the log all taps share.
+struct Tap {
+  int id;
+  CallLog* log;
+};
+
+void tap(void* context, const BlockRecord& record) {
+  const Tap& self = *static_cast<const Tap*>(context);
+  self.log->emplace_back(self.id, record.report, lc::to_string(record.phase));
+}
+
+// ---- The rig: one loop, one watchdog, virtual time -----------------------------------------
+
+/// Everything a scenario needs, built fresh per test: virtual time starting at `start`, the
+/// simulated machine and loop thread, a monitor, a watchdog whose ring holds RecordCapacity
+/// records, and (after start()) the scheduler. `reports` receives every report, in order.
+template <std::size_t RecordCapacity>
+struct Rig {
+  explicit Rig(tick_t start) : start_tick(start), time(start), monitor(sim::Clock{time}) {}
+  Rig(const Rig&) = delete;
+  Rig& operator=(const Rig&) = delete;
+
+  /// Initialises the monitor with `config` (tick rate and thread filled in) and the watchdog
+  /// with `dog`, registers the loop, optionally the collecting interceptor, and starts the
+  /// scheduler: the first poll is one `period` from now.
+  testing::AssertionResult start(lc::MonitorConfig config, tick_t period, const lc::WatchdogConfig& dog = {},
+                                 bool collect_reports = true) {
+    config.tick_hz = sim::kTickHz;
+    config.context = &thread;
+    if (const Status s = monitor.init(config); s != Status::ok) {
+      return testing::AssertionFailure() << "monitor.init: " << lc::describe(s);
+    }
+    if (const Status s = watchdog.init(dog, machine.hal()); s != Status::ok) {
+      return testing::AssertionFailure() << "watchdog.init: " << lc::describe(s);
+    }
+    if (const Status s = watchdog.add(monitor); s != Status::ok) {
+      return testing::AssertionFailure() << "watchdog.add: " << lc::describe(s);
+    }
+    if (collect_reports) {
+      if (const Status s = watchdog.add_interceptor(&collect, &reports); s != Status::ok) {
+        return testing::AssertionFailure() << "add_interceptor: " << lc::describe(s);
+      }
+    }
+    scheduler.emplace(time, machine, watchdog, period);
+    return testing::AssertionSuccess();
+  }
+
+  tick_t now() const { return time.peek(); }
+
+  void compute(tick_t ticks) { scheduler->compute(thread, ticks); }
+  void wait(tick_t ticks) { scheduler->wait(ticks); }
+  void starve(tick_t ticks) { scheduler->starve(ticks); }
+  void idle(tick_t ticks) { scheduler->idle(ticks); }
+
+  /// Idles until `offset` ticks after the start tick (not before now).
+  void idle_until(tick_t offset) { idle(lc::ticks_between(now(), later(start_tick, offset))); }
+
+  /// Idles up to the next poll and lets it run: the next dispatch begins exactly at a poll.
+  void align() { idle(lc::ticks_between(now(), scheduler->next_poll())); }
+
+  /// Runs `body` as one dispatch of `event`; returns the begin stamp.
+  template <class Body>
+  tick_t dispatch(const lc::Event& event, Body&& body) {
+    const tick_t begin = now();
+    LOOPCANARY_DISPATCH(monitor, event);
+    body();
+    return begin;
+  }
+
+  /// A dispatch of `event` whose handler computes for `ticks`; returns the begin stamp.
+  tick_t run(const lc::Event& event, tick_t ticks) {
+    return dispatch(event, [&] { compute(ticks); });
+  }
+
+  /// The first report of `phase` about dispatch number `dispatch_number`, if any.
+  std::optional<BlockRecord> find(std::uint32_t dispatch_number, Phase phase) const {
+    for (const BlockRecord& r : reports) {
+      if (r.dispatch == dispatch_number && r.phase == phase) return r;
+    }
+    return std::nullopt;
+  }
+
+  const tick_t start_tick;
+  sim::VirtualTime time;
+  sim::Machine machine;
+  sim::Thread thread;
+  sim::SimMonitor monitor;
+  lc::StaticWatchdog<1, RecordCapacity> watchdog;
+  std::optional<sim::Scheduler> scheduler;
+  std::vector<BlockRecord> reports;
+};
+
+// ---- Fixture: every timing test runs from tick 0 and from one second before the wrap --------
+
+class WatchdogTest : public testing::TestWithParam<tick_t> {
+ protected:
+  /// One dispatch of kWork beginning at the poll 100 ms before the wrap point, whose handler
+  /// runs `body` inside the named scope `scope` (none when null); then one period so the
+  /// watchdog finalises it. Returns its final record, if any. Meant for start_100ms().
+  template <class Body>
+  std::optional<BlockRecord> one_block(Body&& body, const char* scope = "handler") {
+    rig.idle_until(kWrapOffset - ms(100));
+    const std::uint32_t number = rig.monitor.stats().dispatches + 1u;
+    rig.dispatch(kWork, [&] {
+      if (scope != nullptr) rig.monitor.push_scope(scope);
+      body();
+      if (scope != nullptr) rig.monitor.pop_scope();
+    });
+    rig.idle(kPeriod);
+    return rig.find(number, Phase::final);
+  }
+
+  /// The common loop: threshold 100 ms (arm at 25 ms), a sample every 10 ms, hang after 1 s.
+  testing::AssertionResult start_100ms(const lc::WatchdogConfig& dog = {}) {
+    return rig.start(loop_config(ms(100), ms(10), ms(1000)), kPeriod, dog);
+  }
+
+  /// Sample attempts in an aligned 150 ms dispatch under start_100ms(): armed at the first poll
+  /// at or past 25 ms (elapsed 30 ms), then one per poll through elapsed 150 ms.
+  static constexpr std::uint32_t kSamplesIn150ms = (150u - 30u) / 10u + 1u;
+
+  /// CPU window of the final record of that dispatch: from the arming poll (30 ms) to the last
+  /// poll that saw it running (150 ms, the tick it ends on).
+  static constexpr tick_t kWindowIn150ms = ms(150 - 30);
+
+  /// The seed case (BlockCanary's weakness 2), after rig.start() with an 800 ms threshold: a
+  /// handler spends 780 ms in scope "a", then 30 ms in scope "b". The 780 + 20 ms is
+  /// exactly the threshold, which is not a block (strictly greater), so "b" runs 30 ms: 810 ms
+  /// in all. The dispatch begins at a poll 300 ms after the start, so it straddles the wrap.
+  std::optional<BlockRecord> seed_case() {
+    rig.idle_until(ms(300));
+    rig.dispatch(kWork, [&] {
+      {
+        LOOPCANARY_SCOPE(rig.monitor, "a");
+        rig.compute(ms(780));
+      }
+      LOOPCANARY_SCOPE(rig.monitor, "b");
+      rig.compute(ms(30));
+    });
+    rig.idle(kPeriod);
+    return rig.find(1, Phase::final);
+  }
+
+  Rig<kRecords> rig{GetParam()};
+};
+
+std::string start_name(const testing::TestParamInfo<tick_t>& info) {
+  return info.param == kBeforeWrap ? "before_wrap" : "from_zero";
+}
+
+INSTANTIATE_TEST_SUITE_P(Watchdog, WatchdogTest,
+                         testing::Values(tick_t{0}, kBeforeWrap),
+                         start_name);
+
+// ---- 1. The block decision: strictly greater than the threshold ----------------------------
+
+TEST_P(WatchdogTest, OnlyADispatchStrictlyOverTheThresholdIsABlock) {
+  constexpr tick_t kThreshold = ms(300);
+  constexpr lc::Event kUnder{"under"};
+  constexpr lc::Event kAt{"at"};
+  constexpr lc::Event kOver{"over"};
+  ASSERT_TRUE(rig.start(loop_config(kThreshold, ms(10), ms(2000)), kPeriod));
+
+  // Each dispatch begins on the poll grid, so the poll at elapsed 300 ms sees exactly the
+  // threshold (not over it) and no block in progress is raised for any of them. The third one
+  // runs from 690 ms to 990.001 ms and is finalised by the poll at 1000 ms: in the before_wrap
+  // run its end stamp is just below the wrap and that poll's time is 0.
+  rig.run(kUnder, kThreshold - 1u);
+  rig.align();
+  rig.run(kAt, kThreshold);
+  rig.idle_until(ms(690));
+  const tick_t begin = rig.run(kOver, kThreshold + 1u);
+  rig.idle(kPeriod);
+
+  ASSERT_EQ(rig.reports.size(), 1u) << "only the dispatch over the threshold is reported";
+  const BlockRecord& r = rig.reports[0];
+  EXPECT_EQ(r.phase, Phase::final);
+  EXPECT_EQ(r.event, &kOver);
+  EXPECT_EQ(r.dispatch, 3u);
+  EXPECT_EQ(r.start, begin);
+  EXPECT_EQ(r.end, later(begin, kThreshold + 1u));
+  EXPECT_EQ(r.duration_ticks, std::uint64_t{kThreshold} + 1u);
+  EXPECT_EQ(r.threshold_ticks, kThreshold);
+  EXPECT_EQ(r.flags, 0) << "watched and armed: neither unwatched nor hung";
+
+  const lc::LoopStats stats = rig.monitor.stats();
+  EXPECT_EQ(stats.dispatches, 3u);
+  EXPECT_EQ(stats.blocks, 1u);
+  EXPECT_EQ(stats.max_duration, kThreshold + 1u);
+}
+
+// ---- 2. Block in progress: raised within one period of the threshold, while still running ---
+
+TEST_P(WatchdogTest, BlockInProgressIsRaisedWithinOnePeriodWhileTheDispatchRuns) {
+  constexpr tick_t kThreshold = ms(300);
+  ASSERT_TRUE(rig.start(loop_config(kThreshold, ms(10), ms(2000)), kPeriod));
+
+  // Each dispatch begins `offset` after a poll, so the first poll past the threshold comes at
+  // elapsed threshold + period - offset: offset 0 is the inclusive edge (the poll at exactly
+  // the threshold does not count), the others land inside the period. Each runs 310 ms; the
+  // last begins 1 us before the wrap point (begin stamp 0xFFFFFFFF in the before_wrap run).
+  const struct {
+    tick_t poll;    // from the start tick
+    tick_t offset;  // after that poll
+  } starts[] = {{ms(10), 0u}, {ms(330), us(1)}, {ms(650), ms(3)}, {ms(990), kPeriod - us(1)}};
+  std::uint32_t number = 0;
+  for (const auto& start : starts) {
+    const tick_t offset = start.offset;
+    SCOPED_TRACE("begin " + std::to_string(offset) + " ticks after a poll");
+    ++number;
+    rig.idle_until(start.poll + offset);
+    const tick_t begin = rig.now();
+    rig.dispatch(kWork, [&] {
+      rig.compute(kThreshold + kPeriod);
+      // Still inside the handler: the dispatch has not returned.
+      lc::StampSnapshot snap;
+      ASSERT_TRUE(rig.monitor.snapshot(snap));
+      ASSERT_TRUE(snap.in_dispatch());
+      EXPECT_FALSE(rig.find(number, Phase::final).has_value());
+
+      const std::optional<BlockRecord> r = rig.find(number, Phase::in_progress);
+      ASSERT_TRUE(r.has_value()) << "no block in progress one period past the threshold";
+      EXPECT_EQ(r->event, &kWork);
+      EXPECT_EQ(r->start, begin);
+      const tick_t raised_after = lc::ticks_between(r->start, r->end);
+      EXPECT_GT(raised_after, kThreshold);
+      EXPECT_LE(raised_after, kThreshold + kPeriod);
+      EXPECT_EQ(raised_after, kThreshold + kPeriod - offset) << "not the first poll past the threshold";
+      EXPECT_EQ(r->duration_ticks, std::uint64_t{raised_after});
+      EXPECT_FALSE(has_flag(*r, lc::kFlagUnwatched));
+    });
+  }
+  EXPECT_EQ(rig.monitor.stats().blocks, number);
+}
+
+// ---- 3. Hang: raised within one period of the hang limit, with its samples ------------------
+
+TEST_P(WatchdogTest, HangIsRaisedWithinOnePeriodOfTheLimitWithItsOwnSamples) {
+  constexpr tick_t kThreshold = ms(100);
+  constexpr tick_t kHang = ms(900);
+  constexpr tick_t kOffset = ms(4);  // the dispatch begins 4 ms after a poll
+  ASSERT_TRUE(rig.start(loop_config(kThreshold, ms(10), kHang), kPeriod));
+
+  // Begins at 104 ms: the hang limit falls at 1004 ms, just past the wrap in the before_wrap run.
+  rig.idle_until(ms(100) + kOffset);
+  const tick_t begin = rig.now();
+  rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "stuck");
+    rig.compute(kHang + kPeriod);
+    // The handler has not returned, yet the hang is reported, at the first poll past the limit.
+    const std::optional<BlockRecord> hang = rig.find(1, Phase::hang);
+    ASSERT_TRUE(hang.has_value()) << "no hang report one period past the hang limit";
+    EXPECT_EQ(hang->start, begin);
+    const tick_t raised_after = lc::ticks_between(hang->start, hang->end);
+    EXPECT_GT(raised_after, kHang);
+    EXPECT_LE(raised_after, kHang + kPeriod);
+    EXPECT_EQ(raised_after, kHang + kPeriod - kOffset);
+    EXPECT_TRUE(has_flag(*hang, lc::kFlagHung));
+    EXPECT_EQ(hang->samples_taken, std::uint32_t{hang->sample_count} + hang->samples_overwritten);
+    expect_own_samples(*hang);
+    EXPECT_EQ(rig.monitor.stats().hangs, 1u);
+    EXPECT_FALSE(rig.find(1, Phase::final).has_value());
+
+    rig.compute(ms(40));  // ... and finally returns, 950 ms after it began
+  });
+  rig.idle(kPeriod);
+
+  ASSERT_EQ(rig.reports.size(), 3u);
+  EXPECT_EQ(rig.reports[0].phase, Phase::in_progress);
+  EXPECT_EQ(rig.reports[1].phase, Phase::hang);
+  const BlockRecord& final_record = rig.reports[2];
+  EXPECT_EQ(final_record.phase, Phase::final);
+  EXPECT_TRUE(has_flag(final_record, lc::kFlagHung));
+  EXPECT_EQ(final_record.start, begin);
+  EXPECT_EQ(final_record.duration_ticks, std::uint64_t{kHang} + kPeriod + ms(40));
+  expect_own_samples(final_record);
+  const lc::LoopStats stats = rig.monitor.stats();
+  EXPECT_EQ(stats.hangs, 1u) << "one hung dispatch, counted once";
+  EXPECT_EQ(stats.blocks, 1u);
+}
+
+// ---- 4. The seed case: a culprit that ran early dominates the histogram ---------------------
+
+TEST_P(WatchdogTest, SeedCaseEarlyCulpritDominatesTheTopFrames) {
+  // Arm at 25 % (200 ms), a sample every 10 ms, the watchdog every 10 ms.
+  lc::MonitorConfig config = loop_config(ms(800), ms(10), ms(5000));
+  config.arm_permille = 250;
+  ASSERT_TRUE(rig.start(config, kPeriod));
+  const std::optional<BlockRecord> r = seed_case();
+  ASSERT_TRUE(r.has_value());
+
+  // A poll lands on the arm point (elapsed 200 ms) and each poll through 810 ms samples:
+  // 59 samples in "a" (200..780 ms), 3 in "b" (790, 800, 810 ms). The histogram counts them
+  // all, not only the kept ones.
+  EXPECT_EQ(r->duration_ticks, std::uint64_t{ms(810)});
+  EXPECT_EQ(r->samples_taken, 62u);
+  const std::uint32_t in_a = top_scope_count(*r, "a");
+  EXPECT_EQ(in_a, 59u);
+  EXPECT_EQ(top_scope_count(*r, "b"), 3u);
+  EXPECT_GE(in_a * 10u, r->samples_taken * 9u) << in_a << " of " << r->samples_taken << " samples on \"a\"";
+  ASSERT_GT(std::size_t{r->top_count}, 0u);
+  EXPECT_STREQ(scope_name(r->top[0].frame), "a") << "the most frequent top frame";
+}
+
+// The library's defaults (arm at 25 %, 10 ms sample interval), only the threshold set: samples
+// from 200 ms on, so "a" dominates. (BlockCanary's sampling from 0.8 x threshold every
+// threshold would show only "b".)
+TEST_P(WatchdogTest, SeedCaseEarlyCulpritDominatesWithDefaultSampling) {
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.threshold_us = ms(800);
+  ASSERT_TRUE(rig.start(config, kPeriod));
+  const std::optional<BlockRecord> r = seed_case();
+  ASSERT_TRUE(r.has_value());
+
+  const std::uint32_t in_a = top_scope_count(*r, "a");
+  ASSERT_GT(r->samples_taken, 0u);
+  EXPECT_GE(in_a * 10u, r->samples_taken * 9u) << in_a << " of " << r->samples_taken << " samples on \"a\"";
+}
+
+// ---- 5. Record ring overflow: counted exactly, later records intact ------------------------
+
+TEST_P(WatchdogTest, RecordRingOverflowIsCountedAndLaterRecordsAreIntact) {
+  constexpr tick_t kThreshold = ms(50);
+  Rig<2> small{GetParam()};
+  ASSERT_TRUE(small.start(loop_config(kThreshold, ms(10), ms(1000)), kPeriod));
+
+  // Dispatch i (from 1) begins at a poll and lasts threshold + i ms: the poll at elapsed 50 ms
+  // sees no block yet, so each dispatch makes exactly one report, its final record.
+  const auto block = [&](std::uint32_t i) {
+    small.align();
+    small.dispatch(kWork, [&] {
+      LOOPCANARY_SCOPE(small.monitor, "work");
+      small.compute(kThreshold + ms(i));
+    });
+  };
+  small.idle_until(kWrapOffset - ms(300));  // block 5 straddles the wrap, block 6 follows it
+  for (std::uint32_t i = 1; i <= 5; ++i) block(i);
+  small.idle(kPeriod);
+
+  // Ring of 2, nobody popping: reports 3, 4 and 5 are refused and counted.
+  lc::WatchdogStats stats = small.watchdog.stats();
+  EXPECT_EQ(stats.reports, 5u);
+  EXPECT_EQ(stats.records_dropped, 3u);
+  EXPECT_EQ(small.watchdog.pending(), 2u);
+
+  BlockRecord r;
+  for (std::uint32_t i = 1; i <= 2; ++i) {
+    ASSERT_TRUE(small.watchdog.pop(r));
+    EXPECT_EQ(r.report, i);
+    EXPECT_EQ(r.dispatch, i);
+    EXPECT_EQ(r.duration_ticks, std::uint64_t{kThreshold} + ms(i));
+    EXPECT_EQ(r.records_dropped, 0u);
+  }
+  EXPECT_FALSE(small.watchdog.pop(r));
+
+  // After popping, the next block goes through whole; its numbers show the gap.
+  block(6);
+  small.idle(kPeriod);
+  stats = small.watchdog.stats();
+  EXPECT_EQ(stats.reports, 6u);
+  EXPECT_EQ(stats.records_dropped, 3u);
+  ASSERT_TRUE(small.watchdog.pop(r));
+  EXPECT_EQ(r.report, 6u) << "reports 3..5 were dropped";
+  EXPECT_EQ(r.records_dropped, 3u) << "drops before this record";
+  EXPECT_EQ(r.phase, Phase::final);
+  EXPECT_EQ(r.event, &kWork);
+  EXPECT_EQ(r.dispatch, 6u);
+  EXPECT_EQ(r.duration_ticks, std::uint64_t{kThreshold} + ms(6));
+  EXPECT_EQ(lc::ticks_between(r.start, r.end), kThreshold + ms(6));
+  EXPECT_EQ(top_scope_count(r, "work"), r.samples_taken);
+  expect_own_samples(r);
+  EXPECT_FALSE(small.watchdog.pop(r));
+
+  // The interceptor saw every report, dropped or not.
+  ASSERT_EQ(small.reports.size(), 6u);
+  for (std::uint32_t i = 0; i < 6u; ++i) EXPECT_EQ(small.reports[i].report, i + 1u);
+}
+
+// ---- 9. Interceptors: each called once per report, in the order added ----------------------
+
+TEST_P(WatchdogTest, InterceptorsAreCalledOncePerReportInOrder) {
+  ASSERT_TRUE(rig.start(loop_config(ms(100), ms(10), ms(200)), kPeriod, {}, /*collect_reports=*/false));
+  CallLog log;
+  Tap taps[] = {{1, &log}, {2, &log}, {3, &log}};
+  for (Tap& t : taps) ASSERT_EQ(rig.watchdog.add_interceptor(&tap, &t), Status::ok);
+
+  // A hang (250 ms, hang limit 200 ms): in progress, hang, final. Then a plain block (150 ms):
+  // in progress, final. Both begin at a poll; the first one straddles the wrap.
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.run(kWork, ms(250));
+  rig.align();
+  rig.run(kWork, ms(150));
+  rig.idle(kPeriod);
+
+  const char* const phases[] = {"in_progress", "hang", "final", "in_progress", "final"};
+  CallLog expected;
+  std::uint32_t report = 0;
+  for (const char* phase : phases) {
+    ++report;
+    for (const Tap& t : taps) expected.emplace_back(t.id, report, phase);
+  }
+  EXPECT_EQ(log, expected);
+  EXPECT_EQ(rig.watchdog.stats().reports, 5u);
+}
+
+TEST_P(WatchdogTest, NullAndSurplusInterceptorsAreRefused) {
+  ASSERT_TRUE(rig.start(loop_config(ms(100), ms(10), ms(1000)), kPeriod, {}, /*collect_reports=*/false));
+  std::vector<BlockRecord> accepted;
+  std::vector<BlockRecord> refused;
+  EXPECT_EQ(rig.watchdog.add_interceptor(nullptr, &accepted), Status::interceptor_null);
+  for (std::size_t i = 0; i < lc::kMaxInterceptors; ++i) {
+    ASSERT_EQ(rig.watchdog.add_interceptor(&collect, &accepted), Status::ok) << "interceptor " << i;
+  }
+  EXPECT_EQ(rig.watchdog.add_interceptor(&collect, &refused), Status::interceptor_chain_full);
+
+  // One report (a block just over the threshold, beginning at a poll: final record only):
+  // every interceptor in the chain sees it, the refused ones do not.
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.run(kWork, ms(100) + 1u);
+  rig.idle(kPeriod);
+  EXPECT_EQ(rig.watchdog.stats().reports, 1u);
+  EXPECT_EQ(accepted.size(), lc::kMaxInterceptors);
+  EXPECT_TRUE(refused.empty());
+}
+
+// ---- Blocks the watchdog did not watch are reported, never dropped -------------------------
+
+TEST_P(WatchdogTest, BlockShorterThanThePollPeriodIsReportedAsUnwatched) {
+  // Threshold 5 ms (armed at 1.25 ms), a sample every 1 ms, the watchdog every 7 ms: polls at
+  // 994, 1001, 1008 and 1015 ms after the start.
+  constexpr tick_t kPoll = ms(7);
+  ASSERT_TRUE(rig.start(loop_config(ms(5), ms(1), ms(1000)), kPoll));
+
+  // Dispatch 1 runs 995 .. 1000.5 ms, between two polls (and across the wrap in the
+  // before_wrap run): the watchdog learns of it only from the loop's note.
+  rig.idle_until(ms(995));
+  const tick_t first = rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "quick");
+    rig.compute(us(5500));
+  });
+  // Dispatch 2 runs 1007 .. 1013 ms: the poll at 1008 ms sees it 1 ms in, before its arm point.
+  rig.idle_until(ms(1007));
+  const tick_t second = rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "quick");
+    rig.compute(ms(6));
+  });
+  rig.idle(kPoll);
+
+  const struct {
+    std::uint32_t number;
+    tick_t begin;
+    tick_t duration;
+  } expected[] = {{1, first, us(5500)}, {2, second, ms(6)}};
+  ASSERT_EQ(rig.reports.size(), 2u);
+  for (const auto& e : expected) {
+    SCOPED_TRACE("dispatch " + std::to_string(e.number));
+    const std::optional<BlockRecord> r = rig.find(e.number, Phase::final);
+    ASSERT_TRUE(r.has_value()) << "a block the watchdog did not sample was dropped";
+    EXPECT_EQ(r->flags, lc::kFlagUnwatched);
+    EXPECT_EQ(r->start, e.begin);
+    EXPECT_EQ(r->end, later(e.begin, e.duration));
+    EXPECT_EQ(r->duration_ticks, std::uint64_t{e.duration});
+    EXPECT_EQ(r->sample_count, 0);
+    EXPECT_EQ(r->samples_taken, 0u);
+    EXPECT_EQ(r->top_count, 0);
+    EXPECT_EQ(r->window_ticks, 0u);
+    EXPECT_EQ(r->cause, Cause::unknown);
+  }
+  EXPECT_EQ(rig.monitor.stats().blocks, 2u);
+}
+
+// ---- Samples are kept per dispatch ---------------------------------------------------------
+
+TEST_P(WatchdogTest, EachRecordHoldsOnlyTheSamplesOfItsOwnDispatch) {
+  ASSERT_TRUE(start_100ms());
+  // Two 150 ms blocks back to back, from 100 ms before the wrap point: the second begins on
+  // the tick the first ends, while the first one's samples are still with the watchdog.
+  rig.idle_until(kWrapOffset - ms(100));
+  const tick_t first = rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "first");
+    rig.compute(ms(150));
+  });
+  const tick_t second = rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "second");
+    rig.compute(ms(150));
+  });
+  rig.idle(kPeriod);
+
+  const struct {
+    std::uint32_t number;
+    tick_t begin;
+    const char* scope;
+  } expected[] = {{1, first, "first"}, {2, second, "second"}};
+  for (const auto& e : expected) {
+    SCOPED_TRACE(e.scope);
+    const std::optional<BlockRecord> r = rig.find(e.number, Phase::final);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->start, e.begin);
+    expect_own_samples(*r);
+    EXPECT_EQ(r->samples_taken, kSamplesIn150ms);
+    ASSERT_EQ(r->top_count, 1);
+    EXPECT_STREQ(scope_name(r->top[0].frame), e.scope);
+    EXPECT_EQ(r->top[0].count, kSamplesIn150ms);
+  }
+}
+
+// ---- Per-event thresholds -----------------------------------------------------------------
+
+TEST_P(WatchdogTest, PerEventThresholdsRaiseButNeverLowerTheLoopThreshold) {
+  // event.hpp: an event's own threshold can only be longer; a shorter one is raised to the
+  // loop's threshold (the floor), so end() needs one comparison.
+  constexpr lc::Event kTight{"tight", 20'000};   // 20 ms: below the loop's 100 ms, raised to it
+  constexpr lc::Event kLoose{"loose", 300'000};  // 300 ms: above it
+  ASSERT_TRUE(start_100ms());
+
+  // Each dispatch begins at a poll; the last one straddles the wrap.
+  rig.idle_until(ms(400));
+  rig.run(kTight, ms(30));   // 1: over its own 20 ms, under the floor: not a block
+  rig.align();
+  rig.run(kTight, ms(150));  // 2: over the floor: a block, against 100 ms
+  rig.align();
+  rig.run(kLoose, ms(200));  // 3: over the loop's threshold, under its own: not a block
+  rig.align();
+  rig.run(kLoose, ms(310));  // 4: over its own threshold: a block, against 300 ms
+  rig.idle(kPeriod);
+
+  const struct {
+    std::uint32_t number;
+    const lc::Event* event;
+    tick_t threshold;
+    tick_t duration;
+  } blocks[] = {{2, &kTight, ms(100), ms(150)}, {4, &kLoose, ms(300), ms(310)}};
+  for (const auto& b : blocks) {
+    SCOPED_TRACE("dispatch " + std::to_string(b.number));
+    const std::optional<BlockRecord> in_progress = rig.find(b.number, Phase::in_progress);
+    ASSERT_TRUE(in_progress.has_value());
+    EXPECT_EQ(in_progress->threshold_ticks, b.threshold);
+    EXPECT_GT(in_progress->duration_ticks, std::uint64_t{b.threshold});
+    const std::optional<BlockRecord> r = rig.find(b.number, Phase::final);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->event, b.event);
+    EXPECT_EQ(r->threshold_ticks, b.threshold);
+    EXPECT_EQ(r->duration_ticks, std::uint64_t{b.duration});
+  }
+  EXPECT_EQ(rig.reports.size(), 4u) << "dispatches 1 and 3 are not blocks under their thresholds";
+  for (const BlockRecord& r : rig.reports) {
+    EXPECT_NE(r.dispatch, 1u);
+    EXPECT_NE(r.dispatch, 3u);
+  }
+  EXPECT_EQ(rig.monitor.stats().blocks, 2u);
+}
+
+// ---- Cause classes -------------------------------------------------------------------------
+
+TEST_P(WatchdogTest, HandlerThatComputesIsRunning) {
+  ASSERT_TRUE(start_100ms());
+  const std::optional<BlockRecord> r = one_block([&] { rig.compute(ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->cause, Cause::running);
+  EXPECT_EQ(r->window_ticks, kWindowIn150ms);
+  EXPECT_TRUE(r->has_thread_cpu);
+  EXPECT_EQ(r->thread_cpu_us, std::uint64_t{kWindowIn150ms}) << "1 tick = 1 us";
+  EXPECT_EQ(r->process_permille, 1000u);
+  EXPECT_EQ(r->system_busy_permille, 1000u);
+}
+
+TEST_P(WatchdogTest, HandlerOffTheCpuOnAQuietMachineIsWaiting) {
+  ASSERT_TRUE(start_100ms());
+  rig.machine.set_other_load_permille(100);
+  const std::optional<BlockRecord> r = one_block([&] { rig.wait(ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->cause, Cause::waiting);
+  EXPECT_EQ(r->window_ticks, kWindowIn150ms);
+  EXPECT_TRUE(r->has_thread_cpu);
+  EXPECT_EQ(r->thread_cpu_us, 0u);
+  EXPECT_EQ(r->system_busy_permille, 100u);
+  EXPECT_EQ(r->process_permille, 0u);
+}
+
+TEST_P(WatchdogTest, HandlerOffTheCpuOnASaturatedMachineIsStarved) {
+  ASSERT_TRUE(start_100ms());
+  const std::optional<BlockRecord> r = one_block([&] { rig.starve(ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->cause, Cause::starved);
+  EXPECT_EQ(r->window_ticks, kWindowIn150ms);
+  EXPECT_TRUE(r->has_thread_cpu);
+  EXPECT_EQ(r->thread_cpu_us, 0u);
+  EXPECT_EQ(r->system_busy_permille, 1000u);
+  EXPECT_EQ(r->process_permille, 0u);
+}
+
+TEST_P(WatchdogTest, WithoutCpuCountersTheCauseIsUnknown) {
+  ASSERT_TRUE(start_100ms());
+  rig.machine.set_counters_available(false);
+  const std::optional<BlockRecord> r = one_block([&] { rig.compute(ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->cause, Cause::unknown);
+  EXPECT_FALSE(r->has_thread_cpu);
+  EXPECT_EQ(r->system_busy_permille, lc::kUnknownPermille);
+  EXPECT_EQ(r->process_permille, lc::kUnknownPermille);
+  EXPECT_EQ(r->window_ticks, kWindowIn150ms) << "armed and sampled: only the CPU evidence is missing";
+  EXPECT_EQ(r->samples_taken, kSamplesIn150ms);
+}
+
+TEST_P(WatchdogTest, FinalCpuWindowEndsAtTheLastPollThatSawTheDispatch) {
+  // The watchdog every 20 ms. Dispatch 1 waits 110 ms from a poll: polls at elapsed 20, 40
+  // (armed), 60, 80 and 100 ms (not over the threshold yet); it ends at 110 ms, between two
+  // polls. Dispatch 2 then computes for 10 ms, and the poll at 120 ms finalises dispatch 1:
+  // its window is 40 .. 100 ms and holds none of dispatch 2's CPU time.
+  constexpr tick_t kPoll = ms(20);
+  ASSERT_TRUE(rig.start(loop_config(ms(100), ms(10), ms(1000)), kPoll));
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "io");
+    rig.wait(ms(110));
+  });
+  rig.run(kWork, ms(10));
+  rig.idle(kPoll);
+
+  const std::optional<BlockRecord> r = rig.find(1, Phase::final);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->duration_ticks, std::uint64_t{ms(110)});
+  EXPECT_EQ(r->window_ticks, std::uint64_t{ms(100) - ms(40)});
+  EXPECT_TRUE(r->has_thread_cpu);
+  EXPECT_EQ(r->thread_cpu_us, 0u) << "dispatch 2's CPU time charged to dispatch 1";
+  EXPECT_EQ(r->cause, Cause::waiting);
+}
+
+// ---- Debugger guard ------------------------------------------------------------------------
+
+TEST_P(WatchdogTest, AttachedDebuggerSuppressesReportsAndCountsThem) {
+  ASSERT_TRUE(start_100ms());  // default WatchdogConfig: stop_when_debugging
+  rig.machine.set_debugger_attached(true);
+  EXPECT_FALSE(one_block([&] { rig.compute(ms(150)); }).has_value());
+  EXPECT_TRUE(rig.reports.empty());
+  EXPECT_EQ(rig.watchdog.pending(), 0u);
+  lc::WatchdogStats stats = rig.watchdog.stats();
+  EXPECT_EQ(stats.reports, 0u);
+  EXPECT_EQ(stats.suppressed, 2u) << "the block in progress and the final record";
+  EXPECT_EQ(rig.monitor.stats().blocks, 1u) << "the loop still counts the block";
+
+  // Detached again: the next block is reported, numbered from 1 (gaps mean dropped records,
+  // and nothing was dropped).
+  rig.machine.set_debugger_attached(false);
+  rig.align();
+  rig.run(kWork, ms(150));
+  rig.idle(kPeriod);
+  ASSERT_EQ(rig.reports.size(), 2u);
+  EXPECT_EQ(rig.reports[0].phase, Phase::in_progress);
+  EXPECT_EQ(rig.reports[0].report, 1u);
+  EXPECT_EQ(rig.reports[1].phase, Phase::final);
+  EXPECT_EQ(rig.reports[1].report, 2u);
+  EXPECT_EQ(rig.reports[1].dispatch, 2u);
+  stats = rig.watchdog.stats();
+  EXPECT_EQ(stats.suppressed, 2u);
+  EXPECT_EQ(stats.records_dropped, 0u);
+}
+
+TEST_P(WatchdogTest, DebuggerGuardOffKeepsReporting) {
+  lc::WatchdogConfig dog;
+  dog.stop_when_debugging = false;
+  ASSERT_TRUE(start_100ms(dog));
+  rig.machine.set_debugger_attached(true);
+  EXPECT_TRUE(one_block([&] { rig.compute(ms(150)); }).has_value());
+  EXPECT_EQ(rig.reports.size(), 2u);
+  EXPECT_EQ(rig.watchdog.stats().suppressed, 0u);
+}
+
+// ---- Program-counter capture ---------------------------------------------------------------
+
+constexpr lc::Frame kFakePc = 0x0800'1234u;
+
+TEST_P(WatchdogTest, PcCaptureFillsSamplesWithProgramCounters) {
+  ASSERT_TRUE(start_100ms());
+  rig.machine.set_pc_capture(true);
+  rig.thread.pc = kFakePc;
+
+  // Dispatch 1 has no scopes: the PC is all a sample holds. Dispatch 2 has one: scope names
+  // first, then the PC, and the histogram keys on the scope.
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.run(kWork, ms(150));
+  rig.align();
+  rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "handler");
+    rig.compute(ms(150));
+  });
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> bare = rig.find(1, Phase::final);
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->samples_taken, kSamplesIn150ms);
+  EXPECT_EQ(bare->samples_missed, 0u);
+  expect_own_samples(*bare);
+  for (std::size_t i = 0; i < bare->sample_count; ++i) {
+    EXPECT_EQ(bare->samples[i].scope_count, 0);
+    EXPECT_EQ(bare->samples[i].pc_count, 1);
+    EXPECT_EQ(bare->samples[i].frames[0], kFakePc);
+  }
+  ASSERT_EQ(bare->top_count, 1);
+  EXPECT_FALSE(bare->top[0].is_scope);
+  EXPECT_EQ(bare->top[0].frame, kFakePc);
+  EXPECT_EQ(bare->top[0].count, kSamplesIn150ms);
+
+  const std::optional<BlockRecord> scoped = rig.find(2, Phase::final);
+  ASSERT_TRUE(scoped.has_value());
+  expect_own_samples(*scoped);
+  for (std::size_t i = 0; i < scoped->sample_count; ++i) {
+    EXPECT_EQ(scoped->samples[i].scope_count, 1);
+    EXPECT_EQ(scoped->samples[i].pc_count, 1);
+    EXPECT_STREQ(scope_name(scoped->samples[i].frames[0]), "handler");
+    EXPECT_EQ(scoped->samples[i].frames[1], kFakePc);
+  }
+  EXPECT_EQ(top_scope_count(*scoped, "handler"), kSamplesIn150ms);
+  EXPECT_EQ(rig.machine.captures(), 2u * kSamplesIn150ms);
+}
+
+TEST_P(WatchdogTest, FailingCaptureWithoutScopesCountsMissedSamples) {
+  ASSERT_TRUE(start_100ms());
+  rig.machine.set_pc_capture(true);
+  rig.machine.set_capture_failing(true);
+  rig.thread.pc = kFakePc;
+  const std::optional<BlockRecord> r = one_block([&] { rig.compute(ms(150)); }, /*scope=*/nullptr);
+  ASSERT_TRUE(r.has_value()) << "a block without stacks is still reported";
+  EXPECT_EQ(r->samples_taken, 0u);
+  EXPECT_EQ(r->sample_count, 0);
+  EXPECT_EQ(r->top_count, 0);
+  EXPECT_EQ(r->samples_missed, kSamplesIn150ms);
+  EXPECT_EQ(rig.watchdog.stats().samples_missed, kSamplesIn150ms);
+  EXPECT_FALSE(has_flag(*r, lc::kFlagUnwatched)) << "watched and armed; only the captures failed";
+}
+
+// ---- Nested dispatch -----------------------------------------------------------------------
+
+TEST_P(WatchdogTest, NestedDispatchIsFoldedIntoTheOuterBlock) {
+  constexpr lc::Event kOuter{"outer"};
+  constexpr lc::Event kInner{"inner"};
+  ASSERT_TRUE(start_100ms());
+
+  // 60 ms, a nested 60 ms dispatch (a handler that pumps the loop), 10 ms: 130 ms in all. The
+  // block in progress is raised at elapsed 110 ms, inside the nested dispatch.
+  rig.idle_until(kWrapOffset - ms(100));
+  const tick_t begin = rig.dispatch(kOuter, [&] {
+    rig.compute(ms(60));
+    rig.run(kInner, ms(60));
+    rig.compute(ms(10));
+  });
+  rig.idle(kPeriod);
+
+  const lc::LoopStats stats = rig.monitor.stats();
+  EXPECT_EQ(stats.nested, 1u);
+  EXPECT_EQ(stats.dispatches, 1u);
+  EXPECT_EQ(stats.blocks, 1u);
+  EXPECT_EQ(stats.unbalanced_ends, 0u);
+  EXPECT_EQ(stats.max_duration, ms(130));
+
+  ASSERT_EQ(rig.reports.size(), 2u);
+  for (const BlockRecord& r : rig.reports) {
+    EXPECT_EQ(r.event, &kOuter);
+    EXPECT_EQ(r.dispatch, 1u);
+    EXPECT_EQ(r.start, begin);
+  }
+  EXPECT_EQ(rig.reports[0].phase, Phase::in_progress);
+  const BlockRecord& final_record = rig.reports[1];
+  EXPECT_EQ(final_record.phase, Phase::final);
+  EXPECT_EQ(final_record.duration_ticks, std::uint64_t{ms(130)});
+  EXPECT_EQ(final_record.end, later(begin, ms(130)));
+}
+
+}  // namespace

@@ -21,7 +21,7 @@ Status resolve(const MonitorConfig& c, Resolved& r) noexcept {
   if (c.sample_interval_us > c.threshold_us) return Status::sample_interval_above_threshold;
   if (c.hang_limit_us < c.threshold_us) return Status::hang_limit_below_threshold;
   const std::uint64_t hang = ticks_from_us(c.hang_limit_us, c.tick_hz);
-  if (hang >= kMaxIntervalTicks) return Status::hang_limit_too_long;
+  if (hang > kMaxIntervalTicks) return Status::hang_limit_too_long;
   const std::uint64_t threshold = ticks_from_us(c.threshold_us, c.tick_hz);
   if (threshold == 0) return Status::threshold_below_one_tick;
   const std::uint64_t interval = ticks_from_us(c.sample_interval_us, c.tick_hz);

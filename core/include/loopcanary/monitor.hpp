@@ -51,8 +51,10 @@ struct MonitorConfig {
   /// The watchdog starts sampling a dispatch once it has run arm_permille / 1000 of the
   /// threshold. 0..999 (0 samples from the first poll of every dispatch).
   std::uint16_t arm_permille = 250;
-  /// Stack-sample interval once armed. 1 tick .. threshold_us.
-  std::uint32_t sample_interval_us = 100'000;
+  /// Stack-sample interval once armed. 1 tick .. threshold_us. The default suits thresholds
+  /// from 10 ms up (a 1 s block gets 75 samples, the record keeps the latest
+  /// LOOPCANARY_MAX_SAMPLES and counts all in its top frames); set it for shorter thresholds.
+  std::uint32_t sample_interval_us = 10'000;
   /// A dispatch still running after this long is reported as a hang (the event may never
   /// end). threshold_us .. half the tick counter's wrap period.
   std::uint32_t hang_limit_us = 5'000'000;
