@@ -1,3 +1,538 @@
 // SPDX-License-Identifier: MIT
+// Monitor: stamps, statistics, histogram, nesting, named scopes, per-event limits, and the
+// instrumentation macros on a ClockedMonitor in virtual time. Every timing test runs from tick 0
+// and again from just before the 32-bit counter wraps (the parameter is the start tick).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
-TEST(Placeholder, monitor) { SUCCEED(); }
+
+#include "loopcanary/instrument.hpp"
+#include "loopcanary/monitor.hpp"
+#include "loopcanary_port.hpp"
+
+namespace {
+
+namespace lc = loopcanary;
+namespace sim = loopcanary::sim;
+using lc::LoopStats;
+using lc::Monitor;
+using lc::MonitorConfig;
+using lc::Status;
+using lc::tick_t;
+
+constexpr lc::Event kPlain{"plain"};
+constexpr lc::Event kOther{"other"};
+
+constexpr std::uint32_t kMHz = 1'000'000;
+constexpr std::uint32_t kThresholdUs = 100'000;  // 100 ms
+
+// A valid configuration at `tick_hz` with a 100 ms threshold, 10 ms interval, 5 s hang limit.
+MonitorConfig config_at(std::uint32_t tick_hz, std::uint32_t threshold_us = kThresholdUs) {
+  MonitorConfig c;
+  c.name = "loop";
+  c.tick_hz = tick_hz;
+  c.threshold_us = threshold_us;
+  c.arm_permille = 250;
+  c.sample_interval_us = threshold_us / 10u;
+  c.hang_limit_us = 5'000'000;
+  return c;
+}
+
+void init_monitor(Monitor& m, const MonitorConfig& c) {
+  const Status s = m.init(c);
+  ASSERT_EQ(s, Status::ok) << lc::describe(s);
+}
+
+// One dispatch of `event` from `begin` lasting `duration` ticks.
+void dispatch(Monitor& m, tick_t begin, tick_t duration, const lc::Event& event = kPlain) {
+  m.begin_at(event, begin);
+  m.end_at(static_cast<tick_t>(begin + duration));
+}
+
+std::uint32_t histogram_total(const LoopStats& s) {
+  std::uint32_t total = 0;
+  for (std::uint32_t count : s.histogram) total += count;
+  return total;
+}
+
+// Runs one dispatch of `duration` ticks from `begin` and returns the index of the histogram
+// bucket it landed in; -1 when no bucket changed, -2 when the change was not exactly one count
+// in one bucket.
+int bucket_hit(Monitor& m, tick_t begin, tick_t duration) {
+  const LoopStats before = m.stats();
+  dispatch(m, begin, duration);
+  const LoopStats after = m.stats();
+  int hit = -1;
+  for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+    if (after.histogram[i] == before.histogram[i]) continue;
+    if (hit != -1 || after.histogram[i] != before.histogram[i] + 1u) return -2;
+    hit = static_cast<int>(i);
+  }
+  return hit;
+}
+
+lc::StampSnapshot snapshot_of(const Monitor& m) {
+  lc::StampSnapshot snap;
+  // Single-threaded: nothing can move the stamps during the read, so one attempt must succeed.
+  EXPECT_TRUE(m.snapshot(snap));
+  return snap;
+}
+
+// Scope names of `m`, innermost first (at most 64).
+std::vector<const char*> scopes_of(const Monitor& m, std::size_t max = 64) {
+  std::array<const char*, 64> names{};
+  std::size_t count = 999;
+  EXPECT_TRUE(m.scope_snapshot(names.data(), max < names.size() ? max : names.size(), count));
+  EXPECT_LE(count, max);
+  return std::vector<const char*>(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(count));
+}
+
+// ---- Timing tests, from tick 0 and across the wrap -----------------------------------------
+
+// Test name suffix for a start tick.
+std::string start_name(const ::testing::TestParamInfo<tick_t>& param) {
+  return "at_" + std::to_string(param.param);
+}
+
+class MonitorTiming : public ::testing::TestWithParam<tick_t> {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(init_monitor(monitor_, config_at(kMHz))); }
+  tick_t at(tick_t offset) const { return static_cast<tick_t>(GetParam() + offset); }
+
+  Monitor monitor_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Start, MonitorTiming,
+                         ::testing::Values(tick_t{0}, static_cast<tick_t>(0u - 50'000u),
+                                           static_cast<tick_t>(0x7FFF'FFFFu - 10u)),
+                         start_name);
+
+TEST_P(MonitorTiming, SnapshotIdleThenInDispatchThenIdle) {
+  lc::StampSnapshot snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 0u);
+  EXPECT_FALSE(snap.in_dispatch());
+
+  monitor_.begin_at(kPlain, at(100));
+  snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 1u);
+  EXPECT_TRUE(snap.in_dispatch());
+  EXPECT_EQ(snap.begin, at(100));
+  EXPECT_EQ(snap.event, &kPlain);
+
+  monitor_.end_at(at(150));
+  snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 2u);
+  EXPECT_FALSE(snap.in_dispatch());  // begin and event are not valid now
+
+  monitor_.begin_at(kOther, at(300));
+  snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 3u);
+  EXPECT_EQ(snap.begin, at(300));
+  EXPECT_EQ(snap.event, &kOther);
+}
+
+TEST_P(MonitorTiming, CountsDispatchesMaxDurationAndBusyTicks) {
+  const tick_t durations[] = {30'000, 70'000, 50'000};
+  tick_t t = 0;
+  for (tick_t d : durations) {
+    dispatch(monitor_, at(t), d);
+    t += d + 1'000u;
+  }
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 3u);
+  EXPECT_EQ(s.max_duration, 70'000u);
+  EXPECT_EQ(s.busy_ticks, 30'000u + 70'000u + 50'000u);
+  EXPECT_EQ(s.blocks, 0u);
+  EXPECT_EQ(s.tick_hz, kMHz);
+  EXPECT_EQ(histogram_total(s), 3u);
+}
+
+TEST_P(MonitorTiming, BlockIsStrictlyLongerThanTheThreshold) {
+  const tick_t threshold = kThresholdUs;  // 1 tick per microsecond
+  dispatch(monitor_, at(0), threshold);                 // equal: not a block
+  dispatch(monitor_, at(200'000), threshold + 1u);      // one tick over: a block
+  dispatch(monitor_, at(400'000), threshold - 1u);      // under
+  dispatch(monitor_, at(600'000), 2u * threshold);      // well over
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 4u);
+  EXPECT_EQ(s.blocks, 2u);
+  EXPECT_EQ(s.max_duration, 2u * threshold);
+}
+
+TEST_P(MonitorTiming, BusyTicksIsModular) {
+  // Three dispatches of 0x6000'0000 ticks sum to 0x1'2000'0000: busy_ticks keeps the low 32 bits.
+  constexpr tick_t kLong = 0x6000'0000u;
+  dispatch(monitor_, at(0), kLong);
+  dispatch(monitor_, at(kLong), kLong);
+  dispatch(monitor_, at(2u * kLong), kLong);
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.busy_ticks, static_cast<tick_t>(3ull * kLong));
+  EXPECT_EQ(s.busy_ticks, 0x2000'0000u);
+  EXPECT_EQ(s.max_duration, kLong);
+  EXPECT_EQ(s.blocks, 3u);
+}
+
+TEST_P(MonitorTiming, NestedBeginIsFoldedIntoTheOuterDispatch) {
+  monitor_.begin_at(kPlain, at(0));
+  monitor_.begin_at(kOther, at(10));  // a handler that pumps the loop
+  lc::StampSnapshot snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 1u);
+  EXPECT_EQ(snap.event, &kPlain);
+  EXPECT_EQ(snap.begin, at(0));
+
+  monitor_.end_at(at(20));  // closes the nesting only
+  snap = snapshot_of(monitor_);
+  EXPECT_TRUE(snap.in_dispatch());
+  EXPECT_EQ(monitor_.stats().dispatches, 0u);
+
+  monitor_.end_at(at(150'000));  // closes the outer dispatch, over the 100 ms threshold
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.nested, 1u);
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+  EXPECT_EQ(s.max_duration, 150'000u);
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(histogram_total(s), 1u);
+  EXPECT_FALSE(snapshot_of(monitor_).in_dispatch());
+}
+
+TEST_P(MonitorTiming, UnbalancedEndIsCountedAndIgnored) {
+  monitor_.end_at(at(5));
+  LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.unbalanced_ends, 1u);
+  EXPECT_EQ(s.dispatches, 0u);
+  EXPECT_EQ(snapshot_of(monitor_).seq, 0u);
+
+  dispatch(monitor_, at(10), 40);
+  monitor_.end_at(at(200'000));  // would be a 200 ms dispatch if it were not ignored
+  s = monitor_.stats();
+  EXPECT_EQ(s.unbalanced_ends, 2u);
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.max_duration, 40u);
+  EXPECT_EQ(s.busy_ticks, 40u);
+  EXPECT_EQ(s.blocks, 0u);
+  EXPECT_EQ(snapshot_of(monitor_).seq, 2u);
+}
+
+TEST_P(MonitorTiming, EventThresholdAboveTheLoopsDecidesTheBlock) {
+  constexpr lc::Event kFlashErase{"flash_erase", 300'000};  // 300 ms, slow by design
+  dispatch(monitor_, at(0), 250'000, kFlashErase);          // over the loop's 100 ms, under its own
+  dispatch(monitor_, at(1'000'000), 300'000, kFlashErase);  // equal to its own: not a block
+  EXPECT_EQ(monitor_.stats().blocks, 0u);
+  dispatch(monitor_, at(2'000'000), 300'001, kFlashErase);  // one tick over its own
+  EXPECT_EQ(monitor_.stats().blocks, 1u);
+  dispatch(monitor_, at(3'000'000), 250'000);  // the same length is a block for a plain event
+  EXPECT_EQ(monitor_.stats().blocks, 2u);
+}
+
+TEST_P(MonitorTiming, EventThresholdBelowTheLoopsIsRaisedToIt) {
+  constexpr lc::Event kEager{"eager", 20'000};  // asks for 20 ms; the loop's 100 ms is the floor
+  dispatch(monitor_, at(0), 50'000, kEager);
+  dispatch(monitor_, at(200'000), kThresholdUs, kEager);
+  EXPECT_EQ(monitor_.stats().blocks, 0u);
+  dispatch(monitor_, at(400'000), kThresholdUs + 1u, kEager);
+  EXPECT_EQ(monitor_.stats().blocks, 1u);
+}
+
+TEST_P(MonitorTiming, FullNoteQueueIsCounted) {
+  // No watchdog drains the notes: the first kNoteCapacity blocks are queued, the rest dropped.
+  constexpr std::uint32_t kExtra = 3;
+  constexpr auto kBlocks = static_cast<std::uint32_t>(lc::kNoteCapacity) + kExtra;
+  for (std::uint32_t i = 0; i < kBlocks; ++i) dispatch(monitor_, at(i * 1'000'000u), 200'000);
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.blocks, kBlocks);
+  EXPECT_EQ(s.notes_dropped, kExtra);
+}
+
+// Histogram at one tick rate: bucket i holds d with floor(log2(d >> shift)) == i, 0 for
+// d >> shift == 0, the last bucket for anything longer. Checked at every power of two and one
+// below it, which are the bucket edges.
+void check_histogram_edges(Monitor& m, tick_t t0, unsigned shift) {
+  constexpr auto kLast = static_cast<int>(lc::kHistogramBuckets) - 1;
+  const auto clamp = [](int b) { return b < kLast ? b : kLast; };
+  EXPECT_EQ(bucket_hit(m, t0, 0), 0);
+  for (unsigned i = 0; i < 32; ++i) {
+    const tick_t power = tick_t{1} << i;
+    const int at_power = i < shift ? 0 : clamp(static_cast<int>(i - shift));
+    EXPECT_EQ(bucket_hit(m, t0, power), at_power) << "d = 2^" << i << ", shift " << shift;
+    if (i == 0) continue;
+    const int below_power = i <= shift ? 0 : clamp(static_cast<int>(i - shift) - 1);
+    EXPECT_EQ(bucket_hit(m, t0, power - 1u), below_power) << "d = 2^" << i << " - 1, shift " << shift;
+  }
+  EXPECT_EQ(bucket_hit(m, t0, 0xFFFF'FFFFu), kLast);
+}
+
+TEST_P(MonitorTiming, HistogramBucketEdgesAtOneMegahertz) {
+  ASSERT_EQ(unsigned{monitor_.stats().histogram_shift}, 0u);  // 1 tick = 1 us
+  check_histogram_edges(monitor_, at(0), 0);
+}
+
+TEST_P(MonitorTiming, HistogramBucketEdgesAt64Megahertz) {
+  Monitor fast;
+  ASSERT_NO_FATAL_FAILURE(init_monitor(fast, config_at(64'000'000)));
+  ASSERT_EQ(unsigned{fast.stats().histogram_shift}, 6u);  // 64 ticks = 1 us = 2^6
+  check_histogram_edges(fast, at(0), 6);
+}
+
+TEST_P(MonitorTiming, SameWallTimeSameBucketAtBothRates) {
+  Monitor fast;
+  ASSERT_NO_FATAL_FAILURE(init_monitor(fast, config_at(64'000'000)));
+  // 1 ms is in [512, 1024) us: bucket 9. 1.5 s is in [2^20, 2^21) us: bucket 20.
+  EXPECT_EQ(bucket_hit(monitor_, at(0), 1'000), 9);
+  EXPECT_EQ(bucket_hit(fast, at(0), 64u * 1'000u), 9);
+  EXPECT_EQ(bucket_hit(monitor_, at(0), 1'500'000), 20);
+  EXPECT_EQ(bucket_hit(fast, at(0), 64u * 1'500'000u), 20);
+}
+
+// ---- Not timing-dependent -------------------------------------------------------------------
+
+TEST(Monitor, HistogramShiftFollowsTheTickRate) {
+  struct Case {
+    std::uint32_t tick_hz;
+    unsigned shift;  // floor(log2(tick_hz / 1 MHz)), 0 below 2 MHz
+  };
+  for (const Case c : {Case{1'000, 0}, Case{32'768, 0}, Case{1'000'000, 0}, Case{2'000'000, 1},
+                       Case{48'000'000, 5}, Case{64'000'000, 6}, Case{100'000'000, 6},
+                       Case{1'000'000'000, 9}}) {
+    Monitor m;
+    MonitorConfig config = config_at(c.tick_hz);
+    config.hang_limit_us = 1'000'000;  // short enough for 1 GHz
+    ASSERT_NO_FATAL_FAILURE(init_monitor(m, config));
+    EXPECT_EQ(unsigned{m.stats().histogram_shift}, c.shift) << c.tick_hz << " Hz";
+    EXPECT_EQ(m.stats().tick_hz, c.tick_hz);
+  }
+}
+
+TEST(Monitor, BeforeInitNeverCountsBlocks) {
+  constexpr lc::Event kOwnThreshold{"own", 1};
+  Monitor m;
+  EXPECT_FALSE(m.initialised());
+  dispatch(m, 0, 0xFFFF'FFFFu);                 // the longest measurable dispatch
+  dispatch(m, 0, 0xFFFF'FFFFu, kOwnThreshold);  // with a 1 us event threshold
+  LoopStats s = m.stats();
+  EXPECT_EQ(s.dispatches, 2u);
+  EXPECT_EQ(s.blocks, 0u);
+  EXPECT_EQ(s.notes_dropped, 0u);
+  EXPECT_EQ(s.max_duration, 0xFFFF'FFFFu);
+
+  // A failed init leaves it uninitialised, still blind to blocks.
+  MonitorConfig bad = config_at(kMHz);
+  bad.tick_hz = 0;
+  EXPECT_EQ(m.init(bad), Status::tick_hz_zero);
+  EXPECT_FALSE(m.initialised());
+  dispatch(m, 0, 0xFFFF'FFFFu);
+  s = m.stats();
+  EXPECT_EQ(s.dispatches, 3u);
+  EXPECT_EQ(s.blocks, 0u);
+}
+
+TEST(Monitor, LimitsForDeriveFromTheEffectiveThreshold) {
+  Monitor m;
+  ASSERT_NO_FATAL_FAILURE(init_monitor(m, config_at(kMHz)));  // 100 ms, 25 %, 10 ms, 5 s
+  const auto expect_limits = [&](const lc::Event& e, tick_t threshold, tick_t arm, tick_t interval,
+                                 tick_t hang) {
+    const lc::Limits l = m.limits_for(e);
+    EXPECT_EQ(l.threshold, threshold) << e.name;
+    EXPECT_EQ(l.arm, arm) << e.name;
+    EXPECT_EQ(l.interval, interval) << e.name;
+    EXPECT_EQ(l.hang, hang) << e.name;
+  };
+  // The loop's own limits: threshold, 25 % of it, the interval, the hang limit (1 tick = 1 us).
+  expect_limits(kPlain, 100'000, 25'000, 10'000, 5'000'000);
+  // At or below the loop's threshold, the loop's limits apply unchanged.
+  constexpr lc::Event kBelow{"below", 20'000};
+  constexpr lc::Event kEqual{"equal", 100'000};
+  expect_limits(kBelow, 100'000, 25'000, 10'000, 5'000'000);
+  expect_limits(kEqual, 100'000, 25'000, 10'000, 5'000'000);
+  // Above: its own threshold, arm at 25 % of it, the loop's interval, and the loop's hang
+  // margin (hang limit - threshold = 4.9 s) on top of the raised threshold.
+  constexpr lc::Event kLonger{"longer", 300'000};
+  expect_limits(kLonger, 300'000, 75'000, 10'000, 300'000 + 4'900'000);
+  constexpr lc::Event kVeryLong{"very_long", 10'000'000};
+  expect_limits(kVeryLong, 10'000'000, 2'500'000, 10'000, 10'000'000 + 4'900'000);
+}
+
+TEST(Monitor, LimitsForCapAnEventThresholdAndHangAtHalfTheWrap) {
+  Monitor m;
+  MonitorConfig config = config_at(1'000'000'000);  // 1 GHz: the counter wraps every 4.29 s
+  config.hang_limit_us = 2'000'000;                 // hang margin 1.9 s = 1.9e9 ticks
+  ASSERT_NO_FATAL_FAILURE(init_monitor(m, config));
+
+  // 1 s: threshold 1e9 ticks; 1e9 + 1.9e9 is past half the wrap, so the hang is capped.
+  constexpr lc::Event kSecond{"second", 1'000'000};
+  lc::Limits l = m.limits_for(kSecond);
+  EXPECT_EQ(l.threshold, 1'000'000'000u);
+  EXPECT_EQ(l.arm, 250'000'000u);
+  EXPECT_EQ(l.interval, 10'000'000u);  // 10 ms at 1 GHz
+  EXPECT_EQ(l.hang, lc::kMaxIntervalTicks);
+
+  // 4000 s = 4e12 ticks: the threshold itself is capped at half the wrap.
+  constexpr lc::Event kHuge{"huge", 4'000'000'000u};
+  l = m.limits_for(kHuge);
+  EXPECT_EQ(l.threshold, lc::kMaxIntervalTicks);
+  EXPECT_EQ(l.arm, static_cast<tick_t>(std::uint64_t{lc::kMaxIntervalTicks} * 250u / 1000u));
+  EXPECT_EQ(l.interval, 10'000'000u);
+  EXPECT_EQ(l.hang, lc::kMaxIntervalTicks);
+}
+
+TEST(Monitor, LimitsOfAnUninitialisedMonitorNeverBlock) {
+  Monitor m;
+  constexpr lc::Event kOwn{"own", 1'000};
+  EXPECT_EQ(m.limits_for(kPlain).threshold, 0xFFFF'FFFFu);
+  EXPECT_EQ(m.limits_for(kOwn).threshold, 0xFFFF'FFFFu);
+}
+
+// ---- Named scopes ---------------------------------------------------------------------------
+
+TEST(MonitorScopes, PushPopAndSnapshotInnermostFirst) {
+  static constexpr char kA[] = "a";
+  static constexpr char kB[] = "b";
+  static constexpr char kC[] = "c";
+  Monitor m;
+  EXPECT_TRUE(scopes_of(m).empty());
+  m.push_scope(kA);
+  m.push_scope(kB);
+  m.push_scope(kC);
+  EXPECT_EQ(scopes_of(m), (std::vector<const char*>{kC, kB, kA}));
+  // A reader with room for two gets the innermost two.
+  EXPECT_EQ(scopes_of(m, 2), (std::vector<const char*>{kC, kB}));
+  EXPECT_TRUE(scopes_of(m, 0).empty());
+  m.pop_scope();
+  EXPECT_EQ(scopes_of(m), (std::vector<const char*>{kB, kA}));
+  m.push_scope(kC);
+  EXPECT_EQ(scopes_of(m), (std::vector<const char*>{kC, kB, kA}));
+  m.pop_scope();
+  m.pop_scope();
+  m.pop_scope();
+  EXPECT_TRUE(scopes_of(m).empty());
+  const LoopStats s = m.stats();
+  EXPECT_EQ(s.scope_overflows, 0u);
+  EXPECT_EQ(s.scope_underflows, 0u);
+}
+
+TEST(MonitorScopes, OverflowIsCountedNotStoredAndStillBalanced) {
+  constexpr std::size_t kExtra = 3;
+  constexpr std::size_t kPushes = lc::kScopeDepth + kExtra;
+  std::array<std::string, kPushes> names;  // distinct storage per scope: pointers identify them
+  for (std::size_t i = 0; i < kPushes; ++i) names[i] = "scope" + std::to_string(i);
+  // The stored stack, innermost first, when the first `depth` names are pushed.
+  const auto stored = [&](std::size_t depth) {
+    std::vector<const char*> out;
+    for (std::size_t i = depth; i > 0; --i) out.push_back(names[i - 1].c_str());
+    return out;
+  };
+
+  Monitor m;
+  for (const std::string& n : names) m.push_scope(n.c_str());
+  EXPECT_EQ(m.stats().scope_overflows, kExtra);
+  EXPECT_EQ(scopes_of(m), stored(lc::kScopeDepth));  // the deeper names were not stored
+
+  for (std::size_t i = 0; i < kExtra; ++i) m.pop_scope();  // pops of the unstored scopes
+  EXPECT_EQ(scopes_of(m), stored(lc::kScopeDepth));
+  m.pop_scope();  // now the innermost stored one goes
+  EXPECT_EQ(scopes_of(m), stored(lc::kScopeDepth - 1));
+  for (std::size_t i = 1; i < lc::kScopeDepth; ++i) m.pop_scope();
+  EXPECT_TRUE(scopes_of(m).empty());
+  EXPECT_EQ(m.stats().scope_underflows, 0u);  // every pop matched a push
+}
+
+TEST(MonitorScopes, UnderflowIsCountedAndIgnored) {
+  static constexpr char kA[] = "a";
+  Monitor m;
+  m.pop_scope();
+  m.pop_scope();
+  EXPECT_EQ(m.stats().scope_underflows, 2u);
+  EXPECT_TRUE(scopes_of(m).empty());
+  // The stack still works from depth 0.
+  m.push_scope(kA);
+  EXPECT_EQ(scopes_of(m), (std::vector<const char*>{kA}));
+  m.pop_scope();
+  m.pop_scope();
+  EXPECT_EQ(m.stats().scope_underflows, 3u);
+}
+
+// ---- ClockedMonitor and the macros in virtual time -------------------------------------------
+
+class ClockedMonitorTiming : public ::testing::TestWithParam<tick_t> {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(init_monitor(monitor_, config_at(sim::kTickHz))); }
+
+  sim::VirtualTime time_{GetParam()};
+  sim::SimMonitor monitor_{sim::Clock{time_}};
+};
+
+INSTANTIATE_TEST_SUITE_P(Start, ClockedMonitorTiming,
+                         ::testing::Values(tick_t{0}, static_cast<tick_t>(0u - sim::ms(30))),
+                         start_name);
+
+TEST_P(ClockedMonitorTiming, BeginAndEndStampTheClock) {
+  const tick_t begin = time_.peek();
+  monitor_.begin(kPlain);
+  EXPECT_EQ(snapshot_of(monitor_).begin, begin);
+  time_.advance(sim::ms(42));
+  monitor_.end();
+  EXPECT_EQ(monitor_.stats().max_duration, sim::ms(42));
+}
+
+TEST_P(ClockedMonitorTiming, MacrosStampADispatchAndNameScopes) {
+  static constexpr char kOuter[] = "outer";
+  static constexpr char kInner[] = "inner";
+  const tick_t begin = time_.peek();
+  {
+    LOOPCANARY_DISPATCH(monitor_, kPlain);
+    const lc::StampSnapshot snap = snapshot_of(monitor_);
+    EXPECT_TRUE(snap.in_dispatch());
+    EXPECT_EQ(snap.begin, begin);
+    EXPECT_EQ(snap.event, &kPlain);
+    LOOPCANARY_SCOPE(monitor_, kOuter);
+    time_.advance(sim::ms(20));
+    {
+      LOOPCANARY_SCOPE(monitor_, kInner);
+      EXPECT_EQ(scopes_of(monitor_), (std::vector<const char*>{kInner, kOuter}));
+      time_.advance(sim::ms(130));
+    }
+    EXPECT_EQ(scopes_of(monitor_), (std::vector<const char*>{kOuter}));
+  }
+  EXPECT_TRUE(scopes_of(monitor_).empty());
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.max_duration, sim::ms(150));
+  EXPECT_EQ(s.blocks, 1u);  // 150 ms > 100 ms
+  EXPECT_FALSE(snapshot_of(monitor_).in_dispatch());
+}
+
+TEST(ClockedMonitor, DispatchAcrossTheCounterWrapHasItsExactDuration) {
+  // Begins 1 s before the 32-bit counter wraps, ends 0.5 s after it.
+  sim::VirtualTime time{static_cast<tick_t>(0u - sim::ms(1'000))};
+  sim::SimMonitor monitor{sim::Clock{time}};
+  ASSERT_NO_FATAL_FAILURE(init_monitor(monitor, config_at(sim::kTickHz, 1'000'000)));  // 1 s
+  const tick_t begin = time.peek();
+  {
+    LOOPCANARY_DISPATCH(monitor, kPlain);
+    time.advance(sim::ms(1'500));
+  }
+  ASSERT_LT(time.peek(), begin);  // the counter did wrap
+  LoopStats s = monitor.stats();
+  EXPECT_EQ(s.max_duration, sim::ms(1'500));
+  EXPECT_EQ(s.busy_ticks, sim::ms(1'500));
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(s.histogram[20], 1u);  // 1.5e6 us is in [2^20, 2^21)
+
+  // Exactly the 1 s threshold, again across the wrap: not a block.
+  sim::VirtualTime time2{static_cast<tick_t>(0u - sim::ms(400))};
+  sim::SimMonitor monitor2{sim::Clock{time2}};
+  ASSERT_NO_FATAL_FAILURE(init_monitor(monitor2, config_at(sim::kTickHz, 1'000'000)));
+  {
+    LOOPCANARY_DISPATCH(monitor2, kPlain);
+    time2.advance(sim::ms(1'000));
+  }
+  s = monitor2.stats();
+  EXPECT_EQ(s.max_duration, sim::ms(1'000));
+  EXPECT_EQ(s.blocks, 0u);
+}
+
+}  // namespace

@@ -22,6 +22,10 @@ class Writer {
   void puts(const char* s) noexcept {
     for (; *s != '\0'; ++s) put(*s);
   }
+  // A name in the text form: control characters would break the line structure.
+  void name(const char* s) noexcept {
+    for (; *s != '\0'; ++s) put(static_cast<unsigned char>(*s) < 0x20 ? '?' : *s);
+  }
   void u64(std::uint64_t v) noexcept {
     char digits[20];
     int n = 0;
@@ -64,7 +68,7 @@ class Writer {
       if (c == '"' || c == '\\') {
         put('\\');
         put(static_cast<char>(c));
-      } else if (c < 0x20) {
+      } else if (c < 0x20 || c >= 0x80) {  // control and non-ASCII bytes: always valid JSON
         puts("\\u00");
         put("0123456789abcdef"[c >> 4]);
         put("0123456789abcdef"[c & 0xFu]);
@@ -120,11 +124,11 @@ constexpr FlagName kFlagNames[] = {
 FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
   Writer w(buffer, size);
   w.puts("qualifier = ");
-  w.puts(name_or(r.qualifier, ""));
+  w.name(name_or(r.qualifier, ""));
   w.puts("\nloop = ");
-  w.puts(name_or(r.loop, "?"));
+  w.name(name_or(r.loop, "?"));
   w.puts("\nevent = ");
-  w.puts(event_name(r));
+  w.name(event_name(r));
   w.puts("\nreport = ");
   w.u64(r.report);
   w.puts(" (");
@@ -192,7 +196,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
       w.u64(t.count);
       w.put(' ');
       if (t.is_scope) {
-        w.puts(scope_name(t.frame));
+        w.name(scope_name(t.frame));
       } else {
         w.hex(t.frame);
       }
@@ -213,7 +217,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
       w.puts(" ms ");
       for (std::uint8_t f = 0; f < s.scope_count; ++f) {
         if (f != 0) w.puts(" < ");
-        w.puts(scope_name(s.frames[f]));
+        w.name(scope_name(s.frames[f]));
       }
       if (s.pc_count > 0) {
         w.puts(s.scope_count > 0 ? " | pc" : "pc");

@@ -27,7 +27,8 @@ inline constexpr std::uint32_t kTickHz = 1'000'000;
 constexpr tick_t us(std::uint32_t v) noexcept { return v; }
 constexpr tick_t ms(std::uint32_t v) noexcept { return v * 1000u; }
 
-/// Virtual time. Starts at `start` (use kWrapStart - offset for wrap tests). Single context.
+/// Virtual time. Starts at `start` (e.g. `tick_t{0} - ms(1000)` to cross the wrap one second
+/// in). Single context.
 class VirtualTime {
  public:
   explicit VirtualTime(tick_t start = 0) noexcept : now_(start) {}

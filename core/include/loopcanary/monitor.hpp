@@ -91,9 +91,10 @@ struct BlockNote {
 
 /// Per-loop counters. Each counter is read atomically; the set is read counter by counter, so
 /// a snapshot taken while end() runs may show one counter a dispatch ahead of another.
-/// 32-bit counters wrap; take modular differences (busy_ticks wraps like the clock).
+/// 32-bit counters wrap; take modular differences (busy_ticks wraps like the clock, dispatches
+/// at 2^31: mask differences with 0x7FFFFFFF).
 struct LoopStats {
-  std::uint32_t dispatches = 0;         ///< dispatches ended (outermost only)
+  std::uint32_t dispatches = 0;         ///< dispatches ended (outermost only); wraps at 2^31
   std::uint32_t blocks = 0;             ///< dispatches that ended over their threshold
   std::uint32_t hangs = 0;              ///< dispatches the watchdog reported as hung
   tick_t max_duration = 0;              ///< longest dispatch, ticks
@@ -177,7 +178,7 @@ class Monitor {
       detail::store_relaxed(scopes_[depth], name);
     } else {
       detail::bump(scope_overflows_);
-      if (depth == kScopeDepthMask) return;  // the counter itself is full: not even counted
+      if (depth == kScopeDepthMask) return;  // 65535 deep: the depth saturates (unbalanced)
     }
     detail::store_release(scope_word_, w + kScopeGeneration + 1u);
   }

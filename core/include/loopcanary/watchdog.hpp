@@ -120,7 +120,8 @@ class Watchdog {
   /// Starts watching `monitor` (initialised, not watched by any watchdog, stamped at the same
   /// tick rate as the loops already added: poll() takes one `now` for all). Before polling
   /// starts, from the watchdog's context. Errors: not_initialised (watchdog or monitor),
-  /// already_registered, tick_rate_mismatch, registry_full.
+  /// already_registered, tick_rate_mismatch, registry_full. There is no removal: a watched
+  /// monitor stays watched for the watchdog's lifetime (give both static storage).
   Status add(Monitor& monitor) noexcept;
 
   /// Appends an interceptor; interceptors are called in the order added, once per report.
