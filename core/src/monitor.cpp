@@ -33,13 +33,6 @@ Status resolve(const MonitorConfig& c, Resolved& r) noexcept {
   return Status::ok;
 }
 
-// floor(log2(tick_hz / 1 MHz)), so histogram buckets are close to powers of two microseconds.
-std::uint8_t histogram_shift_for(std::uint32_t tick_hz) noexcept {
-  std::uint8_t shift = 0;
-  for (std::uint32_t ratio = tick_hz / 1'000'000u; ratio > 1u; ratio >>= 1) ++shift;
-  return shift;
-}
-
 }  // namespace
 
 Status Monitor::init(const MonitorConfig& config) noexcept {
@@ -53,7 +46,6 @@ Status Monitor::init(const MonitorConfig& config) noexcept {
   hang_ticks_ = r.hang;
   arm_permille_ = config.arm_permille;
   tick_hz_ = config.tick_hz;
-  histogram_shift_ = histogram_shift_for(config.tick_hz);
   name_ = config.name;
   context_ = config.context;
   return Status::ok;
@@ -116,8 +108,9 @@ LoopStats Monitor::stats() const noexcept {
   s.scope_overflows = detail::load_relaxed(scope_overflows_);
   s.scope_underflows = detail::load_relaxed(scope_underflows_);
   s.tick_hz = tick_hz_;
-  s.histogram_shift = histogram_shift_;
-  for (std::size_t i = 0; i < kHistogramBuckets; ++i) s.histogram[i] = detail::load_relaxed(histogram_[i]);
+  for (std::size_t i = 0; i < kHistogramBuckets; ++i) {
+    s.histogram[i] = detail::load_relaxed(by_leading_zeros_[kHistogramBuckets - 1 - i]);
+  }
   return s;
 }
 

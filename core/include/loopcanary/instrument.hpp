@@ -38,9 +38,9 @@ class ClockedMonitor : public Monitor {
   explicit ClockedMonitor(Clock clock = Clock{}) noexcept : clock_(clock) {}
 
   /// begin_at(event, clock.now()). Loop context only.
-  void begin(const Event& event) noexcept { begin_at(event, clock_.now()); }
+  LOOPCANARY_INLINE void begin(const Event& event) noexcept { begin_at(event, clock_.now()); }
   /// end_at(clock.now()). Loop context only.
-  void end() noexcept { end_at(clock_.now()); }
+  LOOPCANARY_INLINE void end() noexcept { end_at(clock_.now()); }
 
   const Clock& clock() const noexcept { return clock_; }
 
@@ -52,8 +52,10 @@ class ClockedMonitor : public Monitor {
 template <class M>
 class ScopedDispatch {
  public:
-  ScopedDispatch(M& monitor, const Event& event) noexcept : monitor_(monitor) { monitor_.begin(event); }
-  ~ScopedDispatch() { monitor_.end(); }
+  LOOPCANARY_INLINE ScopedDispatch(M& monitor, const Event& event) noexcept : monitor_(monitor) {
+    monitor_.begin(event);
+  }
+  LOOPCANARY_INLINE ~ScopedDispatch() { monitor_.end(); }
   ScopedDispatch(const ScopedDispatch&) = delete;
   ScopedDispatch& operator=(const ScopedDispatch&) = delete;
 
@@ -64,8 +66,10 @@ class ScopedDispatch {
 /// Pushes a named scope on construction and pops it on destruction. `name` is static.
 class NamedScope {
  public:
-  NamedScope(Monitor& monitor, const char* name) noexcept : monitor_(monitor) { monitor_.push_scope(name); }
-  ~NamedScope() { monitor_.pop_scope(); }
+  LOOPCANARY_INLINE NamedScope(Monitor& monitor, const char* name) noexcept : monitor_(monitor) {
+    monitor_.push_scope(name);
+  }
+  LOOPCANARY_INLINE ~NamedScope() { monitor_.pop_scope(); }
   NamedScope(const NamedScope&) = delete;
   NamedScope& operator=(const NamedScope&) = delete;
 

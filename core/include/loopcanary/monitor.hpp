@@ -105,8 +105,8 @@ struct LoopStats {
   std::uint32_t scope_overflows = 0;    ///< scope pushes deeper than LOOPCANARY_SCOPE_DEPTH
   std::uint32_t scope_underflows = 0;   ///< scope pops with no scope pushed (ignored)
   std::uint32_t tick_hz = 0;            ///< for converting the tick fields
-  std::uint8_t histogram_shift = 0;     ///< bucket i holds d with floor(log2(d >> shift)) == i
-  std::uint32_t histogram[kHistogramBuckets] = {};  ///< dispatch durations, log2 buckets
+  /// Dispatch durations: histogram[i] counts d (ticks) with floor(log2(d)) == i (d == 0 in 0).
+  std::uint32_t histogram[kHistogramBuckets] = {};
 };
 
 /// The stamps, statistics and scope stack of one event loop. Not copyable; give it static
@@ -131,7 +131,7 @@ class Monitor {
   /// Marks the start of a dispatch of `event` at `now` (port ticks). Loop context only. A
   /// begin() inside a running dispatch (a handler that pumps the loop) is folded into the
   /// outer dispatch and counted in LoopStats::nested; its end() closes only the nesting.
-  void begin_at(const Event& event, tick_t now) noexcept {
+  LOOPCANARY_INLINE void begin_at(const Event& event, tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
     if ((s & 1u) != 0) {
       ++nested_depth_;
@@ -147,7 +147,7 @@ class Monitor {
   /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
   /// statistics and, for a block, queues a note for the watchdog. An end() with no dispatch
   /// running is counted in LoopStats::unbalanced_ends and otherwise ignored.
-  void end_at(tick_t now) noexcept {
+  LOOPCANARY_INLINE void end_at(tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
     if ((s & 1u) == 0 || nested_depth_ != 0) {
       end_unusual();
@@ -157,7 +157,7 @@ class Monitor {
     const tick_t d = ticks_between(begin, now);
     detail::bump(busy_ticks_, d);
     if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
-    detail::bump(histogram_[bucket_of(d)]);
+    detail::bump(by_leading_zeros_[leading_zeros(d | 1u)]);
     if (d > threshold_ticks_) {
       end_over_threshold(s, begin, now);  // queues the note, then publishes the end
       return;
@@ -170,7 +170,7 @@ class Monitor {
   /// Pushes `name` (static, NUL-terminated) onto the loop's shadow stack. Loop context only.
   /// Deeper than LOOPCANARY_SCOPE_DEPTH: counted in scope_overflows and not stored, but still
   /// balanced by its pop.
-  void push_scope(const char* name) noexcept {
+  LOOPCANARY_INLINE void push_scope(const char* name) noexcept {
     const std::uint32_t w = detail::load_relaxed(scope_word_);
     const std::uint32_t depth = w & kScopeDepthMask;
     if (depth < kScopeDepth) {
@@ -185,7 +185,7 @@ class Monitor {
 
   /// Pops the innermost scope. Loop context only. A pop with nothing pushed is counted in
   /// scope_underflows and ignored.
-  void pop_scope() noexcept {
+  LOOPCANARY_INLINE void pop_scope() noexcept {
     const std::uint32_t w = detail::load_relaxed(scope_word_);
     if ((w & kScopeDepthMask) == 0) {
       detail::bump(scope_underflows_);
@@ -235,21 +235,23 @@ class Monitor {
   static constexpr std::uint32_t kScopeDepthMask = 0xFFFFu;       // low half: depth
   static constexpr std::uint32_t kScopeGeneration = 0x10000u;     // high half: changes count
 
-  // floor(log2(d >> shift)) clamped to the buckets; "| 1" puts 0 in bucket 0 without a branch.
-  std::uint32_t bucket_of(tick_t d) const noexcept {
-    constexpr auto kLast = static_cast<std::uint32_t>(kHistogramBuckets - 1);
-    const tick_t v = static_cast<tick_t>((d >> histogram_shift_) | 1u);
-    std::uint32_t log2 = 0;
+  // The histogram is kept indexed by leading zeros (bucket 31 - i in LoopStats) so end() needs
+  // no subtraction or clamp: on Cortex-M3 the update is ORR, CLZ, LDR, ADD, STR.
+  static LOOPCANARY_INLINE std::uint32_t leading_zeros(tick_t v) noexcept {  // v != 0
 #if defined(__GNUC__) || defined(__clang__)
-    log2 = 31u - static_cast<std::uint32_t>(__builtin_clz(v));
+    return static_cast<std::uint32_t>(__builtin_clz(v));
 #else
-    for (tick_t x = v; x > 1u; x >>= 1) ++log2;
+    std::uint32_t n = 0;
+    for (tick_t bit = tick_t{1} << 31; (v & bit) == 0; bit >>= 1) ++n;
+    return n;
 #endif
-    return log2 < kLast ? log2 : kLast;
   }
 
   void end_unusual() noexcept;
   void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
+
+  // First member: end() indexes it from the object's address with no offset to add.
+  std::atomic<std::uint32_t> by_leading_zeros_[kHistogramBuckets] = {};
 
   // Stamps: written by the loop only.
   std::atomic<std::uint32_t> seq_{0};
@@ -267,7 +269,6 @@ class Monitor {
   std::atomic<std::uint32_t> notes_dropped_{0};
   std::atomic<std::uint32_t> scope_overflows_{0};
   std::atomic<std::uint32_t> scope_underflows_{0};
-  std::atomic<std::uint32_t> histogram_[kHistogramBuckets] = {};
 
   // Named-scope stack: (generation << 16) | depth, and the names.
   std::atomic<std::uint32_t> scope_word_{0};
@@ -286,13 +287,17 @@ class Monitor {
   tick_t hang_ticks_ = ~tick_t{0};
   std::uint32_t tick_hz_ = 0;
   std::uint16_t arm_permille_ = 0;
-  std::uint8_t histogram_shift_ = 0;
   const char* name_ = "loop";
   void* context_ = nullptr;
   const Watchdog* watchdog_ = nullptr;  // set while a watchdog watches this monitor
 };
 
+// The protocol needs only loads and stores of these words to be atomic. ARMv6-M (Cortex-M0/M0+)
+// reports them as not "always lock-free" because it has no read-modify-write; its aligned
+// 32-bit loads and stores are atomic, and any read-modify-write would fail to link there.
+#if !defined(__ARM_ARCH_6M__)
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "32-bit atomics must be lock-free");
 static_assert(std::atomic<const Event*>::is_always_lock_free, "pointer atomics must be lock-free");
+#endif
 
 }  // namespace loopcanary

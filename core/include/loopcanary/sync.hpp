@@ -16,7 +16,7 @@
 namespace loopcanary::detail {
 
 /// Orders every load and store before it ahead of every store after it.
-inline void fence_release() noexcept {
+LOOPCANARY_INLINE void fence_release() noexcept {
   if constexpr (kSingleCore) {
     std::atomic_signal_fence(std::memory_order_release);
   } else {
@@ -25,7 +25,7 @@ inline void fence_release() noexcept {
 }
 
 /// Orders every load before it ahead of every load and store after it.
-inline void fence_acquire() noexcept {
+LOOPCANARY_INLINE void fence_acquire() noexcept {
   if constexpr (kSingleCore) {
     std::atomic_signal_fence(std::memory_order_acquire);
   } else {
@@ -37,7 +37,7 @@ inline void fence_acquire() noexcept {
 /// through load_acquire. (A release store rather than fence + relaxed store on multi-core
 /// builds: same code on x86 and Arm, and ThreadSanitizer understands it.)
 template <class T, class V>
-inline void store_release(std::atomic<T>& word, V value) noexcept {
+LOOPCANARY_INLINE void store_release(std::atomic<T>& word, V value) noexcept {
   if constexpr (kSingleCore) {
     std::atomic_signal_fence(std::memory_order_release);
     word.store(static_cast<T>(value), std::memory_order_relaxed);
@@ -48,7 +48,7 @@ inline void store_release(std::atomic<T>& word, V value) noexcept {
 
 /// Acquire load: pairs with store_release.
 template <class T>
-inline T load_acquire(const std::atomic<T>& word) noexcept {
+LOOPCANARY_INLINE T load_acquire(const std::atomic<T>& word) noexcept {
   if constexpr (kSingleCore) {
     const T value = word.load(std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_acquire);
@@ -60,18 +60,18 @@ inline T load_acquire(const std::atomic<T>& word) noexcept {
 
 /// Plain relaxed accessors, named so the protocol code reads as what it is.
 template <class T>
-inline T load_relaxed(const std::atomic<T>& word) noexcept {
+LOOPCANARY_INLINE T load_relaxed(const std::atomic<T>& word) noexcept {
   return word.load(std::memory_order_relaxed);
 }
 template <class T, class V>
-inline void store_relaxed(std::atomic<T>& word, V value) noexcept {
+LOOPCANARY_INLINE void store_relaxed(std::atomic<T>& word, V value) noexcept {
   word.store(static_cast<T>(value), std::memory_order_relaxed);
 }
 
 /// Single-writer increment: a load and a store, never a read-modify-write. Only the word's one
 /// writer may call it.
 template <class T>
-inline void bump(std::atomic<T>& word, T by = 1) noexcept {
+LOOPCANARY_INLINE void bump(std::atomic<T>& word, T by = 1) noexcept {
   word.store(static_cast<T>(word.load(std::memory_order_relaxed) + by), std::memory_order_relaxed);
 }
 
