@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// Startup for the mps2 boards: vector table, reset handler, fault handlers.
+//
+// Reset: FPU on (hard-float builds), .data copied from flash, .bss zeroed, static constructors
+// (init_array) run, main() called; main's return value becomes the semihosting exit code.
+// Every exception without a handler of its own (the weak aliases below) and every fault prints
+// its name and the faulting PC, then exits with 128 + the exception number, so a crashed test
+// fails with a message instead of hanging.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "loopcanary_board.hpp"
+
+// Linker script symbols (mps2.ld).
+extern "C" {
+extern std::uint32_t __data_start[];
+extern std::uint32_t __data_end[];
+extern const std::uint32_t __data_load[];
+extern std::uint32_t __bss_start[];
+extern std::uint32_t __bss_end[];
+extern std::uint32_t __stack_top[];
+using InitFunction = void (*)();
+extern const InitFunction __init_array_start[];
+extern const InitFunction __init_array_end[];
+}
+
+// The firmware's main(), called through an assembler label: ISO C++ forbids naming ::main.
+int loopcanary_board_main() __asm__("main");
+
+namespace {
+
+using Handler = void (*)();
+
+volatile std::uint32_t& reg(std::uintptr_t address) noexcept {
+  return *reinterpret_cast<volatile std::uint32_t*>(address);
+}
+
+constexpr std::uintptr_t kScbIcsr = 0xE000ED04;
+constexpr std::uintptr_t kScbCfsr = 0xE000ED28;
+
+char hex_digit(std::uint32_t v) noexcept { return static_cast<char>(v < 10 ? '0' + v : 'a' + (v - 10)); }
+
+// "<label> 0x<hex>\n" without a formatting library (the handler may run with a broken heap of
+// anything else).
+void write_hex_line(const char* label, std::uint32_t value) noexcept {
+  char line[48];
+  std::size_t n = 0;
+  for (const char* p = label; *p != '\0' && n < 30; ++p) line[n++] = *p;
+  line[n++] = ' ';
+  line[n++] = '0';
+  line[n++] = 'x';
+  for (int shift = 28; shift >= 0; shift -= 4) line[n++] = hex_digit((value >> shift) & 0xFu);
+  line[n++] = '\n';
+  line[n] = '\0';
+  loopcanary::board::write(line);
+}
+
+}  // namespace
+
+extern "C" {
+
+// Called by the reset handler with the main stack set up by the hardware from vector 0.
+[[noreturn]] void loopcanary_board_start() {
+  std::memcpy(__data_start, __data_load,
+              static_cast<std::size_t>(reinterpret_cast<char*>(__data_end) - reinterpret_cast<char*>(__data_start)));
+  std::memset(__bss_start, 0,
+              static_cast<std::size_t>(reinterpret_cast<char*>(__bss_end) - reinterpret_cast<char*>(__bss_start)));
+  for (const InitFunction* f = __init_array_start; f != __init_array_end; ++f) (*f)();
+  loopcanary::board::exit(loopcanary_board_main());
+}
+
+// Reset: enable the FPU first (a hard-float build may use FP registers anywhere, even in
+// memcpy), then C/C++ runtime setup. Naked: nothing may touch the stack before the FPU is on.
+[[noreturn]] __attribute__((naked)) void Reset_Handler() {
+#if defined(__ARM_FP)
+  __asm__ volatile(
+      "ldr r0, =0xE000ED88\n"  // SCB CPACR
+      "ldr r1, [r0]\n"
+      "orr r1, r1, #(0xF << 20)\n"  // CP10 and CP11: full access
+      "str r1, [r0]\n"
+      "dsb\n"
+      "isb\n");
+#endif
+  __asm__ volatile(
+      "ldr r0, =loopcanary_board_start\n"
+      "bx r0\n"
+      ".ltorg\n");
+}
+
+// Unhandled exceptions and faults: name the exception (IPSR) and the stacked PC, then exit.
+void loopcanary_board_fault(const std::uint32_t* frame, std::uint32_t exc_return) {
+  std::uint32_t ipsr;
+  __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
+  ipsr &= 0x1FFu;
+  static const char* const kNames[] = {"thread", "reset", "nmi", "hard fault", "memmanage fault",
+                                       "bus fault", "usage fault"};
+  loopcanary::board::write("board: unhandled exception: ");
+  loopcanary::board::write(ipsr < sizeof(kNames) / sizeof(kNames[0]) ? kNames[ipsr] : "interrupt");
+  loopcanary::board::write("\n");
+  write_hex_line("board: exception", ipsr);
+  write_hex_line("board: stacked pc", frame[6]);
+  write_hex_line("board: stacked lr", frame[5]);
+  write_hex_line("board: exc_return", exc_return);
+#if !defined(__ARM_ARCH_6M__)
+  write_hex_line("board: cfsr", reg(kScbCfsr));
+#endif
+  write_hex_line("board: icsr", reg(kScbIcsr));
+  loopcanary::board::exit(static_cast<int>(128u + (ipsr & 0x7Fu)));
+}
+
+// Entry of every default handler: the frame is on MSP or PSP (EXC_RETURN bit 2).
+__attribute__((naked)) void Default_Handler() {
+  __asm__ volatile(
+      "movs r0, #4\n"
+      "mov r1, lr\n"
+      "tst r0, r1\n"
+      "bne 1f\n"
+      "mrs r0, msp\n"
+      "b 2f\n"
+      "1:\n"
+      "mrs r0, psp\n"
+      "2:\n"
+      "ldr r2, =loopcanary_board_fault\n"
+      "bx r2\n"
+      ".ltorg\n");
+}
+
+void NMI_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void HardFault_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void MemManage_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void BusFault_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void UsageFault_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void SVC_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void DebugMon_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void PendSV_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void SysTick_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+void Irq_Handler() noexcept __attribute__((weak, alias("Default_Handler")));
+
+}  // extern "C"
+
+namespace {
+
+// The 16 system vectors and the 32 external interrupts of the MPS2 images (UARTs, timers,
+// Ethernet, ...; all on Irq_Handler). Placed first in flash by the linker script (KEEP).
+struct VectorTable {
+  const void* initial_sp;
+  Handler system[15];
+  Handler irq[32];
+};
+
+#define LC_IRQ4 Irq_Handler, Irq_Handler, Irq_Handler, Irq_Handler
+[[gnu::used, gnu::section(".vectors")]] const VectorTable kVectors = {
+    __stack_top,
+    {
+        Reset_Handler, NMI_Handler, HardFault_Handler, MemManage_Handler, BusFault_Handler,
+        UsageFault_Handler, nullptr, nullptr, nullptr, nullptr, SVC_Handler, DebugMon_Handler,
+        nullptr, PendSV_Handler, SysTick_Handler,
+    },
+    {LC_IRQ4, LC_IRQ4, LC_IRQ4, LC_IRQ4, LC_IRQ4, LC_IRQ4, LC_IRQ4, LC_IRQ4},
+};
+#undef LC_IRQ4
+
+}  // namespace

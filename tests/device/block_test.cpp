@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// Device test 1: a handler spends ~50 ms in busy_compute() with a 20 ms threshold.
+//
+// The watchdog runs in the SysTick interrupt (1 ms). Expected: a block-in-progress report while
+// the handler still runs, a final report after it ends (duration ~50 ms, cause running, samples
+// every 2 ms from the arm point at 5 ms), nothing for the short events. The firmware checks
+// all that itself (exit code), then prints the program counter of every sample the watchdog
+// took (recorded by a spy around the port's capture_stack) as
+//   lc-pc 0x<pc> <count>   /   lc-pc-other <count>
+// for check_firmware.cmake, which symbolises the PCs with arm-none-eabi-addr2line and requires
+// >= 80 % of the samples in busy_compute.
+//
+// Variants (compile definitions): LC_TEST_START = the clock's start value (a start just before
+// 2^32 puts the wrap inside the block); LC_TEST_REALTIME = 1 for the run without -icount, where
+// QEMU follows host time: loose bounds.
+#include "device_report.hpp"
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_board.hpp"
+#include "loopcanary_port.hpp"
+
+#ifndef LC_TEST_START
+#define LC_TEST_START 0u
+#endif
+#ifndef LC_TEST_REALTIME
+#define LC_TEST_REALTIME 0
+#endif
+
+namespace lc = loopcanary;
+namespace cm = loopcanary::cortex_m;
+using lc::device_report::check;
+
+namespace {
+
+constexpr lc::Event kShort{"short_handler"};
+constexpr lc::Event kSlow{"slow_handler"};
+constexpr std::uint32_t kThresholdUs = 20'000;
+constexpr std::uint32_t kIntervalUs = 2'000;
+constexpr std::uint32_t kBlockMs = 50;
+
+lc::StaticWatchdog<1, 8> g_watchdog;
+cm::PortMonitor g_monitor;
+volatile std::uint32_t g_in_slow_handler = 0;
+volatile std::uint32_t g_in_progress_reports = 0;
+volatile std::uint32_t g_in_progress_while_running = 0;
+
+// Interceptor, SysTick context: was the in-progress report raised while the handler still ran?
+void on_report(void* /*context*/, const lc::BlockRecord& record) {
+  if (record.phase != lc::Phase::in_progress) return;
+  g_in_progress_reports = g_in_progress_reports + 1u;
+  if (g_in_slow_handler != 0) g_in_progress_while_running = g_in_progress_while_running + 1u;
+}
+
+}  // namespace
+
+// The culprit: plain arithmetic, no calls, so every PC sample lands in this function (floating
+// point on FPU builds, so the SysTick interrupt sees extended exception frames).
+__attribute__((noinline)) std::uint32_t busy_compute(std::uint32_t iterations) {
+  std::uint32_t a = 0x12345678u;
+  std::uint32_t b = 0x9abcdef0u;
+#if defined(__ARM_FP)
+  float f = 1.0f;
+#endif
+  for (std::uint32_t i = 0; i < iterations; ++i) {
+    a = a * 1664525u + 1013904223u;
+    b ^= a >> 7;
+#if defined(__ARM_FP)
+    f = f * 0.999f + 0.5f;
+#endif
+    __asm__ volatile("" : "+r"(a), "+r"(b));
+  }
+#if defined(__ARM_FP)
+  b += static_cast<std::uint32_t>(f);
+#endif
+  return a ^ b;
+}
+
+// Computes in busy_compute() for `ms` milliseconds of the port clock, in chunks: the few clock
+// reads are here, nearly all the time is in busy_compute. Timed by the clock rather than by a
+// calibrated iteration count, so it holds when host load upsets QEMU's timing in the real-time
+// run. Chunks: ~0.2 ms under -icount; larger in real time, where QEMU emulates each SysTick
+// register read slowly enough (in host time) to draw samples to the clock read otherwise.
+void spend_ms(std::uint32_t ms) {
+  constexpr std::uint32_t kChunk = LC_TEST_REALTIME ? 20'000u : 1'000u;
+  const lc::tick_t begin = cm::Clock::now();
+  const lc::tick_t length = ms * (cm::tick_hz() / 1000u);
+  while (lc::ticks_between(begin, cm::Clock::now()) < length) busy_compute(kChunk);
+}
+
+int main() {
+  lc::device_report::start("block_test");
+  cm::Config port;
+  port.core_hz = lc::board::kCoreHz;
+  port.poll_hz = 1000;
+  port.start = LC_TEST_START;
+  check(cm::init(port) == cm::PortStatus::ok, "port init");
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = cm::tick_hz();
+  config.threshold_us = kThresholdUs;
+  config.arm_permille = 250;
+  config.sample_interval_us = kIntervalUs;
+  config.hang_limit_us = 1'000'000;
+  check(g_monitor.init(config) == lc::Status::ok, "monitor init");
+  lc::WatchdogConfig dog;
+  dog.qualifier = lc::board::name();
+  const lc::Hal hal = lc::device_report::recording_hal(cm::make_hal());
+  check(g_watchdog.init(dog, hal) == lc::Status::ok, "watchdog init");
+  check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
+  check(g_watchdog.add_interceptor(&on_report, nullptr) == lc::Status::ok, "interceptor");
+  cm::attach(&g_watchdog);
+
+  for (int i = 0; i < 10; ++i) {
+    LOOPCANARY_DISPATCH(g_monitor, kShort);
+    spend_ms(1);
+  }
+  g_in_slow_handler = 1;
+  {
+    LOOPCANARY_DISPATCH(g_monitor, kSlow);
+    spend_ms(kBlockMs);
+  }
+  g_in_slow_handler = 0;
+  // The final record comes at the next poll; sleep until it is there.
+  for (int i = 0; i < 20 && g_watchdog.pending() < 2; ++i) cm::idle_wait();
+  cm::attach(nullptr);
+
+  lc::BlockRecord in_progress{};
+  lc::BlockRecord final_record{};
+  std::uint32_t records = 0;
+  lc::BlockRecord r;
+  while (g_watchdog.pop(r)) {
+    ++records;
+    lc::device_report::print_record(r);
+    if (r.phase == lc::Phase::in_progress) in_progress = r;
+    if (r.phase == lc::Phase::final) final_record = r;
+  }
+
+  const std::uint32_t ticks_per_ms = cm::tick_hz() / 1000u;
+  const lc::LoopStats stats = g_monitor.stats();
+  check(stats.dispatches == 11, "11 dispatches");
+  check(stats.blocks == 1, "exactly one block (the short events are not blocks)");
+  check(records == 2, "two records: in progress and final");
+  check(g_in_progress_reports == 1, "one in-progress report");
+  check(g_in_progress_while_running == 1, "the in-progress report came while the handler ran");
+  check(in_progress.event == &kSlow && final_record.event == &kSlow, "both records name slow_handler");
+  check(in_progress.duration_ticks > kThresholdUs / 1000u * ticks_per_ms, "in progress: past the threshold");
+  check(in_progress.duration_ticks <= (kThresholdUs / 1000u + 2u) * ticks_per_ms,
+        "in progress: within two polls of the threshold");
+  check(final_record.phase == lc::Phase::final && final_record.flags == 0, "final record, watched");
+  check(final_record.duration_ticks == lc::ticks_between(final_record.start, final_record.end),
+        "final duration = end - start (modular)");
+  const std::uint64_t duration_ms = final_record.duration_ticks / ticks_per_ms;
+#if LC_TEST_REALTIME
+  // Host time: QEMU's SysTick follows the host clock and stalls while the host is loaded (its
+  // timer callback runs late); loose bounds.
+  check(duration_ms > 20 && duration_ms < 1000, "duration loosely ~50 ms");
+  check(final_record.samples_taken >= 3, "some samples");
+#else
+  check(duration_ms >= kBlockMs && duration_ms <= kBlockMs + 2, "duration 50..52 ms");
+  // Armed at 5 ms, one sample every 2 ms to the end: about 22.
+  check(final_record.samples_taken >= 20 && final_record.samples_taken <= 24, "20..24 samples");
+  check(final_record.samples_missed == 0, "no missed samples");
+  check(final_record.cause == lc::Cause::running, "cause: running");
+  const std::uint64_t window_us = lc::us_from_ticks(final_record.window_ticks, cm::tick_hz());
+  check(final_record.has_thread_cpu && final_record.thread_cpu_us * 10u >= 9u * window_us,
+        "thread CPU >= 90 % of the window");
+#endif
+  check(final_record.sample_count == lc::kMaxSamples || final_record.sample_count == final_record.samples_taken,
+        "kept samples: the latest ones");
+  if (LC_TEST_START > 0x80000000u) {
+    check(final_record.end < final_record.start, "the clock wrapped inside the block");
+  }
+  lc::device_report::print_sampled_pcs();
+  lc::device_report::print_port_stats();
+  return lc::device_report::finish();
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// Device test 2: a handler that never returns (stuck_forever() spins on a flag nobody sets).
+//
+// Threshold 20 ms, hang limit 100 ms, watchdog in the SysTick interrupt (1 ms). Expected: a
+// block-in-progress report, then a hang report while the loop is still stuck. The loop cannot
+// report anything itself, so the verdict is given from the interceptor, in the SysTick
+// interrupt, on the hang report: it prints the records and the PC of every sample taken
+// (check_firmware.cmake symbolises them: >= 80 % in stuck_forever) and exits with the verdict. If no hang report
+// comes within 2 s, the stuck function gives up and the firmware fails.
+//
+// LC_TEST_START: the clock's start value (just before 2^32: the wrap falls inside the hang).
+#include "device_report.hpp"
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_board.hpp"
+#include "loopcanary_port.hpp"
+
+#ifndef LC_TEST_START
+#define LC_TEST_START 0u
+#endif
+
+namespace lc = loopcanary;
+namespace cm = loopcanary::cortex_m;
+using lc::device_report::check;
+
+namespace {
+
+constexpr lc::Event kTick{"tick"};
+constexpr lc::Event kStuck{"wait_for_ack"};
+constexpr std::uint32_t kThresholdUs = 20'000;
+constexpr std::uint32_t kHangUs = 100'000;
+
+lc::StaticWatchdog<1, 4> g_watchdog;
+cm::PortMonitor g_monitor;
+volatile std::uint32_t g_ack = 0;          // never set: the handler waits forever
+volatile std::uint32_t g_stuck = 0;        // the loop entered the stuck handler
+lc::BlockRecord g_in_progress{};
+std::uint32_t g_in_progress_reports = 0;
+
+// Interceptor, SysTick context. The loop is stuck, so the verdict comes from here.
+void on_report(void* /*context*/, const lc::BlockRecord& record) {
+  if (record.phase == lc::Phase::in_progress) {
+    g_in_progress = record;
+    ++g_in_progress_reports;
+    return;
+  }
+  if (record.phase != lc::Phase::hang) return;
+  const std::uint32_t ticks_per_ms = cm::tick_hz() / 1000u;
+  lc::device_report::print_record(g_in_progress);
+  lc::device_report::print_record(record);
+  check(g_stuck != 0, "the loop is still in the stuck handler");
+  check(g_in_progress_reports == 1 && g_in_progress.event == &kStuck, "block in progress reported first");
+  check(record.event == &kStuck, "hang names wait_for_ack");
+  check((record.flags & lc::kFlagHung) != 0, "record flagged hung");
+  check(record.duration_ticks > kHangUs / 1000u * ticks_per_ms, "hang: past the hang limit");
+  check(record.duration_ticks <= (kHangUs / 1000u + 2u) * ticks_per_ms, "hang: within two polls of the limit");
+  check(g_monitor.stats().hangs == 1, "LoopStats.hangs == 1");
+  check(g_monitor.stats().blocks == 0, "no final block yet (the event never ended)");
+  check(record.samples_taken >= 40, "samples every 2 ms since the arm point (5 ms)");
+  check(record.samples_missed == 0, "no missed samples");
+  check(record.cause == lc::Cause::running, "cause: running (the loop spins)");
+  if (LC_TEST_START > 0x80000000u) {
+    check(record.end < record.start, "the clock wrapped during the hang");
+  }
+  lc::device_report::print_sampled_pcs();
+  lc::device_report::print_port_stats();
+  lc::board::exit(lc::device_report::finish());
+}
+
+}  // namespace
+
+// The culprit: waits for an acknowledgement that never comes. Gives up after 2 s of clock time
+// only so that a watchdog that never reports fails the test instead of hanging it.
+// (The clock is read once per 1000 spins, so nearly every PC sample lands in the spin itself,
+// not in the inlined clock code, which addr2line would name after the clock.)
+__attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) {
+  const lc::tick_t begin = cm::Clock::now();
+  const lc::tick_t give_up = 2u * cm::tick_hz();
+  while (*ack == 0) {
+    for (int spin = 0; spin < 1000 && *ack == 0; ++spin) {
+    }
+    if (lc::ticks_between(begin, cm::Clock::now()) > give_up) return;
+  }
+}
+
+int main() {
+  lc::device_report::start("hang_test");
+  cm::Config port;
+  port.core_hz = lc::board::kCoreHz;
+  port.poll_hz = 1000;
+  port.start = LC_TEST_START;
+  check(cm::init(port) == cm::PortStatus::ok, "port init");
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = cm::tick_hz();
+  config.threshold_us = kThresholdUs;
+  config.arm_permille = 250;
+  config.sample_interval_us = 2'000;
+  config.hang_limit_us = kHangUs;
+  check(g_monitor.init(config) == lc::Status::ok, "monitor init");
+  const lc::Hal hal = lc::device_report::recording_hal(cm::make_hal());
+  check(g_watchdog.init(lc::WatchdogConfig{}, hal) == lc::Status::ok, "watchdog init");
+  check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
+  check(g_watchdog.add_interceptor(&on_report, nullptr) == lc::Status::ok, "interceptor");
+  cm::attach(&g_watchdog);
+
+  for (int i = 0; i < 5; ++i) {
+    LOOPCANARY_DISPATCH(g_monitor, kTick);
+    cm::idle_wait();  // a short, idle handler
+  }
+  {
+    LOOPCANARY_DISPATCH(g_monitor, kStuck);
+    g_stuck = 1;
+    stuck_forever(&g_ack);
+  }
+  check(false, "the watchdog reported no hang within 2 s");
+  return lc::device_report::finish();
+}

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Hot-path cost on the device: instructions executed per begin()+end() pair, counted under QEMU
+// -icount (virtual time = instructions x 2^shift ns, so a loop timed with SysTick counts
+// instructions). Built once per clock configuration (LOOPCANARY_CORTEX_M_CLOCK):
+//   DETECT   the default: both paths are counted, SysTick (what QEMU runs, since its CYCCNT does
+//            not count) and CYCCNT (what silicon runs; forced here, its readings are then 0)
+//   DWT      CYCCNT only, no source branch (the cheapest)
+//   SYSTICK  SysTick only (the ARMv6-M clock)
+// Prints "hot-path <what> = <n> instructions"; count_instructions.cmake prints the static
+// disassembly of lc_bench_begin_end. Also prints the sizes of the core's objects.
+#include "device_test.hpp"
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_board.hpp"
+#include "loopcanary_port.hpp"
+
+#ifndef LC_ICOUNT_SHIFT
+#error "LC_ICOUNT_SHIFT: the -icount shift QEMU runs this firmware with"
+#endif
+
+namespace lc = loopcanary;
+namespace cm = loopcanary::cortex_m;
+using lc::device_test::print;
+using lc::device_test::print_u64;
+
+constexpr lc::Event kBenchEvent{"bench"};
+
+// The measured bodies, out of line so the loop around them is identical.
+extern "C" __attribute__((noinline)) void lc_bench_empty(cm::PortMonitor& monitor) {
+  __asm__ volatile("" ::"r"(&monitor) : "memory");
+}
+extern "C" __attribute__((noinline)) void lc_bench_begin_end(cm::PortMonitor& monitor) {
+  monitor.begin(kBenchEvent);
+  monitor.end();
+}
+extern "C" __attribute__((noinline)) void lc_bench_clock(cm::PortMonitor& monitor) {
+  __asm__ volatile("" ::"r"(cm::Clock::now()), "r"(&monitor) : "memory");
+}
+
+namespace {
+
+constexpr std::uint32_t kIterations = 20'000;
+cm::PortMonitor g_monitor;
+
+volatile std::uint32_t& reg(std::uintptr_t address) { return cm::detail::reg(address); }
+constexpr std::uintptr_t kSystCsr = 0xE000E010;
+constexpr std::uintptr_t kSystRvr = 0xE000E014;
+constexpr std::uintptr_t kSystCvr = 0xE000E018;
+
+// SysTick free-running at the core clock, no interrupt: the stopwatch (the port is not
+// initialised, so nothing else runs).
+void start_stopwatch() {
+  reg(kSystCsr) = 0;
+  reg(kSystRvr) = 0x00FFFFFFu;
+  reg(kSystCvr) = 0;
+  reg(kSystCsr) = 5u;  // processor clock, enabled, no interrupt
+  while (reg(kSystCvr) == 0) {
+  }
+}
+
+// Instructions (x100) of one call of `body` beyond an empty call: SysTick cycles (25 MHz)
+// converted to nanoseconds, divided by the icount instruction time.
+std::uint64_t instructions_x100(void (*body)(cm::PortMonitor&)) {
+  auto run = [](void (*f)(cm::PortMonitor&)) {
+    const std::uint32_t c0 = reg(kSystCvr);
+    for (std::uint32_t i = 0; i < kIterations; ++i) f(g_monitor);
+    return (c0 - reg(kSystCvr)) & 0x00FFFFFFu;  // counts down
+  };
+  run(body);  // warm up (QEMU translates the code on first use)
+  const std::uint64_t base = run(&lc_bench_empty);
+  const std::uint64_t cycles = run(body);
+  const std::uint64_t ns = (cycles - base) * 1'000'000'000ull / lc::board::kCoreHz;
+  return ns * 100u / (std::uint64_t{1} << LC_ICOUNT_SHIFT) / kIterations;
+}
+
+void print_figure(const char* what, std::uint64_t x100) {
+  print("hot-path ");
+  print(what);
+  print(" = ");
+  print_u64(x100 / 100u);
+  print(".");
+  print_u64(x100 % 100u / 10u);
+  print(" instructions\n");
+}
+
+}  // namespace
+
+DT_TEST(HotPath, begin_end_instruction_count) {
+  start_stopwatch();
+  lc::MonitorConfig config;
+  config.tick_hz = lc::board::kCoreHz;
+  DT_ASSERT_EQ(g_monitor.init(config), lc::Status::ok);
+#if LOOPCANARY_CORTEX_M_CLOCK == LOOPCANARY_CORTEX_M_CLOCK_DWT
+  print_figure("clock read (CYCCNT only)", instructions_x100(&lc_bench_clock));
+  print_figure("begin+end (CYCCNT only)", instructions_x100(&lc_bench_begin_end));
+#elif LOOPCANARY_CORTEX_M_CLOCK == LOOPCANARY_CORTEX_M_CLOCK_SYSTICK || !LOOPCANARY_CORTEX_M_HAS_DWT
+  print_figure("clock read (SysTick only)", instructions_x100(&lc_bench_clock));
+  print_figure("begin+end (SysTick only)", instructions_x100(&lc_bench_begin_end));
+#else
+  cm::detail::g_clock.use_dwt = false;
+  print_figure("clock read (detect: SysTick)", instructions_x100(&lc_bench_clock));
+  print_figure("begin+end (detect: SysTick)", instructions_x100(&lc_bench_begin_end));
+  cm::detail::g_clock.use_dwt = true;  // the path silicon with a cycle counter takes
+  print_figure("clock read (detect: CYCCNT)", instructions_x100(&lc_bench_clock));
+  print_figure("begin+end (detect: CYCCNT)", instructions_x100(&lc_bench_begin_end));
+  cm::detail::g_clock.use_dwt = false;
+#endif
+  DT_EXPECT_EQ(g_monitor.stats().blocks, 0u);
+}
+
+DT_TEST(Sizes, per_configuration) {
+  struct Size {
+    const char* what;
+    std::size_t bytes;
+  };
+  const Size sizes[] = {
+      {"Monitor", sizeof(lc::Monitor)},
+      {"cortex_m::PortMonitor", sizeof(cm::PortMonitor)},
+      {"Watchdog per loop (detail::WatchdogTrack)", sizeof(lc::detail::WatchdogTrack)},
+      {"  of which samples (OverwriteRing<Sample>)", sizeof(lc::OverwriteRing<lc::Sample, lc::kMaxSamples>)},
+      {"Sample", sizeof(lc::Sample)},
+      {"BlockRecord", sizeof(lc::BlockRecord)},
+      {"Watchdog (capacity-free part)", sizeof(lc::Watchdog)},
+      {"StaticWatchdog<1, 4>", sizeof(lc::StaticWatchdog<1, 4>)},
+  };
+  print("sizes: LOOPCANARY_MAX_SAMPLES=");
+  print_u64(lc::kMaxSamples);
+  print(" MAX_FRAMES=");
+  print_u64(lc::kMaxFrames);
+  print(" SCOPE_DEPTH=");
+  print_u64(lc::kScopeDepth);
+  print(" NOTE_CAPACITY=");
+  print_u64(lc::kNoteCapacity);
+  print(" TOP_FRAMES=");
+  print_u64(lc::kTopFrames);
+  print("\n");
+  for (const Size& s : sizes) {
+    print("sizeof ");
+    print(s.what);
+    print(" = ");
+    print_u64(s.bytes);
+    print("\n");
+  }
+  DT_EXPECT_GT(sizeof(lc::Monitor), 0u);
+}
+
+int main() { return lc::device_test::run_all(&lc::board::write); }

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// A minimal monitored firmware: an event queue filled by the SysTick-driven clock, a super-loop
+// that dispatches and sleeps, the watchdog in the SysTick interrupt, records drained to the
+// board console. Three uses:
+//   - footprint: built with LC_WITH_LOOPCANARY=0 (the same loop, no loopcanary) and =1, with
+//     and without LC_WITH_FORMAT (the report formatter); footprint.cmake subtracts the sizes.
+//   - link check: built for Cortex-M0+ and M7 in the cortex-m3 workflow, so a 64-bit atomic, a
+//     read-modify-write atomic (no __atomic_* library here: the link fails) or an instruction the
+//     core does not have breaks the build. Everything of the hot path and the watchdog is used.
+//   - smoke test: run under QEMU on M3/M4F, one block is reported and drained.
+#include <cstdint>
+
+#include "loopcanary_board.hpp"
+
+#ifndef LC_WITH_LOOPCANARY
+#define LC_WITH_LOOPCANARY 1
+#endif
+#ifndef LC_WITH_FORMAT
+#define LC_WITH_FORMAT 1
+#endif
+
+#if LC_WITH_LOOPCANARY
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_port.hpp"
+#endif
+
+namespace {
+
+// The application: an event queue of small integers and a handler per event.
+volatile std::uint32_t g_queue[8];
+volatile std::uint32_t g_head = 0;
+volatile std::uint32_t g_tail = 0;
+volatile std::uint32_t g_sink = 0;
+
+void handle(std::uint32_t event) {
+  std::uint32_t spins = event == 3 ? 400'000u : 2'000u;  // event 3 is slow
+  while (spins-- != 0) g_sink = g_sink + spins;
+}
+
+bool pop(std::uint32_t& event) {
+  if (g_tail == g_head) return false;
+  event = g_queue[g_tail % 8u];
+  g_tail = g_tail + 1u;
+  return true;
+}
+
+void push(std::uint32_t event) {
+  g_queue[g_head % 8u] = event;
+  g_head = g_head + 1u;
+}
+
+#if LC_WITH_LOOPCANARY
+namespace lc = loopcanary;
+namespace cm = loopcanary::cortex_m;
+
+constexpr lc::Event kEvents[] = {{"sensor"}, {"button"}, {"radio"}, {"flash_write"}};
+lc::StaticWatchdog<1, 4> g_watchdog;
+cm::PortMonitor g_monitor;
+
+#if LC_WITH_FORMAT
+char g_text[1024];
+void write_record(void* /*context*/, const char* text) { loopcanary::board::write(text); }
+#endif
+#endif
+
+}  // namespace
+
+int main() {
+#if LC_WITH_LOOPCANARY
+  cm::Config port;
+  port.core_hz = loopcanary::board::kCoreHz;
+  if (cm::init(port) != cm::PortStatus::ok) return 2;
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = cm::tick_hz();
+  config.threshold_us = 10'000;
+  config.sample_interval_us = 1'000;
+  config.hang_limit_us = 1'000'000;
+  if (g_monitor.init(config) != lc::Status::ok) return 3;
+  if (g_watchdog.init(lc::WatchdogConfig{}, cm::make_hal()) != lc::Status::ok) return 4;
+  if (g_watchdog.add(g_monitor) != lc::Status::ok) return 5;
+  cm::attach(&g_watchdog);
+#endif
+  for (std::uint32_t i = 0; i < 8; ++i) push(i % 4u);
+  std::uint32_t event = 0;
+  while (pop(event)) {
+#if LC_WITH_LOOPCANARY
+    LOOPCANARY_DISPATCH(g_monitor, kEvents[event]);
+    LOOPCANARY_SCOPE(g_monitor, "handle");
+#endif
+    handle(event);
+  }
+#if LC_WITH_LOOPCANARY
+  for (int i = 0; i < 5; ++i) cm::idle_wait();  // the watchdog finalises the last block
+  cm::attach(nullptr);
+  const lc::LoopStats stats = g_monitor.stats();
+#if LC_WITH_FORMAT
+  const cm::Sink sink{&write_record, nullptr};
+  cm::drain(g_watchdog, sink, cm::Format::json, g_text, sizeof g_text);
+#else
+  lc::BlockRecord record;
+  while (g_watchdog.pop(record)) {
+  }
+#endif
+  loopcanary::board::write(stats.blocks == 2 && stats.dispatches == 8 ? "minimal firmware: ok\n"
+                                                                      : "minimal firmware: unexpected stats\n");
+  return stats.blocks == 2 && stats.dispatches == 8 ? 0 : 1;
+#else
+  loopcanary::board::write("minimal firmware: ok\n");
+  return 0;
+#endif
+}
