@@ -114,8 +114,12 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
     track.last_now = now;
   }
 
+  // A note for the snapshot's own dispatch means it ended after the snapshot was taken: the
+  // snapshot is stale and must not start (or continue) watching it.
+  bool snap_ended = false;
   BlockNote note;
   while (monitor.notes_.pop(note)) {
+    if (consistent && note.seq == snap.seq) snap_ended = true;
     if (track.seq != 0 && note.seq == track.seq) {
       finalise(track, note, now, suppressed);
     } else {
@@ -130,7 +134,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
     if (track.reported_block) finalise_estimated(track, now, suppressed);
     track.seq = 0;
   }
-  if (!snap.in_dispatch() || snap.seq == track.done_seq) return;
+  if (!snap.in_dispatch() || snap_ended || snap.seq == track.done_seq) return;
   if (track.seq == 0) start_watching(track, snap, now);
   step(track, now, suppressed);
 }
@@ -348,6 +352,7 @@ void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noe
 void Watchdog::report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept {
   fill_common(track, note);
   scratch_.flags = kFlagUnwatched;
+  track.done_seq = note.seq;  // its end may not be published yet: never watch it afterwards
   emit(suppressed);
 }
 

@@ -178,7 +178,7 @@ class Monitor {
       detail::store_relaxed(scopes_[depth], name);
     } else {
       detail::bump(scope_overflows_);
-      if (depth == kScopeDepthMask) return;  // 65535 deep: the depth saturates (unbalanced)
+      if (depth == kScopeDepthMask) return;  // 255 deep: the depth saturates (unbalanced)
     }
     detail::store_release(scope_word_, w + kScopeGeneration + 1u);
   }
@@ -232,8 +232,10 @@ class Monitor {
  private:
   friend class Watchdog;
 
-  static constexpr std::uint32_t kScopeDepthMask = 0xFFFFu;       // low half: depth
-  static constexpr std::uint32_t kScopeGeneration = 0x10000u;     // high half: changes count
+  // Low byte: depth (stored names are at most 64 deep). The upper 24 bits count every push
+  // and pop, so a reader stalled across 2^24 of them could be fooled, not one across 2^16.
+  static constexpr std::uint32_t kScopeDepthMask = 0xFFu;
+  static constexpr std::uint32_t kScopeGeneration = 0x100u;
 
   // The histogram is kept indexed by leading zeros (bucket 31 - i in LoopStats) so end() needs
   // no subtraction or clamp: on Cortex-M3 the update is ORR, CLZ, LDR, ADD, STR.
@@ -253,10 +255,12 @@ class Monitor {
   // First member: end() indexes it from the object's address with no offset to add.
   std::atomic<std::uint32_t> by_leading_zeros_[kHistogramBuckets] = {};
 
-  // Stamps: written by the loop only.
+  // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};
   std::atomic<tick_t> begin_{0};
   std::atomic<const Event*> event_{nullptr};
+  std::uint32_t nested_depth_ = 0;        // loop-private
+  tick_t threshold_ticks_ = ~tick_t{0};  // never a block before init()
 
   // Statistics: written by the loop only, except hangs_ (the watchdog only). The dispatch
   // count is seq_ / 2.
@@ -270,18 +274,14 @@ class Monitor {
   std::atomic<std::uint32_t> scope_overflows_{0};
   std::atomic<std::uint32_t> scope_underflows_{0};
 
-  // Named-scope stack: (generation << 16) | depth, and the names.
+  // Named-scope stack: (generation << 8) | depth, and the names.
   std::atomic<std::uint32_t> scope_word_{0};
   std::atomic<const char*> scopes_[kScopeDepth] = {};
 
   // Blocks for the watchdog: the loop produces, the watchdog consumes.
   SpscRing<BlockNote, kNoteCapacity> notes_;
 
-  // Loop-private.
-  std::uint32_t nested_depth_ = 0;
-
-  // Configuration, fixed between init() and registration.
-  tick_t threshold_ticks_ = ~tick_t{0};  // never a block before init()
+  // Configuration, fixed between init() and registration (threshold_ticks_ is above).
   tick_t arm_ticks_ = 0;
   tick_t interval_ticks_ = 1;
   tick_t hang_ticks_ = ~tick_t{0};
