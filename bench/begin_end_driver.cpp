@@ -32,7 +32,7 @@ LOOPCANARY_DRIVER_NOINLINE void lc_begin_at(lc::Monitor& monitor, const lc::Even
 }
 LOOPCANARY_DRIVER_NOINLINE void lc_end_at(lc::Monitor& monitor, lc::tick_t now) { monitor.end_at(now); }
 
-LOOPCANARY_DRIVER_NOINLINE void run_pairs(lc::sim::SimMonitor& monitor, unsigned long pairs) {
+LOOPCANARY_DRIVER_NOINLINE void run_pairs(lc::sim::PortMonitor& monitor, unsigned long pairs) {
   for (unsigned long i = 0; i < pairs; ++i) {
     monitor.begin(kEvent);
     monitor.end();
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   const unsigned long pairs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 1'000'000ul;
   static lc::sim::VirtualTime time;
   time.set_read_step(1);
-  static lc::sim::SimMonitor monitor{lc::sim::Clock{time}};
+  static lc::sim::PortMonitor monitor{lc::sim::Clock{time}};
   lc::MonitorConfig config;
   config.name = "driver";
   config.tick_hz = lc::sim::kTickHz;

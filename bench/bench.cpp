@@ -57,7 +57,7 @@ BENCHMARK(BM_ClockRead);
 void BM_BeginEnd(benchmark::State& state) {
   lc::sim::VirtualTime time;
   time.set_read_step(1);
-  auto monitor = std::make_unique<lc::sim::SimMonitor>(lc::sim::Clock{time});
+  auto monitor = std::make_unique<lc::sim::PortMonitor>(lc::sim::Clock{time});
   if (monitor->init(bench_config()) != lc::Status::ok) {
     state.SkipWithError("Monitor::init failed");
     return;
@@ -75,7 +75,7 @@ BENCHMARK(BM_BeginEnd);
 
 void BM_ScopePushPop(benchmark::State& state) {
   lc::sim::VirtualTime time;
-  auto monitor = std::make_unique<lc::sim::SimMonitor>(lc::sim::Clock{time});
+  auto monitor = std::make_unique<lc::sim::PortMonitor>(lc::sim::Clock{time});
   if (monitor->init(bench_config()) != lc::Status::ok) {
     state.SkipWithError("Monitor::init failed");
     return;
@@ -172,7 +172,7 @@ BENCHMARK(BM_WatchdogPollInDispatch)->Arg(1)->Arg(16)->Arg(64);
 int main(int argc, char** argv) {
   // Sizes for this build's configuration (compile definitions LOOPCANARY_*), in bytes.
   benchmark::AddCustomContext("sizeof(Monitor)", std::to_string(sizeof(lc::Monitor)));
-  benchmark::AddCustomContext("sizeof(ClockedMonitor<sim::Clock>)", std::to_string(sizeof(lc::sim::SimMonitor)));
+  benchmark::AddCustomContext("sizeof(ClockedMonitor<sim::Clock>)", std::to_string(sizeof(lc::sim::PortMonitor)));
   benchmark::AddCustomContext("sizeof(BlockRecord)", std::to_string(sizeof(lc::BlockRecord)));
   benchmark::AddCustomContext("sizeof(StaticWatchdog<1,8>)", std::to_string(sizeof(lc::StaticWatchdog<1, 8>)));
   benchmark::AddCustomContext("capacities", "samples " + std::to_string(lc::kMaxSamples) + ", frames " +

@@ -14,7 +14,7 @@ constexpr loopcanary::Event kTick{"tick"};
 
 TEST(CompiledOut, MacrosTypeCheckButStampNothing) {
   loopcanary::sim::VirtualTime time;
-  loopcanary::sim::SimMonitor monitor{loopcanary::sim::Clock{time}};
+  loopcanary::sim::PortMonitor monitor{loopcanary::sim::Clock{time}};
   loopcanary::MonitorConfig config;
   config.tick_hz = loopcanary::sim::kTickHz;
   ASSERT_EQ(monitor.init(config), loopcanary::Status::ok);

@@ -959,7 +959,7 @@ class FormatScenario : public ::testing::Test {
   sim::VirtualTime time_;
   sim::Machine machine_;
   sim::Thread thread_;
-  sim::SimMonitor loop_{sim::Clock{time_}};
+  sim::PortMonitor loop_{sim::Clock{time_}};
   lc::StaticWatchdog<1, 4> dog_;
   BlockRecord in_progress_;
   BlockRecord final_;

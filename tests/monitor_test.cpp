@@ -426,7 +426,7 @@ class ClockedMonitorTiming : public ::testing::TestWithParam<tick_t> {
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(init_monitor(monitor_, config_at(sim::kTickHz))); }
 
   sim::VirtualTime time_{GetParam()};
-  sim::SimMonitor monitor_{sim::Clock{time_}};
+  sim::PortMonitor monitor_{sim::Clock{time_}};
 };
 
 INSTANTIATE_TEST_SUITE_P(Start, ClockedMonitorTiming,
@@ -472,7 +472,7 @@ TEST_P(ClockedMonitorTiming, MacrosStampADispatchAndNameScopes) {
 TEST(ClockedMonitor, DispatchAcrossTheCounterWrapHasItsExactDuration) {
   // Begins 1 s before the 32-bit counter wraps, ends 0.5 s after it.
   sim::VirtualTime time{static_cast<tick_t>(0u - sim::ms(1'000))};
-  sim::SimMonitor monitor{sim::Clock{time}};
+  sim::PortMonitor monitor{sim::Clock{time}};
   ASSERT_NO_FATAL_FAILURE(init_monitor(monitor, config_at(sim::kTickHz, 1'000'000)));  // 1 s
   const tick_t begin = time.peek();
   {
@@ -488,7 +488,7 @@ TEST(ClockedMonitor, DispatchAcrossTheCounterWrapHasItsExactDuration) {
 
   // Exactly the 1 s threshold, again across the wrap: not a block.
   sim::VirtualTime time2{static_cast<tick_t>(0u - sim::ms(400))};
-  sim::SimMonitor monitor2{sim::Clock{time2}};
+  sim::PortMonitor monitor2{sim::Clock{time2}};
   ASSERT_NO_FATAL_FAILURE(init_monitor(monitor2, config_at(sim::kTickHz, 1'000'000)));
   {
     LOOPCANARY_DISPATCH(monitor2, kPlain);

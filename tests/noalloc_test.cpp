@@ -279,7 +279,7 @@ lc::MonitorConfig monitor_config(lc::sim::Thread& thread) {
 TEST(NoAlloc, MonitoringAllocatesNothing) {
   lc::sim::VirtualTime time(0u - 5'000u);  // crosses the tick counter's wrap
   lc::sim::Thread thread;
-  auto monitor = std::make_unique<lc::sim::SimMonitor>(lc::sim::Clock{time});
+  auto monitor = std::make_unique<lc::sim::PortMonitor>(lc::sim::Clock{time});
   ASSERT_EQ(monitor->init(monitor_config(thread)), lc::Status::ok);
 
   MeasuredSection section;
@@ -356,7 +356,7 @@ TEST(NoAlloc, WatchdogScenarioAllocatesNothing) {
   lc::sim::VirtualTime time(0u - 250'000u);  // crosses the tick counter's wrap
   lc::sim::Machine machine;
   lc::sim::Thread thread;
-  auto monitor = std::make_unique<lc::sim::SimMonitor>(lc::sim::Clock{time});
+  auto monitor = std::make_unique<lc::sim::PortMonitor>(lc::sim::Clock{time});
   auto watchdog = std::make_unique<lc::StaticWatchdog<1, 4>>();  // a small ring: drops happen too
   InterceptorLog log;
 

@@ -186,7 +186,7 @@ struct Rig {
   sim::VirtualTime time;
   sim::Machine machine;
   sim::Thread thread;
-  sim::SimMonitor monitor;
+  sim::PortMonitor monitor;
   lc::StaticWatchdog<1, RecordCapacity> watchdog;
   std::optional<sim::Scheduler> scheduler;
   std::vector<BlockRecord> reports;

@@ -60,7 +60,7 @@ class Clock {
 };
 
 /// A monitor stamped by virtual time.
-using SimMonitor = ClockedMonitor<Clock>;
+using PortMonitor = ClockedMonitor<Clock>;
 
 /// A simulated loop thread. Pass its address as MonitorConfig::context.
 struct Thread {

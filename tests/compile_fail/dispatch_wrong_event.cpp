@@ -3,7 +3,7 @@
 #include "loopcanary/instrument.hpp"
 #include "loopcanary_port.hpp"
 
-void handler(loopcanary::sim::SimMonitor& monitor) {
+void handler(loopcanary::sim::PortMonitor& monitor) {
   const int not_an_event = 3;
   LOOPCANARY_DISPATCH(monitor, not_an_event);
 }

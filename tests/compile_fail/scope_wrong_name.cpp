@@ -3,7 +3,7 @@
 #include "loopcanary/instrument.hpp"
 #include "loopcanary_port.hpp"
 
-void handler(loopcanary::sim::SimMonitor& monitor) {
+void handler(loopcanary::sim::PortMonitor& monitor) {
   const double not_a_name = 1.0;
   LOOPCANARY_SCOPE(monitor, not_a_name);
 }

@@ -40,7 +40,7 @@ struct Rig {
   sim::VirtualTime time;
   sim::Machine machine;
   sim::Thread thread;
-  sim::SimMonitor monitor;
+  sim::PortMonitor monitor;
   lc::StaticWatchdog<1, RecordCapacity> watchdog;
   sim::Scheduler scheduler;
   Report reports[16] = {};
