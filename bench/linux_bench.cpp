@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// Benchmarks of port "linux", registered into loopcanary_bench (this file has no main()).
+// docs/benchmarks.md has the figures and the command; compare within one run, interleaved:
+//
+//   loopcanary_bench --benchmark_filter='Linux|StackSample' --benchmark_repetitions=10
+//                    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//
+//   BM_LinuxClockRead         one read of the port's hot-tier clock (Clock::now()): the floor
+//   BM_LinuxBeginEnd          begin() + end() on a PortMonitor: two clock reads and the stamps;
+//                             target: median <= 1.10 x 2 x median of BM_LinuxClockRead
+//   BM_LinuxTscRead           the raw TSC (x86-64), for reference
+//   BM_LinuxMonotonicRead     clock_gettime(CLOCK_MONOTONIC) in microseconds (the vDSO fallback)
+//   BM_StackSample            one signal round trip sampling a thread 32 frames deep (target
+//                             <= 20 us)
+//   BM_LinuxWatchdogPoll/N    one poll over N idle loops with the Linux Hal (debugger check
+//                             included, cached); per_loop = time / N (target <= 100 ns)
+//
+// Built with frame pointers for this file (bench/CMakeLists.txt), so the sampled thread's 32
+// frames are all walked.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "linux_platform.hpp"
+#include "loopcanary/loopcanary.hpp"
+// loopcanary_bench links two ports: name this one's header by its folder.
+#include "../port/linux/loopcanary_port.hpp"
+
+namespace lc = loopcanary;
+namespace lx = loopcanary::port_linux;
+
+namespace {
+
+constexpr lc::Event kLinuxEvent{"sensor_read"};
+
+lc::MonitorConfig linux_config(const char* name = "bench") {
+  lc::MonitorConfig config;
+  config.name = name;
+  config.tick_hz = lx::tick_hz();
+  config.threshold_us = 1'000'000;  // never reached: every dispatch here is short
+  return config;
+}
+
+void add_clock_context(benchmark::State& state) {
+  const lx::ClockInfo& info = lx::clock_info();
+  state.SetLabel(std::string(info.name) + " @ " + std::to_string(info.tick_hz) + " Hz");
+}
+
+void BM_LinuxClockRead(benchmark::State& state) {
+  add_clock_context(state);
+  for (auto _ : state) {
+    lc::tick_t t = lx::Clock::now();
+    benchmark::DoNotOptimize(t);
+  }
+}
+BENCHMARK(BM_LinuxClockRead);
+
+void BM_LinuxBeginEnd(benchmark::State& state) {
+  add_clock_context(state);
+  auto monitor = std::make_unique<lx::PortMonitor>();
+  if (monitor->init(linux_config()) != lc::Status::ok) {
+    state.SkipWithError("Monitor::init failed");
+    return;
+  }
+  for (auto _ : state) {
+    monitor->begin(kLinuxEvent);
+    monitor->end();
+    benchmark::ClobberMemory();  // the stamps are stored every iteration
+  }
+  if (monitor->stats().dispatches != static_cast<std::uint32_t>(state.iterations())) {
+    state.SkipWithError("dispatch count does not match the iterations");
+  }
+}
+BENCHMARK(BM_LinuxBeginEnd);
+
+#if LOOPCANARY_LINUX_HAS_TSC
+void BM_LinuxTscRead(benchmark::State& state) {
+  for (auto _ : state) {
+    std::uint64_t t = lx::detail::read_tsc();
+    benchmark::DoNotOptimize(t);
+  }
+}
+BENCHMARK(BM_LinuxTscRead);
+#endif
+
+void BM_LinuxMonotonicRead(benchmark::State& state) {
+  for (auto _ : state) {
+    lc::tick_t t = lx::detail::monotonic_us();
+    benchmark::DoNotOptimize(t);
+  }
+}
+BENCHMARK(BM_LinuxMonotonicRead);
+
+// A thread 32 frames deep, spinning at the bottom until told to stop.
+__attribute__((noinline)) int deep_spin(int depth, const std::atomic<bool>& stop, std::atomic<bool>& ready) {
+  if (depth == 0) {
+    ready.store(true);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+    return 0;
+  }
+  const int r = deep_spin(depth - 1, stop, ready);
+  benchmark::ClobberMemory();  // no tail call: every level keeps its frame
+  return r + 1;
+}
+
+void BM_StackSample(benchmark::State& state) {
+  lx::Platform platform;
+  if (!platform.init().ok()) {
+    state.SkipWithError("Platform::init failed");
+    return;
+  }
+  lx::LoopThread loop_thread;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> ready{false};
+  std::thread deep([&] {
+    lx::ScopedLoopThread attach(loop_thread);
+    deep_spin(32, stop, ready);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  lc::Frame pcs[64];
+  std::size_t fewest = 64;
+  for (auto _ : state) {
+    const std::size_t frames = platform.capture_stack(loop_thread, pcs, 64);
+    if (frames != 0 && frames < fewest) fewest = frames;  // 0: a missed sample, counted below
+    benchmark::DoNotOptimize(frames);
+  }
+  stop = true;
+  deep.join();
+  const lx::PlatformStats s = platform.stats();
+  // A sample misses when the sampled thread is not scheduled within the timeout (a loaded
+  // machine); each miss costs the full timeout (5 ms) and shows in the mean.
+  state.counters["frames"] = static_cast<double>(fewest);
+  state.counters["missed"] = static_cast<double>(s.samples_requested - s.samples_answered);
+  if (s.samples_answered == 0 || fewest < 33) state.SkipWithError("no sample walked all 32 frames");
+}
+BENCHMARK(BM_StackSample)->UseRealTime();
+
+void BM_LinuxWatchdogPoll(benchmark::State& state) {
+  constexpr std::size_t kMaxLoops = 64;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  lx::Platform platform;
+  std::vector<std::unique_ptr<lx::PortMonitor>> monitors;
+  std::vector<std::unique_ptr<lx::LoopThread>> threads;
+  auto watchdog = std::make_unique<lc::StaticWatchdog<kMaxLoops, 8>>();
+  if (n == 0 || n > kMaxLoops || !platform.init().ok() ||
+      watchdog->init(lc::WatchdogConfig{}, platform.hal()) != lc::Status::ok) {
+    state.SkipWithError("set-up failed");
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.push_back(std::make_unique<lx::LoopThread>());
+    monitors.push_back(std::make_unique<lx::PortMonitor>());
+    lc::MonitorConfig config = linux_config("loop");
+    config.context = threads.back().get();
+    if (monitors.back()->init(config) != lc::Status::ok || watchdog->add(*monitors.back()) != lc::Status::ok) {
+      state.SkipWithError("Monitor::init or Watchdog::add failed");
+      return;
+    }
+  }
+  for (auto _ : state) {
+    watchdog->poll(lx::Clock::now());
+    benchmark::ClobberMemory();
+  }
+  if (watchdog->stats().reports != 0) state.SkipWithError("a poll reported a block");
+  state.counters["per_loop"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_LinuxWatchdogPoll)->Arg(1)->Arg(16)->Arg(64);
+
+}  // namespace

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: MIT
+// Stack capture by signal. The only code of loopcanary that runs in signal context is
+// sample_handler() and what it calls (answer, walk, scan helpers), marked SIGNAL CONTEXT
+// below. It uses nothing but lock-free std::atomic operations, plain memory reads, and the
+// async-signal-safe calls syscall(SYS_gettid) and sem_post; it saves and restores errno.
+//
+// The slot protocol. One process-wide slot, because a signal handler is process-wide.
+// state = (generation << 3) | phase, phases:
+//   idle -> setup        requester, CAS: it now owns the slot (others get "busy")
+//   setup -> requested   requester, release: the request fields are published
+//   requested -> writing handler, CAS: it owns the answer (a late or foreign handler fails)
+//   writing -> done      handler, CAS, then sem_post: the answer is published
+//   done -> idle         requester, after copying the answer
+// Timeouts: requested -> idle (requester, CAS: no handler will answer this generation) or,
+// when the handler already claimed it, writing -> abandoned; the handler then ends the slot
+// with abandoned -> idle itself. So the requester never waits past its deadline, and nobody
+// reuses the answer buffer while a handler writes into it.
+#include "linux_capture.hpp"
+
+#include <link.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+
+#if defined(__clang__) || defined(__GNUC__)
+// The walk reads other frames' stack slots (a sanitizer would flag redzones of their locals)
+// and runs in a signal handler on the loop thread itself.
+#define LOOPCANARY_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
+#else
+#define LOOPCANARY_NO_SANITIZE
+#endif
+
+namespace loopcanary::port_linux::detail {
+namespace {
+
+enum Phase : std::uint32_t {
+  kIdle = 0,
+  kSetup = 1,
+  kRequested = 2,
+  kWriting = 3,
+  kDone = 4,
+  kAbandoned = 5,
+};
+constexpr std::uint32_t kPhaseMask = 7u;
+
+// Executable segments of the loaded modules, for the return-address scan. Written by the
+// slot's owner in the setup phase only; read by the handler after it claimed a request, so
+// the state word's release/acquire orders every access (no data race, no lock).
+struct CodeRange {
+  std::uintptr_t low;
+  std::uintptr_t high;
+  std::uint32_t module;
+};
+constexpr std::size_t kMaxCodeRanges = 128;
+
+struct CodeMap {
+  CodeRange ranges[kMaxCodeRanges];
+  std::size_t count = 0;
+  unsigned long long adds = 0;  // dl_iterate_phdr's load/unload counters at the last build
+  unsigned long long subs = 0;
+  bool built = false;
+};
+
+struct Slot {
+  std::atomic<std::uint32_t> state{kIdle};
+  std::atomic<pid_t> pid{0};
+  std::atomic<pid_t> tid{0};
+  std::atomic<std::uintptr_t> stack_low{0};
+  std::atomic<std::uintptr_t> stack_high{0};
+  std::atomic<std::uint32_t> max{0};
+  std::atomic<bool> scan{false};
+  std::atomic<std::uint32_t> count{0};
+  std::atomic<std::uint32_t> entries{0};  // handler entries and exits, all threads
+  std::atomic<std::uint32_t> exits{0};
+  std::atomic<std::uintptr_t> pcs[kMaxCapturePcs] = {};
+  CodeMap code;
+  sem_t done;
+};
+
+Slot g_slot;
+std::mutex g_install_mutex;
+bool g_semaphore_ready = false;        // under g_install_mutex
+
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free && std::atomic<std::uintptr_t>::is_always_lock_free &&
+                  std::atomic<pid_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+              "the signal handler may only use lock-free atomics");
+
+constexpr std::uint32_t phase_of(std::uint32_t state) noexcept { return state & kPhaseMask; }
+constexpr std::uint32_t with_phase(std::uint32_t state, Phase phase) noexcept {
+  return (state & ~kPhaseMask) | phase;
+}
+
+// ---- Code map (watchdog side, setup phase) ------------------------------------------------
+
+struct Counters {
+  unsigned long long adds = 0;
+  unsigned long long subs = 0;
+};
+
+int read_counters(dl_phdr_info* info, std::size_t size, void* data) {
+  auto* counters = static_cast<Counters*>(data);
+  if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+    counters->adds = info->dlpi_adds;
+    counters->subs = info->dlpi_subs;
+  }
+  return 1;  // the counters are the same in every call: stop after the first module
+}
+
+struct Collect {
+  CodeMap* map;
+  std::uint32_t module;
+};
+
+int collect_ranges(dl_phdr_info* info, std::size_t /*size*/, void* data) {
+  auto* collect = static_cast<Collect*>(data);
+  CodeMap& map = *collect->map;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum && map.count < kMaxCodeRanges; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    const std::uintptr_t low = info->dlpi_addr + ph.p_vaddr;
+    map.ranges[map.count++] = CodeRange{low, low + ph.p_memsz, collect->module};
+  }
+  ++collect->module;
+  return 0;
+}
+
+void refresh_code_map(CodeMap& map) noexcept {
+  Counters now;
+  dl_iterate_phdr(&read_counters, &now);
+  if (map.built && now.adds == map.adds && now.subs == map.subs) return;
+  map.count = 0;
+  Collect collect{&map, 0};
+  dl_iterate_phdr(&collect_ranges, &collect);
+  map.adds = now.adds;
+  map.subs = now.subs;
+  map.built = true;
+}
+
+// ---- SIGNAL CONTEXT -----------------------------------------------------------------------
+
+LOOPCANARY_NO_SANITIZE std::uintptr_t load_word(std::uintptr_t address) noexcept {
+  return *reinterpret_cast<const volatile std::uintptr_t*>(address);
+}
+
+LOOPCANARY_NO_SANITIZE unsigned code_byte(std::uintptr_t address) noexcept {
+  return *reinterpret_cast<const volatile unsigned char*>(address);
+}
+
+// SIGNAL CONTEXT. The code range holding `address`, or nullptr.
+const CodeRange* code_range_of(const CodeMap& map, std::uintptr_t address) noexcept {
+  for (std::size_t i = 0; i < map.count; ++i) {
+    if (address >= map.ranges[i].low && address < map.ranges[i].high) return &map.ranges[i];
+  }
+  return nullptr;
+}
+
+// SIGNAL CONTEXT. True when the bytes before `ret` (inside `range`) end with an x86-64 call
+// instruction: E8 rel32, or FF /2 with any ModRM/SIB/displacement form (optionally REX).
+LOOPCANARY_NO_SANITIZE bool follows_call(const CodeRange& range, std::uintptr_t ret) noexcept {
+#if defined(__x86_64__)
+  const std::uintptr_t room = ret - range.low;
+  if (room >= 5 && code_byte(ret - 5) == 0xE8u) return true;
+  for (std::uintptr_t length = 2; length <= 7 && length <= room; ++length) {
+    if (code_byte(ret - length) != 0xFFu) continue;
+    const unsigned modrm = code_byte(ret - length + 1);
+    if (((modrm >> 3) & 7u) != 2u) continue;  // FF /2 is "call r/m64"
+    const unsigned mod = modrm >> 6;
+    const unsigned rm = modrm & 7u;
+    std::uintptr_t expected = 2;
+    if (mod != 3u && rm == 4u) {
+      ++expected;  // SIB byte
+      if (length >= 3 && mod == 0u && (code_byte(ret - length + 2) & 7u) == 5u) expected += 4;
+    }
+    if (mod == 0u && rm == 5u) expected += 4;  // RIP-relative
+    if (mod == 1u) expected += 1;
+    if (mod == 2u) expected += 4;
+    if (expected == length) return true;
+  }
+  return false;
+#else
+  (void)range;
+  (void)ret;
+  return false;
+#endif
+}
+
+// SIGNAL CONTEXT. True when `ret` follows a direct call (E8 rel32) whose target starts the
+// function that holds `pc`: the target lies at or before `pc`, within 64 KiB. This recognises
+// the return address of a function interrupted before it set up its frame (at its entry, or in
+// a shrink-wrapped path that never pushes one), which the frame-pointer chain skips.
+LOOPCANARY_NO_SANITIZE bool direct_call_into(const CodeRange& range, std::uintptr_t ret, std::uintptr_t pc) noexcept {
+#if defined(__x86_64__)
+  if (ret - range.low < 5 || code_byte(ret - 5) != 0xE8u) return false;
+  const std::uint32_t rel = code_byte(ret - 4) | (code_byte(ret - 3) << 8) | (code_byte(ret - 2) << 16) |
+                            (static_cast<std::uint32_t>(code_byte(ret - 1)) << 24);
+  const std::uintptr_t target = ret + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(static_cast<std::int32_t>(rel)));
+  return target <= pc && pc - target < 0x10000u;
+#else
+  (void)range;
+  (void)ret;
+  (void)pc;
+  return false;
+#endif
+}
+
+// SIGNAL CONTEXT. A frame record at `fp` is usable when it lies in [lowest, high - 16] and is
+// aligned: everything there is mapped (it is between the interrupted stack pointer and the
+// top of the thread's stack).
+bool frame_ok(std::uintptr_t fp, std::uintptr_t lowest, std::uintptr_t high) noexcept {
+  return fp >= lowest && high >= 16 && fp <= high - 16 && (fp & (sizeof(std::uintptr_t) - 1)) == 0;
+}
+
+struct Registers {
+  std::uintptr_t pc = 0;
+  std::uintptr_t sp = 0;
+  std::uintptr_t fp = 0;
+};
+
+bool registers_of(const ucontext_t* uc, Registers& r) noexcept {
+#if defined(__x86_64__)
+  r.pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  r.sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+  r.fp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+  return true;
+#elif defined(__aarch64__)
+  r.pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
+  r.sp = static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
+  r.fp = static_cast<std::uintptr_t>(uc->uc_mcontext.regs[29]);
+  return true;
+#else
+  (void)uc;
+  (void)r;
+  return false;
+#endif
+}
+
+// SIGNAL CONTEXT. Longest stretch of stack the scan reads.
+constexpr std::uintptr_t kScanBytes = 4096;
+
+// SIGNAL CONTEXT. The interrupted PC, frames recovered by the scan, then the frame-pointer
+// chain: each record is {saved frame pointer, return address}, and each must lie above the
+// previous one, inside [interrupted sp, stack high).
+LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept {
+  const std::uintptr_t low = s.stack_low.load(std::memory_order_relaxed);
+  const std::uintptr_t high = s.stack_high.load(std::memory_order_relaxed);
+  std::size_t max = s.max.load(std::memory_order_relaxed);
+  if (max > kMaxCapturePcs) max = kMaxCapturePcs;
+  Registers r;
+  if (max == 0 || !registers_of(uc, r)) return 0;
+
+  std::size_t n = 0;
+  s.pcs[n++].store(r.pc, std::memory_order_relaxed);
+  if (r.sp < low || r.sp >= high) return n;  // not on the thread's stack (sigaltstack): PC only
+
+  std::uintptr_t fp = r.fp;
+  bool chain = frame_ok(fp, r.sp, high);
+  if (s.scan.load(std::memory_order_relaxed)) {
+    // The innermost code may lack a frame pointer (libc, the vDSO): then the first record of
+    // the chain belongs to an outer module, and the frames in between are only on the stack.
+    const CodeRange* pc_range = code_range_of(s.code, r.pc);
+    const CodeRange* ret_range = chain ? code_range_of(s.code, load_word(fp + sizeof(std::uintptr_t))) : nullptr;
+    const bool skipped = !chain || pc_range == nullptr || ret_range == nullptr || pc_range->module != ret_range->module;
+    if (skipped) {
+      std::uintptr_t end = chain ? fp : high;
+      if (end - r.sp > kScanBytes) end = r.sp + kScanBytes;
+      for (std::uintptr_t at = r.sp; at + sizeof(std::uintptr_t) <= end && n < max; at += sizeof(std::uintptr_t)) {
+        const std::uintptr_t word = load_word(at);
+        const CodeRange* range = code_range_of(s.code, word);
+        if (range != nullptr && follows_call(*range, word)) s.pcs[n++].store(word, std::memory_order_relaxed);
+      }
+    } else if (n < max && r.sp + sizeof(std::uintptr_t) <= high) {
+      // Same module: the interrupted function may simply not have pushed its frame yet (or
+      // ever, on a shrink-wrapped path); then the word at the stack pointer is its return
+      // address, which the chain would skip.
+      const std::uintptr_t top = load_word(r.sp);
+      const CodeRange* range = code_range_of(s.code, top);
+      if (range != nullptr && r.sp != fp + sizeof(std::uintptr_t) && direct_call_into(*range, top, r.pc)) {
+        s.pcs[n++].store(top, std::memory_order_relaxed);
+      }
+    }
+  }
+  while (chain && n < max) {
+    const std::uintptr_t next = load_word(fp);
+    const std::uintptr_t ret = load_word(fp + sizeof(std::uintptr_t));
+    if (ret == 0) break;  // the outermost frame
+    s.pcs[n++].store(ret, std::memory_order_relaxed);
+    if (next <= fp) break;
+    const std::uintptr_t lowest = fp + 2 * sizeof(std::uintptr_t);
+    fp = next;
+    chain = frame_ok(fp, lowest, high);
+  }
+  return n;
+}
+
+// SIGNAL CONTEXT. Answers the pending request when it is addressed to this thread.
+void answer(const siginfo_t* info, const ucontext_t* uc) noexcept {
+  Slot& s = g_slot;
+  std::uint32_t state = s.state.load(std::memory_order_acquire);
+  if (phase_of(state) != kRequested || info == nullptr || uc == nullptr) return;
+  // Only a tgkill from this process is a request (not a kill from a shell).
+  if (info->si_code != SI_TKILL || info->si_pid != s.pid.load(std::memory_order_relaxed)) return;
+  if (static_cast<pid_t>(syscall(SYS_gettid)) != s.tid.load(std::memory_order_relaxed)) return;
+  if (!s.state.compare_exchange_strong(state, with_phase(state, kWriting), std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+    return;  // the requester gave up, or another generation began
+  }
+  s.count.store(static_cast<std::uint32_t>(walk(uc, s)), std::memory_order_relaxed);
+  std::uint32_t writing = with_phase(state, kWriting);
+  if (s.state.compare_exchange_strong(writing, with_phase(state, kDone), std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+    sem_post(&s.done);  // async-signal-safe (POSIX)
+  } else {
+    s.state.store(with_phase(state, kIdle), std::memory_order_release);  // abandoned: free the slot
+  }
+}
+
+// SIGNAL CONTEXT. The installed handler.
+void sample_handler(int /*signal*/, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  g_slot.entries.fetch_add(1, std::memory_order_relaxed);
+  answer(info, static_cast<const ucontext_t*>(context));
+  g_slot.exits.fetch_add(1, std::memory_order_release);
+  errno = saved_errno;
+}
+
+// ---- Watchdog side ------------------------------------------------------------------------
+
+timespec deadline_after(std::uint32_t us) noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  const long add_ns = static_cast<long>(us % 1'000'000u) * 1000L;
+  t.tv_sec += static_cast<time_t>(us / 1'000'000u);
+  t.tv_nsec += add_ns;
+  if (t.tv_nsec >= 1'000'000'000L) {
+    t.tv_nsec -= 1'000'000'000L;
+    ++t.tv_sec;
+  }
+  return t;
+}
+
+std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size_t max) noexcept {
+  std::size_t n = s.count.load(std::memory_order_relaxed);
+  if (n > max) n = max;
+  for (std::size_t i = 0; i < n; ++i) pcs[i] = s.pcs[i].load(std::memory_order_relaxed);
+  s.state.store(with_phase(done_state, kIdle), std::memory_order_release);
+  return n;
+}
+
+}  // namespace
+
+bool handler_in_progress() noexcept {
+  const std::uint32_t exits = g_slot.exits.load(std::memory_order_acquire);
+  return g_slot.entries.load(std::memory_order_relaxed) != exits;
+}
+
+Result install_sample_handler(int signal, bool replace) noexcept {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  if (!g_semaphore_ready) {
+    if (sem_init(&g_slot.done, 0, 0) != 0) return Result{Error::semaphore_failed, errno};
+    g_semaphore_ready = true;
+  }
+  if (signal < 1 || signal > 64) return Result{Error::signal_out_of_range, 0};
+
+  // Installed once per signal; but the application may have replaced it since, so look.
+  struct sigaction previous {};
+  if (sigaction(signal, nullptr, &previous) != 0) return Result{Error::sigaction_failed, errno};
+  const bool ours = (previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction == &sample_handler;
+  if (ours) return Result{};
+  const bool has_handler = (previous.sa_flags & SA_SIGINFO) != 0
+                               ? previous.sa_sigaction != nullptr
+                               : (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN);
+  if (has_handler && !replace) return Result{Error::signal_in_use, 0};
+
+  struct sigaction action {};
+  action.sa_sigaction = &sample_handler;
+  // SA_RESTART: system calls the loop thread was in resume after the sample where the kernel
+  // allows it (not nanosleep, poll, epoll_wait...: docs/porting-linux.md).
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(signal, &action, nullptr) != 0) return Result{Error::sigaction_failed, errno};
+  return Result{};
+}
+
+CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept {
+  count = 0;
+  sys_errno = 0;
+  Slot& s = g_slot;
+  std::uint32_t state = s.state.load(std::memory_order_acquire);
+  if (phase_of(state) != kIdle) return CaptureOutcome::busy;
+  const std::uint32_t generation = (state & ~kPhaseMask) + (kPhaseMask + 1u);
+  if (!s.state.compare_exchange_strong(state, generation | kSetup, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+    return CaptureOutcome::busy;
+  }
+
+  // Owner of the slot from here. No handler reads it until the request is published.
+  while (sem_trywait(&s.done) == 0) {
+  }
+  if (request.scan) refresh_code_map(s.code);
+  s.pid.store(getpid(), std::memory_order_relaxed);
+  s.tid.store(request.tid, std::memory_order_relaxed);
+  s.stack_low.store(request.stack_low, std::memory_order_relaxed);
+  s.stack_high.store(request.stack_high, std::memory_order_relaxed);
+  s.max.store(static_cast<std::uint32_t>(request.max < kMaxCapturePcs ? request.max : kMaxCapturePcs),
+              std::memory_order_relaxed);
+  s.scan.store(request.scan && s.code.built, std::memory_order_relaxed);
+  s.count.store(0, std::memory_order_relaxed);
+  const std::uint32_t requested = generation | kRequested;
+  s.state.store(requested, std::memory_order_release);
+
+  CaptureOutcome failure = CaptureOutcome::timeout;
+  if (syscall(SYS_tgkill, static_cast<long>(getpid()), static_cast<long>(request.tid),
+              static_cast<long>(request.signal)) != 0) {
+    sys_errno = errno;
+    failure = sys_errno == ESRCH ? CaptureOutcome::gone : CaptureOutcome::signal_error;
+    std::uint32_t expected = requested;
+    if (s.state.compare_exchange_strong(expected, generation | kIdle, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+      return failure;
+    }
+    // A sample signal queued earlier (the thread had blocked it) claimed this request: wait
+    // for its answer like for ours.
+  }
+
+  const timespec deadline = deadline_after(request.timeout_us);
+  for (;;) {
+    const int waited = sem_clockwait(&s.done, CLOCK_MONOTONIC, &deadline);
+    const std::uint32_t now = s.state.load(std::memory_order_acquire);
+    if (now == (generation | kDone)) {
+      count = copy_answer(s, now, pcs, request.max);
+      return CaptureOutcome::answered;
+    }
+    if (waited != 0 && errno != EINTR) break;  // ETIMEDOUT (or a failing wait: give up too)
+    // A post without our answer (cannot happen after the drain, but harmless) or EINTR: wait on.
+  }
+
+  std::uint32_t expected = requested;
+  if (s.state.compare_exchange_strong(expected, generation | kIdle, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+    return failure;  // no handler claimed it: the thread did not run the handler in time
+  }
+  if (expected == (generation | kWriting) &&
+      s.state.compare_exchange_strong(expected, generation | kAbandoned, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+    return CaptureOutcome::timeout;  // the handler frees the slot when it finishes
+  }
+  if (expected == (generation | kDone)) {  // answered just at the deadline
+    count = copy_answer(s, expected, pcs, request.max);
+    return CaptureOutcome::answered;
+  }
+  return CaptureOutcome::timeout;
+}
+
+}  // namespace loopcanary::port_linux::detail

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// Internal to the Linux port (not installed): the signal round trip that samples a loop
+// thread's stack. linux_capture.cpp holds the only code that runs in signal context.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "linux_status.hpp"
+#include "loopcanary/config.hpp"
+
+namespace loopcanary::port_linux::detail {
+
+/// Most program counters one capture can record.
+inline constexpr std::size_t kMaxCapturePcs = 64;
+
+/// Installs the sample handler for `signal` (once per signal; idempotent). Refuses a signal
+/// that has another handler unless `replace`. Thread-safe.
+Result install_sample_handler(int signal, bool replace) noexcept;
+
+struct CaptureRequest {
+  pid_t tid = 0;
+  std::uintptr_t stack_low = 0;   // the thread's stack range
+  std::uintptr_t stack_high = 0;
+  std::size_t max = 0;            // program counters wanted, <= kMaxCapturePcs
+  bool scan = true;               // recover frames without frame pointers
+  int signal = 0;
+  std::uint32_t timeout_us = 0;
+};
+
+enum class CaptureOutcome : std::uint8_t {
+  answered,      // `count` program counters written
+  gone,          // tgkill: no such thread
+  timeout,       // no answer in time (the thread may block the signal: the caller checks)
+  busy,          // the slot is held by another capture or by a late handler still writing
+  signal_error,  // tgkill failed otherwise; `sys_errno` says why
+};
+
+/// True while a sample handler runs on some thread (the signal is then blocked in that thread
+/// because it is being handled, not because the thread refuses it). Any context.
+bool handler_in_progress() noexcept;
+
+/// One signal round trip. Watchdog side; thread-safe (concurrent callers get `busy`).
+CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept;
+
+}  // namespace loopcanary::port_linux::detail

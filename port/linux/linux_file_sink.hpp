@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+// File sink: a log directory with one JSON object per record (<stem>.jsonl) and a human text
+// log in the spirit of BlockCanary's (<stem>.log).
+//
+// Bounds: a file is rotated before a record would take it past max_file_bytes (renamed to
+// <stem>.<UTC time>-<n>.jsonl|.log); at most max_files files per kind are kept (the current
+// one included) and rotated files older than max_age_s are removed, at open, at each rotation
+// and hourly.
+//
+// Whole or nothing: each record is one write(2) on an O_APPEND descriptor. A short write (disk
+// full) is cut back with ftruncate, so a record is on disk whole or not at all; if even that
+// fails (or power fails mid-write) the torn fragment stays on a line of its own, and
+// read_log() skips it with a warning naming file and line.
+//
+// Faults (directory missing or unwritable, disk full, rotation impossible) never stop
+// monitoring: the record stays in the watchdog's RAM ring (the sink is an interceptor and
+// takes nothing out of it), status() says what failed and on which file, on_error is called,
+// and a closed sink retries opening at most once per retry_open_ms (default one second).
+//
+// Threads: write() (the interceptor) runs on the watchdog thread; status() on any thread. The
+// sink allocates its buffers at open(), lists the directory into a vector when it cleans up, and
+// loads symbol tables on the first record that needs them (symbol_names).
+//
+// Paths: every file is opened relative to the directory's descriptor with O_NOFOLLOW, and the
+// qualifier is reduced to [A-Za-z0-9._-] with no leading dot, so neither it nor a planted
+// symlink can steer a write outside the directory. Files are created 0600, the directory 0700.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <mutex>
+
+#include "linux_symbolizer.hpp"
+#include "loopcanary/record.hpp"
+
+namespace loopcanary::port_linux {
+
+enum class SinkError : std::uint8_t {
+  none = 0,
+  // FileSinkConfig fields (open() refuses, nothing is created)
+  directory_missing,         ///< FileSinkConfig::directory is null or empty
+  prefix_invalid,            ///< file_prefix is empty, longer than 24, starts with '.', or has a
+                             ///< character outside [A-Za-z0-9._-]
+  max_file_bytes_too_small,  ///< max_file_bytes is below 4096
+  max_files_zero,            ///< max_files is 0
+  no_output,                 ///< json and text are both off
+  // Run-time faults (the sink keeps the error in status() and retries)
+  directory_not_found,       ///< the directory does not exist and create_directory is off
+  directory_create_failed,   ///< mkdir failed (parent missing, read-only, permission)
+  directory_open_failed,     ///< the path cannot be opened as a directory
+  file_open_failed,          ///< a log file cannot be created or opened
+  write_failed,              ///< write(2) failed (errno)
+  disk_full,                 ///< the write hit ENOSPC, EDQUOT or EFBIG
+  rotate_failed,             ///< the file is at its size limit and cannot be renamed
+  cleanup_failed,            ///< listing or removing old files failed (writing goes on)
+  record_too_large,          ///< the formatted record exceeds max_record_bytes
+  not_open,                  ///< write() before a successful open(), or after close()
+};
+
+/// "directory_not_found", ... Never null.
+const char* name(SinkError error) noexcept;
+
+/// What the sink has done and the last thing that went wrong.
+struct SinkStatus {
+  bool open = false;                 ///< the directory and the current files are open
+  bool healthy = false;              ///< open, and the last write succeeded
+  SinkError last_error = SinkError::none;
+  int last_errno = 0;
+  char message[640] = {};            ///< the last error in words, naming the file; "" when none
+  std::uint64_t records_written = 0; ///< records written to every enabled log
+  std::uint64_t records_failed = 0;  ///< records that missed at least one log
+  std::uint64_t bytes_written = 0;
+  std::uint32_t rotations = 0;
+  std::uint32_t removed_by_count = 0;
+  std::uint32_t removed_by_age = 0;
+  std::uint32_t errors = 0;          ///< error events (each also passed to on_error)
+};
+
+struct FileSinkConfig {
+  /// The log directory. Required.
+  const char* directory = nullptr;
+  /// Create the directory (one level, mode 0700) when it is missing.
+  bool create_directory = true;
+  /// File name prefix: 1..24 characters of [A-Za-z0-9._-], not starting with '.'.
+  const char* file_prefix = "loopcanary";
+  /// Added to the file names as "-<qualifier>" after reduction to [A-Za-z0-9._-] (other
+  /// characters become '_', a leading '.' too). Usually WatchdogConfig::qualifier. May be null.
+  const char* qualifier = nullptr;
+  /// Rotate before a record would take a file past this size. >= 4096.
+  std::uint32_t max_file_bytes = 1u << 20;
+  /// Files kept per kind, the current one included. >= 1.
+  std::uint16_t max_files = 8;
+  /// Rotated files older than this are removed (BlockCanary: 2 days). 0: no age limit.
+  std::uint32_t max_age_s = 2u * 24u * 3600u;
+  /// Largest formatted record (each form); larger ones fail with record_too_large.
+  std::uint32_t max_record_bytes = 64u * 1024u;
+  bool json = true;   ///< write <stem>.jsonl
+  bool text = true;   ///< write <stem>.log
+  /// While the directory or the files cannot be opened, retry at most this often (ms).
+  std::uint32_t retry_open_ms = 1000;
+  /// fdatasync after every record (survives power loss, costs a disk flush per record).
+  bool sync = false;
+  /// Function names next to module + offset (loads symbol tables on the first record).
+  bool symbol_names = true;
+  /// Called after every failed record or open, on the thread that wrote, outside the sink's
+  /// lock (it may call status()). May be null.
+  void (*on_error)(void* context, const SinkStatus& status) = nullptr;
+  void* on_error_context = nullptr;
+  /// Fault-injection seam for tests: used instead of write(2) when not null.
+  ssize_t (*fake_write)(int fd, const void* data, std::size_t size) = nullptr;
+};
+
+/// The sink. Use it as a watchdog interceptor (add_interceptor(&FileSink::interceptor, &sink))
+/// or call write() from the thread that pops records.
+class FileSink {
+ public:
+  FileSink() noexcept;
+  ~FileSink();
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+
+  /// Validates `config` (a config error is returned and nothing happens) and opens the
+  /// directory and the current files. A run-time fault (directory missing, unwritable) is
+  /// returned too, but the sink stays configured and retries on later writes.
+  SinkError open(const FileSinkConfig& config) noexcept;
+
+  /// Closes the files and the directory. Idempotent.
+  void close() noexcept;
+
+  /// Writes `record` to every enabled log. False when any log missed it (see status()).
+  bool write(const BlockRecord& record) noexcept;
+
+  /// Interceptor adapter: `context` is the FileSink.
+  static void interceptor(void* context, const BlockRecord& record);
+
+  SinkStatus status() const noexcept;
+
+  /// The file name stem in use ("loopcanary-<qualifier>"), "" before open().
+  const char* stem() const noexcept { return stem_; }
+
+ private:
+  struct Log;
+
+  SinkError validate(const FileSinkConfig& config) noexcept;
+  bool open_locked() noexcept;
+  bool open_log(Log& log) noexcept;
+  bool write_log(Log& log, char* data, std::size_t length) noexcept;
+  bool rotate(Log& log) noexcept;
+  void cleanup(Log& log, std::time_t now) noexcept;
+  void fail(SinkError error, int sys_errno, const char* what, const char* file) noexcept;
+  enum class Part : std::uint8_t { json, text_head, text_legend };
+  std::size_t format_extension(const BlockRecord& record, char* out, std::size_t size, Part part) noexcept;
+  void notify_error() noexcept;
+
+  mutable std::mutex mutex_;
+  FileSinkConfig config_{};
+  bool configured_ = false;
+  char directory_[256] = {};
+  char stem_[64] = {};
+  int dir_fd_ = -1;
+  std::unique_ptr<Log> json_;
+  std::unique_ptr<Log> text_;
+  std::unique_ptr<char[]> json_buffer_;
+  std::unique_ptr<char[]> text_buffer_;
+  std::unique_ptr<char[]> extension_buffer_;
+  std::unique_ptr<Symbolizer> symbolizer_;
+  std::uint64_t last_open_attempt_ms_ = 0;
+  std::uint64_t last_cleanup_ms_ = 0;
+  std::uint32_t rotation_serial_ = 0;
+  bool error_pending_ = false;  // notify on_error after unlocking
+  SinkStatus status_{};
+};
+
+/// Outcome of read_log().
+struct LogReadResult {
+  std::uint64_t records = 0;    ///< well-formed lines passed to on_record
+  std::uint32_t malformed = 0;  ///< lines skipped as malformed (each with a warning)
+  bool torn_tail = false;       ///< the file ended inside a record (skipped, with a warning)
+  int sys_errno = 0;            ///< the file could not be read (with a warning)
+};
+
+/// Reads a .jsonl log: `on_record` gets every complete, well-formed JSON object line (without
+/// its newline); every other line is skipped with a warning "<path>:<line>: ..." passed to
+/// `on_warning` (a torn tail, a line that is not one JSON object). Either callback may be null.
+LogReadResult read_log(const char* path, void (*on_record)(void* context, const char* line, std::size_t length),
+                       void (*on_warning)(void* context, const char* message), void* context) noexcept;
+
+}  // namespace loopcanary::port_linux

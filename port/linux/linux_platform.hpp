@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+// Cold tier of the Linux port: the Hal the watchdog calls, and the loop thread's identity.
+//
+//   LoopThread  attach() on the loop thread: its kernel thread id, its CPU-time clock and its
+//               stack range. Pass its address as MonitorConfig::context.
+//   Platform    init() installs the sample signal handler; hal() is the loopcanary::Hal:
+//                 capture_stack      signal round trip to the loop thread (see below)
+//                 thread_cpu_us      clock_gettime on the loop thread's CPU-time clock
+//                 cpu_counters       /proc/stat (machine) and /proc/self/stat (process)
+//                 debugger_attached  TracerPid of /proc/self/status, re-read at most every
+//                                    debugger_check_ms
+//
+// Stack capture. The watchdog publishes a request in a preallocated slot, sends the sample
+// signal to the loop thread with tgkill, and waits on a semaphore with a timeout. The handler
+// (on the loop thread) claims the request with a compare-and-swap, records the interrupted
+// program counter and walks the frame-pointer chain, bounded by the thread's stack range and
+// by the interrupted stack pointer, so it only reads memory that is mapped. It uses only
+// lock-free atomics, memory reads and the async-signal-safe calls syscall(SYS_gettid) and
+// sem_post, and restores errno. A thread that is gone, blocks the signal, or does not answer
+// in time is a counted missed sample; the watchdog never waits longer than the timeout.
+// Details and the exact rules: docs/porting-linux.md.
+#pragma once
+
+#include <sys/types.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "linux_status.hpp"
+#include "loopcanary/hal.hpp"
+
+namespace loopcanary::port_linux {
+
+/// Set-up of a Platform. Zero-initialised fields (a value-initialised config) mean defaults.
+struct PlatformConfig {
+  /// Signal that interrupts the loop thread for a stack sample; 0 picks SIGRTMIN + 4. Must be
+  /// a real-time signal (SIGRTMIN..SIGRTMAX): the C library and shells do not use them. The
+  /// handler stays installed for the life of the process: a sample signal still pending in a
+  /// thread that blocked it must never meet the default action, which ends the process.
+  int sample_signal = 0;
+  /// How long the watchdog waits for the loop thread to answer, microseconds; 0 picks 5000.
+  /// 100..1'000'000; keep it well below the watchdog period.
+  std::uint32_t sample_timeout_us = 0;
+  /// Recover the frames that lack a frame pointer (libc, the vDSO, code built without frame
+  /// pointers) between the interrupted instruction and the first frame-pointer frame, by
+  /// scanning that stretch of stack for return addresses that follow a call instruction.
+  bool no_stack_scan = false;
+  /// Re-read TracerPid at most once per this many milliseconds; 0 picks 100.
+  std::uint32_t debugger_check_ms = 0;
+  /// Take over sample_signal even when another handler is installed for it.
+  bool replace_existing_handler = false;
+};
+
+/// Counters of a Platform. Any thread may read them.
+struct PlatformStats {
+  std::uint32_t samples_requested = 0;    ///< capture_stack calls
+  std::uint32_t samples_answered = 0;     ///< the loop thread answered with a stack
+  std::uint32_t missed_not_attached = 0;  ///< no LoopThread, it is detached, or no init() yet
+  std::uint32_t missed_gone = 0;          ///< the loop thread no longer exists
+  std::uint32_t missed_blocked = 0;       ///< the loop thread blocks the sample signal
+  std::uint32_t missed_timeout = 0;       ///< no answer within sample_timeout_us
+  std::uint32_t missed_busy = 0;          ///< the capture slot was held (another capture, a late answer)
+  std::uint32_t missed_signal_error = 0;  ///< tgkill failed otherwise (EAGAIN: signal queue full)
+  std::uint32_t cpu_time_failures = 0;    ///< the loop thread's CPU clock could not be read
+  std::uint32_t counter_failures = 0;     ///< /proc/stat or /proc/self/stat unreadable or malformed
+  std::uint32_t debugger_checks = 0;      ///< TracerPid reads
+};
+
+/// The identity of one loop thread. Give it storage that outlives the watchdog's use of it.
+class LoopThread {
+ public:
+  LoopThread() noexcept = default;
+  LoopThread(const LoopThread&) = delete;
+  LoopThread& operator=(const LoopThread&) = delete;
+
+  /// Records the calling thread: kernel thread id, CPU-time clock, stack range. Call on the
+  /// loop thread before its dispatches are watched. Errors: already_attached,
+  /// thread_attr_failed, thread_stack_unknown, cpu_clock_failed (with errno).
+  Result attach() noexcept;
+
+  /// Forgets the thread: later samples count as missed (not attached). Call on the loop
+  /// thread before it exits (its CPU time so far is then kept, so the report of a dispatch
+  /// that ended just before still has its CPU evidence), or on any thread once it has been
+  /// joined.
+  void detach() noexcept;
+
+  /// Kernel thread id, 0 when detached.
+  pid_t tid() const noexcept { return tid_.load(std::memory_order_acquire); }
+  bool attached() const noexcept { return tid() != 0; }
+  /// Stack range [low, high) recorded at attach.
+  std::uintptr_t stack_low() const noexcept { return stack_low_.load(std::memory_order_relaxed); }
+  std::uintptr_t stack_high() const noexcept { return stack_high_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class Platform;
+
+  std::atomic<pid_t> tid_{0};
+  std::atomic<clockid_t> cpu_clock_{0};
+  std::atomic<std::uintptr_t> stack_low_{0};
+  std::atomic<std::uintptr_t> stack_high_{0};
+  std::atomic<bool> signal_blocked_{false};  // watchdog side: last check found the signal blocked
+  std::atomic<std::uint64_t> final_cpu_us_{0};  // CPU time at detach on the thread itself
+  std::atomic<bool> has_final_cpu_{false};
+};
+
+/// Attaches the calling thread on construction and detaches it on destruction (both on the
+/// loop thread). Check result().
+class ScopedLoopThread {
+ public:
+  explicit ScopedLoopThread(LoopThread& thread) noexcept : thread_(thread), result_(thread.attach()) {}
+  ~ScopedLoopThread() {
+    if (result_.ok()) thread_.detach();
+  }
+  ScopedLoopThread(const ScopedLoopThread&) = delete;
+  ScopedLoopThread& operator=(const ScopedLoopThread&) = delete;
+  Result result() const noexcept { return result_; }
+
+ private:
+  LoopThread& thread_;
+  Result result_;
+};
+
+/// The platform services behind the Hal. One per watchdog (several may share a signal).
+class Platform {
+ public:
+  Platform() noexcept = default;
+  Platform(const Platform&) = delete;
+  Platform& operator=(const Platform&) = delete;
+
+  /// Validates `config` and installs the sample signal handler (process-wide, once per
+  /// signal). Errors name the field or step: signal_out_of_range, signal_in_use,
+  /// sample_timeout_out_of_range, sigaction_failed, semaphore_failed, already_initialised.
+  Result init(const PlatformConfig& config = PlatformConfig{}) noexcept;
+
+  /// The Hal bound to this platform (valid while it lives). MonitorConfig::context of every
+  /// loop must point to its LoopThread. Usable before init(): capture then reports "missed".
+  Hal hal() noexcept;
+
+  // The services behind hal(), callable directly (tests, benchmarks). Watchdog context: one
+  // call at a time per Platform.
+
+  /// Up to `max` program counters of `thread`, innermost first; 0 when no sample was taken
+  /// (counted in stats() by reason). The first is the interrupted instruction, the others are
+  /// return addresses (symbolise them at address - 1).
+  std::size_t capture_stack(LoopThread& thread, Frame* pcs, std::size_t max) noexcept;
+  /// CPU time `thread` consumed so far, microseconds.
+  bool thread_cpu_us(const LoopThread& thread, std::uint64_t& cpu_us) noexcept;
+  /// Machine busy/total from /proc/stat and this process's time from /proc/self/stat, all in
+  /// USER_HZ ticks.
+  bool cpu_counters(CpuCounters& out) noexcept;
+  /// True while a tracer is attached (TracerPid != 0), cached for debugger_check_ms. Any thread.
+  bool debugger_attached() noexcept;
+
+  PlatformStats stats() const noexcept;
+  int sample_signal() const noexcept { return signal_; }
+  std::uint32_t sample_timeout_us() const noexcept { return timeout_us_; }
+  bool initialised() const noexcept { return initialised_; }
+
+ private:
+  static std::size_t hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
+  static bool hal_thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us);
+  static bool hal_counters(void* context, CpuCounters* out);
+  static bool hal_debugger(void* context);
+
+  bool initialised_ = false;
+  int signal_ = 0;
+  std::uint32_t timeout_us_ = 5'000;
+  std::uint32_t debugger_check_ms_ = 100;
+  bool scan_ = true;
+
+  // TracerPid cache: any thread may ask (the watchdog through the Hal, the application).
+  std::atomic<bool> debugger_cached_{false};
+  std::atomic<std::uint64_t> debugger_checked_at_ms_{0};  // 0: never checked
+
+  std::atomic<std::uint32_t> samples_requested_{0};
+  std::atomic<std::uint32_t> samples_answered_{0};
+  std::atomic<std::uint32_t> missed_not_attached_{0};
+  std::atomic<std::uint32_t> missed_gone_{0};
+  std::atomic<std::uint32_t> missed_blocked_{0};
+  std::atomic<std::uint32_t> missed_timeout_{0};
+  std::atomic<std::uint32_t> missed_busy_{0};
+  std::atomic<std::uint32_t> missed_signal_error_{0};
+  std::atomic<std::uint32_t> cpu_time_failures_{0};
+  std::atomic<std::uint32_t> counter_failures_{0};
+  std::atomic<std::uint32_t> debugger_checks_{0};
+};
+
+}  // namespace loopcanary::port_linux

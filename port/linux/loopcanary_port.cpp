@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: MIT
+// Port "linux": clock selection and calibration, the Platform (Hal) and LoopThread, statuses.
+#include "loopcanary_port.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#if LOOPCANARY_LINUX_HAS_TSC
+#include <cpuid.h>
+#endif
+
+#include "linux_capture.hpp"
+#include "linux_platform.hpp"
+#include "linux_proc.hpp"
+#include "linux_status.hpp"
+#include "loopcanary/monitor.hpp"
+
+namespace loopcanary::port_linux {
+
+// ---- Clock ---------------------------------------------------------------------------------
+
+namespace detail {
+std::atomic<std::uint32_t> g_clock_word{0};
+}  // namespace detail
+
+namespace {
+
+std::mutex g_clock_mutex;
+ClockInfo g_clock_info;                 // written once, under g_clock_mutex, before g_clock_ready
+std::atomic<bool> g_clock_ready{false};
+
+// Calibration: the TSC is read on both sides of a CLOCK_MONOTONIC read; the pair with the
+// tightest bracket of a few tries pins the two clocks together. Two pairs 10 ms apart give the
+// rate to about 10 ppm (a bracket of ~100 ns over 10 ms).
+constexpr long kCalibrationNs = 10'000'000;
+constexpr int kPairTries = 7;
+
+struct ClockPair {
+  std::uint64_t tsc = 0;
+  std::uint64_t ns = 0;
+};
+
+ClockPair read_pair() noexcept {
+  ClockPair best;
+  std::uint64_t best_width = ~std::uint64_t{0};
+  for (int i = 0; i < kPairTries; ++i) {
+    timespec ts{};
+    const std::uint64_t t0 = detail::read_tsc();
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const std::uint64_t t1 = detail::read_tsc();
+    if (t1 - t0 < best_width) {
+      best_width = t1 - t0;
+      best.tsc = t0 + (t1 - t0) / 2u;
+      best.ns = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+    }
+  }
+  return best;
+}
+
+// The TSC rate in Hz, or 0 when the measurement is implausible.
+std::uint64_t calibrate_tsc() noexcept {
+  const ClockPair a = read_pair();
+  timespec wait{0, kCalibrationNs};
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &wait, &wait) == EINTR) {
+  }
+  const ClockPair b = read_pair();
+  if (b.ns <= a.ns || b.tsc <= a.tsc) return 0;
+  const double hz = static_cast<double>(b.tsc - a.tsc) * 1e9 / static_cast<double>(b.ns - a.ns);
+  if (hz < 5e7 || hz > 1e10) return 0;  // 50 MHz .. 10 GHz
+  return static_cast<std::uint64_t>(hz + 0.5);
+}
+
+bool cpuid_invariant_tsc() noexcept {
+#if LOOPCANARY_LINUX_HAS_TSC
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) == 0 || a < 0x80000007u) return false;
+  if (__get_cpuid(0x80000007u, &a, &b, &c, &d) == 0) return false;
+  return (d & (1u << 8)) != 0;  // "TscInvariant"
+#else
+  return false;
+#endif
+}
+
+// True when the "flags" line of /proc/cpuinfo lists `flag` (the kernel's view, which also
+// covers hypervisors that hide the CPUID leaf).
+bool cpuinfo_has_flag(const char* text, std::size_t length, const char* flag) noexcept {
+  const std::size_t flag_length = std::strlen(flag);
+  const char* end = text + length;
+  const char* line = text;
+  while (line < end) {
+    const char* eol = static_cast<const char*>(std::memchr(line, '\n', static_cast<std::size_t>(end - line)));
+    if (eol == nullptr) eol = end;
+    if (static_cast<std::size_t>(eol - line) > 6 && std::strncmp(line, "flags", 5) == 0) {
+      for (const char* p = line + 1; p + flag_length <= eol; ++p) {
+        if ((p[-1] == ' ' || p[-1] == '\t') && std::strncmp(p, flag, flag_length) == 0 &&
+            (p + flag_length == eol || p[flag_length] == ' ')) {
+          return true;
+        }
+      }
+      return false;  // the first CPU's flags speak for all
+    }
+    line = eol + 1;
+  }
+  return false;
+}
+
+bool invariant_tsc() noexcept {
+  if (cpuid_invariant_tsc()) return true;
+  static char cpuinfo[16384];  // under g_clock_mutex
+  std::size_t length = 0;
+  if (read_small_file("/proc/cpuinfo", cpuinfo, sizeof cpuinfo, length) != 0) return false;
+  return cpuinfo_has_flag(cpuinfo, length, "constant_tsc") && cpuinfo_has_flag(cpuinfo, length, "nonstop_tsc");
+}
+
+void read_kernel_clocksource(ClockInfo& info) noexcept {
+  char buffer[sizeof info.kernel_clocksource];
+  std::size_t length = 0;
+  info.kernel_clocksource[0] = '\0';
+  if (read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", buffer, sizeof buffer,
+                      length) != 0) {
+    return;
+  }
+  while (length > 0 && (buffer[length - 1] == '\n' || buffer[length - 1] == ' ')) --length;
+  std::memcpy(info.kernel_clocksource, buffer, length);
+  info.kernel_clocksource[length] = '\0';
+}
+
+void set_monotonic(ClockInfo& info, const char* reason) noexcept {
+  info.source = ClockSource::monotonic;
+  info.name = "clock_monotonic";
+  info.tick_hz = 1'000'000;
+  info.tsc_shift = 0;
+  info.tsc_hz = 0;
+  info.reason = reason;
+}
+
+// Fills `info` for the TSC at `tsc_hz`: the smallest shift that brings the tick rate below
+// 2 MHz, so a tick is 0.5..1 us and 2^32 ticks span 36..72 minutes.
+void set_tsc(ClockInfo& info, std::uint64_t tsc_hz, const char* reason) noexcept {
+  std::uint8_t shift = 0;
+  while ((tsc_hz >> shift) >= 2'000'000u) ++shift;
+  info.source = ClockSource::tsc;
+  info.name = "tsc";
+  info.tsc_shift = shift;
+  info.tsc_hz = tsc_hz;
+  info.tick_hz = static_cast<std::uint32_t>((tsc_hz + (std::uint64_t{1} << shift) / 2u) >> shift);
+  info.reason = reason;
+}
+
+ClockChoice choice_from_environment() noexcept {
+  const char* value = std::getenv("LOOPCANARY_CLOCK");
+  if (value == nullptr) return ClockChoice::automatic;
+  if (std::strcmp(value, "tsc") == 0) return ClockChoice::tsc;
+  if (std::strcmp(value, "monotonic") == 0) return ClockChoice::monotonic;
+  return ClockChoice::automatic;
+}
+
+bool matches(ClockChoice choice, ClockSource source) noexcept {
+  return choice == ClockChoice::automatic || (choice == ClockChoice::tsc && source == ClockSource::tsc) ||
+         (choice == ClockChoice::monotonic && source == ClockSource::monotonic);
+}
+
+}  // namespace
+
+bool select_clock(ClockChoice choice) noexcept {
+  std::lock_guard<std::mutex> lock(g_clock_mutex);
+  if (g_clock_ready.load(std::memory_order_acquire)) return matches(choice, g_clock_info.source);
+
+  ClockInfo info;
+  read_kernel_clocksource(info);
+  bool from_environment = false;
+  ClockChoice wanted = choice;
+  if (wanted == ClockChoice::automatic) {
+    wanted = choice_from_environment();
+    from_environment = wanted != ClockChoice::automatic;
+  }
+
+  if (wanted == ClockChoice::monotonic) {
+    set_monotonic(info, from_environment ? "LOOPCANARY_CLOCK=monotonic" : "selected by select_clock(monotonic)");
+  } else if (!LOOPCANARY_LINUX_HAS_TSC) {
+    if (!from_environment && wanted == ClockChoice::tsc) return false;
+    set_monotonic(info, "no TSC on this architecture");
+  } else if (!invariant_tsc()) {
+    if (!from_environment && wanted == ClockChoice::tsc) return false;
+    set_monotonic(info, "the TSC is not invariant (no constant_tsc + nonstop_tsc)");
+  } else if (wanted == ClockChoice::automatic && std::strcmp(info.kernel_clocksource, "tsc") != 0) {
+    set_monotonic(info, "the kernel's clocksource is not tsc, so the TSCs of all CPUs are not known to agree");
+  } else {
+    const std::uint64_t hz = calibrate_tsc();
+    if (hz == 0) {
+      if (!from_environment && wanted == ClockChoice::tsc) return false;
+      set_monotonic(info, "TSC calibration against CLOCK_MONOTONIC gave an implausible rate");
+    } else {
+      set_tsc(info, hz,
+              wanted == ClockChoice::tsc
+                  ? (from_environment ? "LOOPCANARY_CLOCK=tsc (invariant TSC)" : "selected by select_clock(tsc) (invariant TSC)")
+                  : "invariant TSC, and the kernel uses it as its clocksource");
+    }
+  }
+  info.wrap_seconds = static_cast<std::uint32_t>((std::uint64_t{1} << 32) / info.tick_hz);
+  g_clock_info = info;
+  g_clock_ready.store(true, std::memory_order_release);
+  const std::uint32_t word = info.source == ClockSource::tsc ? (detail::kClockTsc | info.tsc_shift) : detail::kClockMonotonic;
+  detail::g_clock_word.store(word, std::memory_order_release);
+  return matches(choice, info.source);
+}
+
+const ClockInfo& clock_info() noexcept {
+  if (!g_clock_ready.load(std::memory_order_acquire)) select_clock(ClockChoice::automatic);
+  return g_clock_info;
+}
+
+tick_t detail::now_first_use() noexcept {
+  select_clock(ClockChoice::automatic);
+  return Clock::now();
+}
+
+// ---- Statuses ------------------------------------------------------------------------------
+
+namespace {
+
+struct ErrorText {
+  const char* name;
+  const char* description;
+};
+
+constexpr ErrorText kErrorText[] = {
+    {"none", "ok"},
+    {"signal_out_of_range", "PlatformConfig.sample_signal must be 0 (default) or a real-time signal, SIGRTMIN..SIGRTMAX"},
+    {"signal_in_use", "PlatformConfig.sample_signal already has another handler; pick another signal or set replace_existing_handler"},
+    {"sample_timeout_out_of_range", "PlatformConfig.sample_timeout_us must be 100..1000000 (0: default 5000)"},
+    {"sigaction_failed", "installing the sample signal handler (sigaction) failed"},
+    {"semaphore_failed", "initialising the capture slot's semaphore (sem_init) failed"},
+    {"already_initialised", "Platform::init was already called on this platform"},
+    {"thread_attr_failed", "LoopThread::attach: pthread_getattr_np on the calling thread failed"},
+    {"thread_stack_unknown", "LoopThread::attach: pthread_attr_getstack on the calling thread failed"},
+    {"cpu_clock_failed", "LoopThread::attach: pthread_getcpuclockid on the calling thread failed"},
+    {"already_attached", "LoopThread::attach: this LoopThread is already attached to a thread"},
+    {"period_out_of_range", "WatchdogThreadConfig.period_us must be 100..1000000"},
+    {"priority_out_of_range", "WatchdogThreadConfig.fifo_priority must be 0 (normal) or 1..99 (SCHED_FIFO)"},
+    {"already_running", "WatchdogThread::start: the thread is already running"},
+    {"thread_create_failed", "WatchdogThread::start: pthread_create failed"},
+};
+static_assert(sizeof(kErrorText) / sizeof(kErrorText[0]) == static_cast<std::size_t>(Error::thread_create_failed) + 1,
+              "kErrorText must have one entry per Error");
+
+const ErrorText& text_of(Error error) noexcept {
+  static constexpr ErrorText kUnknown{"unknown_error", "unknown error value"};
+  const auto i = static_cast<std::size_t>(error);
+  return i < sizeof(kErrorText) / sizeof(kErrorText[0]) ? kErrorText[i] : kUnknown;
+}
+
+// strerror_r comes in a GNU flavour (returns the text) and an XSI one (fills the buffer).
+[[maybe_unused]] const char* pick_text(int /*xsi_result*/, const char* buffer) noexcept { return buffer; }
+[[maybe_unused]] const char* pick_text(const char* gnu_result, const char* /*buffer*/) noexcept { return gnu_result; }
+
+void append(char* buffer, std::size_t size, std::size_t& used, const char* text) noexcept {
+  for (; *text != '\0' && used + 1 < size; ++text) buffer[used++] = *text;
+  buffer[used] = '\0';
+}
+
+}  // namespace
+
+const char* describe(Error error) noexcept { return text_of(error).description; }
+const char* name(Error error) noexcept { return text_of(error).name; }
+
+const char* format(Result result, char* buffer, std::size_t size) noexcept {
+  if (size == 0) return buffer;
+  std::size_t used = 0;
+  buffer[0] = '\0';
+  append(buffer, size, used, describe(result.error));
+  if (result.sys_errno != 0) {
+    char text[128] = {};
+    append(buffer, size, used, ": ");
+    append(buffer, size, used, pick_text(strerror_r(result.sys_errno, text, sizeof text), text));
+  }
+  return buffer;
+}
+
+// ---- LoopThread ----------------------------------------------------------------------------
+
+Result LoopThread::attach() noexcept {
+  if (attached()) return Result{Error::already_attached, 0};
+  pthread_attr_t attr;
+  int e = pthread_getattr_np(pthread_self(), &attr);
+  if (e != 0) return Result{Error::thread_attr_failed, e};
+  void* stack = nullptr;
+  std::size_t size = 0;
+  e = pthread_attr_getstack(&attr, &stack, &size);
+  pthread_attr_destroy(&attr);
+  if (e != 0) return Result{Error::thread_stack_unknown, e};
+  clockid_t clock = 0;
+  e = pthread_getcpuclockid(pthread_self(), &clock);
+  if (e != 0) return Result{Error::cpu_clock_failed, e};
+  const auto low = reinterpret_cast<std::uintptr_t>(stack);
+  stack_low_.store(low, std::memory_order_relaxed);
+  stack_high_.store(low + size, std::memory_order_relaxed);
+  cpu_clock_.store(clock, std::memory_order_relaxed);
+  signal_blocked_.store(false, std::memory_order_relaxed);
+  has_final_cpu_.store(false, std::memory_order_relaxed);
+  tid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_release);
+  return Result{};
+}
+
+void LoopThread::detach() noexcept {
+  timespec ts{};
+  if (tid() == static_cast<pid_t>(syscall(SYS_gettid)) && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    final_cpu_us_.store(static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1'000u,
+                        std::memory_order_relaxed);
+    has_final_cpu_.store(true, std::memory_order_relaxed);
+  }
+  tid_.store(0, std::memory_order_release);
+}
+
+// ---- Platform ------------------------------------------------------------------------------
+
+namespace {
+
+void bump(std::atomic<std::uint32_t>& counter) noexcept { counter.fetch_add(1, std::memory_order_relaxed); }
+
+std::uint64_t monotonic_ms() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1'000'000u;
+}
+
+}  // namespace
+
+Result Platform::init(const PlatformConfig& config) noexcept {
+  if (initialised_) return Result{Error::already_initialised, 0};
+  const int signal = config.sample_signal != 0 ? config.sample_signal : SIGRTMIN + 4;
+  if (signal < SIGRTMIN || signal > SIGRTMAX) return Result{Error::signal_out_of_range, 0};
+  const std::uint32_t timeout = config.sample_timeout_us != 0 ? config.sample_timeout_us : 5'000u;
+  if (timeout < 100u || timeout > 1'000'000u) return Result{Error::sample_timeout_out_of_range, 0};
+  const Result installed = detail::install_sample_handler(signal, config.replace_existing_handler);
+  if (!installed.ok()) return installed;
+  signal_ = signal;
+  timeout_us_ = timeout;
+  debugger_check_ms_ = config.debugger_check_ms != 0 ? config.debugger_check_ms : 100u;
+  scan_ = !config.no_stack_scan;
+  initialised_ = true;
+  return Result{};
+}
+
+Hal Platform::hal() noexcept {
+  Hal h{};
+  h.context = this;
+  h.capture_stack = &Platform::hal_capture;
+  h.thread_cpu_us = &Platform::hal_thread_cpu;
+  h.cpu_counters = &Platform::hal_counters;
+  h.debugger_attached = &Platform::hal_debugger;
+  return h;
+}
+
+std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t max) noexcept {
+  bump(samples_requested_);
+  const pid_t tid = thread.tid();
+  if (!initialised_ || tid == 0 || max == 0) {
+    bump(missed_not_attached_);
+    return 0;
+  }
+  // The thread refuses the signal when it blocks it and our last one is still pending.
+  const std::uint64_t bit = std::uint64_t{1} << (signal_ - 1);
+  std::uint64_t blocked = 0;
+  std::uint64_t pending = 0;
+  if (thread.signal_blocked_.load(std::memory_order_relaxed)) {
+    // Sending again would only queue another signal behind the blocked one: look first.
+    if (!read_thread_signals(tid, blocked, pending)) {
+      bump(missed_gone_);
+      return 0;
+    }
+    if ((blocked & pending & bit) != 0 && !detail::handler_in_progress()) {
+      bump(missed_blocked_);
+      return 0;
+    }
+    thread.signal_blocked_.store(false, std::memory_order_relaxed);
+  }
+
+  detail::CaptureRequest request;
+  request.tid = tid;
+  request.stack_low = thread.stack_low();
+  request.stack_high = thread.stack_high();
+  request.max = max;
+  request.scan = scan_;
+  request.signal = signal_;
+  request.timeout_us = timeout_us_;
+  std::size_t count = 0;
+  int sys_errno = 0;
+  switch (detail::capture(request, pcs, count, sys_errno)) {
+    case detail::CaptureOutcome::answered:
+      if (count > 0) bump(samples_answered_);
+      return count;
+    case detail::CaptureOutcome::gone: bump(missed_gone_); return 0;
+    case detail::CaptureOutcome::busy: bump(missed_busy_); return 0;
+    case detail::CaptureOutcome::signal_error: bump(missed_signal_error_); return 0;
+    case detail::CaptureOutcome::timeout: break;
+  }
+  // No answer in time: find out why, for the counters and for the next attempt. While a
+  // handler runs (late: the thread lost its CPU inside it) the signal is blocked because it is
+  // being handled, and a new one may wait behind it: that is a timeout, not a refusal.
+  if (!read_thread_signals(tid, blocked, pending)) {
+    bump(missed_gone_);
+  } else if ((blocked & pending & bit) != 0 && !detail::handler_in_progress()) {
+    thread.signal_blocked_.store(true, std::memory_order_relaxed);
+    bump(missed_blocked_);
+  } else {
+    bump(missed_timeout_);
+  }
+  return 0;
+}
+
+bool Platform::thread_cpu_us(const LoopThread& thread, std::uint64_t& cpu_us) noexcept {
+  if (!thread.attached()) {
+    // Detached on its own thread: its CPU time stopped there.
+    if (!thread.has_final_cpu_.load(std::memory_order_relaxed)) return false;
+    cpu_us = thread.final_cpu_us_.load(std::memory_order_relaxed);
+    return true;
+  }
+  timespec ts{};
+  if (clock_gettime(thread.cpu_clock_.load(std::memory_order_relaxed), &ts) != 0) {
+    bump(cpu_time_failures_);
+    return false;
+  }
+  cpu_us = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000u + static_cast<std::uint64_t>(ts.tv_nsec) / 1'000u;
+  return true;
+}
+
+bool Platform::cpu_counters(CpuCounters& out) noexcept {
+  ProcStatCpu cpu;
+  ProcPidStat self;
+  if (!read_proc_stat(cpu) || !read_self_stat(self)) {
+    bump(counter_failures_);
+    return false;
+  }
+  out.system_busy = cpu.busy();
+  out.system_total = cpu.total();
+  out.process = self.utime + self.stime;
+  return true;
+}
+
+bool Platform::debugger_attached() noexcept {
+  const std::uint64_t now = monotonic_ms() + 1;  // + 1: 0 means "never checked"
+  const std::uint64_t checked = debugger_checked_at_ms_.load(std::memory_order_acquire);
+  if (checked != 0 && now - checked < debugger_check_ms_) return debugger_cached_.load(std::memory_order_relaxed);
+  std::uint64_t tracer = 0;
+  bump(debugger_checks_);
+  if (read_tracer_pid(tracer)) debugger_cached_.store(tracer != 0, std::memory_order_relaxed);
+  debugger_checked_at_ms_.store(now, std::memory_order_release);
+  return debugger_cached_.load(std::memory_order_relaxed);
+}
+
+PlatformStats Platform::stats() const noexcept {
+  PlatformStats s;
+  s.samples_requested = samples_requested_.load(std::memory_order_relaxed);
+  s.samples_answered = samples_answered_.load(std::memory_order_relaxed);
+  s.missed_not_attached = missed_not_attached_.load(std::memory_order_relaxed);
+  s.missed_gone = missed_gone_.load(std::memory_order_relaxed);
+  s.missed_blocked = missed_blocked_.load(std::memory_order_relaxed);
+  s.missed_timeout = missed_timeout_.load(std::memory_order_relaxed);
+  s.missed_busy = missed_busy_.load(std::memory_order_relaxed);
+  s.missed_signal_error = missed_signal_error_.load(std::memory_order_relaxed);
+  s.cpu_time_failures = cpu_time_failures_.load(std::memory_order_relaxed);
+  s.counter_failures = counter_failures_.load(std::memory_order_relaxed);
+  s.debugger_checks = debugger_checks_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::size_t Platform::hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max) {
+  auto* self = static_cast<Platform*>(context);
+  auto* thread = static_cast<LoopThread*>(loop.context());
+  if (thread == nullptr) {
+    bump(self->samples_requested_);
+    bump(self->missed_not_attached_);
+    return 0;
+  }
+  return self->capture_stack(*thread, pcs, max);
+}
+
+bool Platform::hal_thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us) {
+  const auto* thread = static_cast<const LoopThread*>(loop.context());
+  return thread != nullptr && static_cast<Platform*>(context)->thread_cpu_us(*thread, *cpu_us);
+}
+
+bool Platform::hal_counters(void* context, CpuCounters* out) {
+  return static_cast<Platform*>(context)->cpu_counters(*out);
+}
+
+bool Platform::hal_debugger(void* context) { return static_cast<Platform*>(context)->debugger_attached(); }
+
+}  // namespace loopcanary::port_linux

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+// Issue 3, tests 1-5: real loop threads, a real watchdog thread, real signals and /proc.
+// Timing bounds are loose (the CI machine is a noisy 2-core VM); the waits are on records
+// arriving, never on sleeps. A sleep here is always the workload itself.
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "linux_rig.hpp"
+
+using namespace lctest;
+
+namespace {
+
+constexpr lc::Event kCompute{"compute"};
+constexpr lc::Event kSleep{"sleep"};
+constexpr lc::Event kLock{"lock"};
+
+std::int64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+std::uint64_t us_of(const lc::BlockRecord& r, std::uint64_t ticks) { return lc::us_from_ticks(ticks, r.tick_hz); }
+
+std::string evidence(const lc::BlockRecord& r) {
+  return "thread CPU " + std::to_string(r.thread_cpu_us) + " us over a " + std::to_string(us_of(r, r.window_ticks)) +
+         " us window, machine busy " + std::to_string(r.system_busy_permille) + " permille, cause " +
+         lc::to_string(r.cause);
+}
+
+// Best effort: lift the loop thread above other load on the machine (other jobs may share
+// it), so "running" means what the handler did, not what the scheduler allowed: a real-time
+// priority when there is another core for the watchdog, else a better nice value. Both need
+// CAP_SYS_NICE; without it the test runs at normal priority and skips the cause check when
+// the machine starved the thread.
+void prefer_this_thread() {
+  sched_param param{};
+  param.sched_priority = 1;
+  if (std::thread::hardware_concurrency() >= 2 && pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0) {
+    return;
+  }
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), -10);
+}
+
+bool machine_starved_the_thread(const lc::BlockRecord& r) {
+  return r.has_thread_cpu && r.thread_cpu_us * 1000 < us_of(r, r.window_ticks) * 700 &&
+         r.system_busy_permille != lc::kUnknownPermille && r.system_busy_permille >= 900;
+}
+
+}  // namespace
+
+// The named workloads the samples must point at. Not static, not inlined: each is a frame.
+__attribute__((noinline)) void lc_test_spin_for(std::int64_t ns) {
+  const std::int64_t end = monotonic_ns() + ns;
+  volatile std::uint64_t x = 1;
+  do {
+    for (int i = 0; i < 4096; ++i) x = x * 6364136223846793005u + 1442695040888963407u;
+  } while (monotonic_ns() < end);
+}
+
+__attribute__((noinline)) void lc_test_sleep_until(std::int64_t deadline_ns) {
+  timespec t{};
+  t.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000);
+  t.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000);
+  // The sample signal interrupts the sleep (clock_nanosleep is never restarted): sleep on.
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR) {
+  }
+}
+
+__attribute__((noinline)) void lc_test_wait_on_lock(std::mutex& mutex) {
+  mutex.lock();
+  mutex.unlock();
+}
+
+// Test 1: 200 ms in a named function, threshold 50 ms.
+TEST(LinuxBlock, RunningHandlerIsReportedWhileRunningAndSymbolised) {
+  Rig rig;
+  rig.start();
+  std::atomic<bool> returned{false};
+  std::atomic<int> in_progress_while_running{-1};
+  rig.collector.on_record = [&](const lc::BlockRecord& r) {
+    if (r.phase == lc::Phase::in_progress) in_progress_while_running = returned.load() ? 0 : 1;
+  };
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    ASSERT_TRUE(attach.result().ok());
+    prefer_this_thread();
+    rig.monitor.begin(kCompute);
+    lc_test_spin_for(200'000'000);
+    returned = true;
+    rig.monitor.end();
+  });
+  loop.join();
+
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  EXPECT_EQ(in_progress_while_running.load(), 1) << "the in-progress report must come before the function returns";
+  EXPECT_GE(us_of(final, final.duration_ticks), 199'000u);
+  EXPECT_LT(us_of(final, final.duration_ticks), 5'000'000u);
+  EXPECT_EQ(final.event, &kCompute);
+  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer defers signals: sample placement is not meaningful";
+  EXPECT_GE(final.sample_count, 5u) << "missed " << final.samples_missed;
+  EXPECT_GE(share_of_top_in(final, "lc_test_spin_for"), 0.8) << describe_stacks(final);
+  if (machine_starved_the_thread(final)) {
+    GTEST_SKIP() << "other processes kept the loop thread off the CPU (no CAP_SYS_NICE to prefer it): "
+                 << evidence(final);
+  }
+  EXPECT_EQ(final.cause, lc::Cause::running) << evidence(final);
+}
+
+// Test 2a: the loop thread sleeps 200 ms.
+TEST(LinuxBlock, SleepingHandlerIsWaiting) {
+  Rig rig;
+  rig.start();
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    ASSERT_TRUE(attach.result().ok());
+    rig.monitor.begin(kSleep);
+    lc_test_sleep_until(monotonic_ns() + 200'000'000);
+    rig.monitor.end();
+  });
+  loop.join();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  ASSERT_TRUE(final.has_thread_cpu);
+  EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
+  if (!kThreadSanitizer) {
+    EXPECT_TRUE(any_frame_in(final, "lc_test_sleep_until")) << describe_stacks(final);
+  }
+  if (final.system_busy_permille != lc::kUnknownPermille && final.system_busy_permille >= 900) {
+    GTEST_SKIP() << "other processes saturated the machine during the window, so the cause rule (docs/porting-linux.md) "
+                    "cannot tell waiting from starved: "
+                 << evidence(final);
+  }
+  EXPECT_EQ(final.cause, lc::Cause::waiting) << evidence(final);
+}
+
+// Test 2b: the loop thread waits 200 ms on a mutex another thread holds.
+TEST(LinuxBlock, HandlerBlockedOnALockIsWaiting) {
+  Rig rig;
+  rig.start();
+  std::mutex mutex;
+  mutex.lock();
+  std::promise<void> entered;
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    rig.monitor.begin(kLock);
+    entered.set_value();
+    lc_test_wait_on_lock(mutex);
+    rig.monitor.end();
+  });
+  entered.get_future().wait();
+  lc_test_sleep_until(monotonic_ns() + 200'000'000);  // the workload: hold the lock 200 ms
+  mutex.unlock();
+  loop.join();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  ASSERT_TRUE(final.has_thread_cpu);
+  EXPECT_GE(us_of(final, final.duration_ticks), 190'000u);
+  EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
+  if (final.system_busy_permille != lc::kUnknownPermille && final.system_busy_permille >= 900) {
+    GTEST_SKIP() << "other processes saturated the machine during the window: " << evidence(final);
+  }
+  EXPECT_EQ(final.cause, lc::Cause::waiting) << evidence(final);
+}
+
+// Test 3: the loop computes while more busy threads than cores compete for the CPUs.
+TEST(LinuxBlock, ComputingAgainstMoreBusyThreadsThanCoresIsStarved) {
+  Rig rig;
+  rig.start();
+  const unsigned cores = std::thread::hardware_concurrency() != 0 ? std::thread::hardware_concurrency() : 2;
+  const unsigned hogs = 2 * cores + 2;
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> running{0};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < hogs; ++i) {
+    threads.emplace_back([&] {
+      running.fetch_add(1);
+      volatile std::uint64_t x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 3 + 1;
+    });
+  }
+  while (running.load() != hogs) std::this_thread::yield();
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    rig.monitor.begin(kCompute);
+    lc_test_spin_for(300'000'000);
+    rig.monitor.end();
+  });
+  loop.join();
+  lc::BlockRecord final;
+  const bool got = rig.collector.wait_for_phase(lc::Phase::final, final);
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(got);
+  ASSERT_TRUE(final.has_thread_cpu);
+  EXPECT_LT(final.thread_cpu_us * 1000, us_of(final, final.window_ticks) * 700) << evidence(final);
+  EXPECT_GE(final.system_busy_permille, 900u) << evidence(final);
+  EXPECT_EQ(final.cause, lc::Cause::starved) << evidence(final);
+}
+
+// Test 4: a deadlock. The hang report, with the waiting frame, arrives while the loop thread
+// is still stuck; then the lock is released and everything shuts down cleanly.
+TEST(LinuxBlock, DeadlockIsReportedAsAHangWithTheWaitingFrame) {
+  RigConfig config;
+  config.hang_limit_us = 300'000;
+  Rig rig;
+  rig.start(config);
+  std::mutex mutex;
+  mutex.lock();
+  std::atomic<bool> acquired{false};
+  std::atomic<int> hang_while_stuck{-1};
+  rig.collector.on_record = [&](const lc::BlockRecord& r) {
+    if (r.phase == lc::Phase::hang) hang_while_stuck = acquired.load() ? 0 : 1;
+  };
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    rig.monitor.begin(kLock);
+    lc_test_wait_on_lock(mutex);
+    acquired = true;
+    rig.monitor.end();
+  });
+  lc::BlockRecord hang;
+  const bool got_hang = rig.collector.wait_for_phase(lc::Phase::hang, hang);
+  mutex.unlock();
+  loop.join();
+  ASSERT_TRUE(got_hang);
+  EXPECT_EQ(hang_while_stuck.load(), 1);
+  EXPECT_NE(hang.flags & lc::kFlagHung, 0u);
+  EXPECT_GE(us_of(hang, hang.duration_ticks), 300'000u);
+  if (!kThreadSanitizer) {  // ThreadSanitizer holds signals back while a thread blocks in a lock
+    EXPECT_GT(hang.sample_count, 0u);
+    EXPECT_TRUE(any_frame_in(hang, "lc_test_wait_on_lock")) << describe_stacks(hang);
+  }
+
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  EXPECT_NE(final.flags & lc::kFlagHung, 0u);
+  EXPECT_EQ(rig.monitor.stats().hangs, 1u);
+  rig.runner.stop();
+  EXPECT_FALSE(rig.runner.running());
+}
+
+// Test 5a: loop threads that exit while they are being sampled (no end(), no detach()).
+TEST(LinuxBlock, LoopThreadThatExitsWhileSampledIsAMissedSample) {
+  std::uint32_t gone = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto rig = std::make_unique<Rig>();
+    RigConfig config;
+    config.threshold_us = 5'000;
+    config.arm_permille = 0;
+    config.sample_interval_us = 1'000;
+    config.hang_limit_us = 60'000;
+    config.period_us = 1'000;
+    rig->start(config);
+    std::thread loop([&] {
+      ASSERT_TRUE(rig->loop_thread.attach().ok());
+      rig->monitor.begin(kCompute);
+      lc_test_spin_for(2'000'000 + 1'000'000 * i);  // then exit mid-dispatch, still attached
+    });
+    loop.join();
+    lc::BlockRecord hang;
+    ASSERT_TRUE(rig->collector.wait_for_phase(lc::Phase::hang, hang));
+    EXPECT_GT(hang.samples_missed, 0u);
+    const lx::PlatformStats s = rig->platform.stats();
+    EXPECT_EQ(s.missed_busy, 0u);
+    gone += s.missed_gone + s.missed_timeout;
+    rig->runner.stop();
+  }
+  EXPECT_GT(gone, 0u);
+}
+
+// Test 5b: a loop thread that blocks the sampling signal.
+TEST(LinuxBlock, LoopThreadBlockingTheSignalIsAMissedSampleNeverAHang) {
+  Rig rig;
+  rig.start();
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, rig.platform.sample_signal());
+    pthread_sigmask(SIG_BLOCK, &block, nullptr);
+    rig.monitor.begin(kCompute);
+    lc_test_spin_for(200'000'000);
+    rig.monitor.end();
+    // The one signal left pending runs the handler now; it finds no request for this thread.
+    pthread_sigmask(SIG_UNBLOCK, &block, nullptr);
+  });
+  loop.join();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  EXPECT_EQ(final.sample_count, 0u);
+  EXPECT_GT(final.samples_missed, 0u);
+  const lx::PlatformStats s = rig.platform.stats();
+  EXPECT_GT(s.missed_blocked, 0u);
+  EXPECT_EQ(s.samples_answered, 0u);
+  EXPECT_EQ(s.missed_timeout, 0u) << "a blocked signal is recognised, not waited for";
+  EXPECT_LT(rig.runner.stats().max_lateness_us, 200'000u) << "the watchdog must never hang on a sample";
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+// The Platform (Hal) services one by one: set-up errors, stack capture of a deep thread, thread
+// CPU time, /proc counters, the debugger guard, and no leaked descriptors or threads.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "linux_file_sink.hpp"
+#include "linux_rig.hpp"
+
+using namespace lctest;
+
+namespace {
+
+std::size_t count_entries(const char* path) {
+  std::size_t n = 0;
+  DIR* dir = opendir(path);
+  if (dir == nullptr) return 0;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(dir);
+  return n - 1;  // the descriptor opendir itself holds (for /proc/self/fd), or harmless
+}
+
+}  // namespace
+
+__attribute__((noinline)) int lc_test_deep(int depth, std::atomic<bool>& stop, std::atomic<bool>& ready) {
+  if (depth == 0) {
+    ready = true;
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+    return 0;
+  }
+  const int r = lc_test_deep(depth - 1, stop, ready);
+  asm volatile("" ::: "memory");  // no tail call: every level keeps its frame
+  return r + 1;
+}
+
+TEST(LinuxPlatform, InitRefusesBadConfigurationNamingTheField) {
+  lx::Platform platform;
+  lx::PlatformConfig config;
+  config.sample_signal = SIGINT;
+  EXPECT_EQ(platform.init(config).error, lx::Error::signal_out_of_range);
+  config.sample_signal = SIGRTMAX + 1;
+  EXPECT_EQ(platform.init(config).error, lx::Error::signal_out_of_range);
+  config.sample_signal = 0;
+  config.sample_timeout_us = 50;
+  EXPECT_EQ(platform.init(config).error, lx::Error::sample_timeout_out_of_range);
+  config.sample_timeout_us = 2'000'000;
+  EXPECT_EQ(platform.init(config).error, lx::Error::sample_timeout_out_of_range);
+  EXPECT_FALSE(platform.initialised());
+  config.sample_timeout_us = 0;
+  ASSERT_TRUE(platform.init(config).ok());
+  EXPECT_EQ(platform.sample_signal(), SIGRTMIN + 4);
+  EXPECT_EQ(platform.sample_timeout_us(), 5'000u);
+  EXPECT_EQ(platform.init(config).error, lx::Error::already_initialised);
+  char text[256];
+  EXPECT_NE(std::strstr(lx::format(lx::Result{lx::Error::sigaction_failed, EINVAL}, text, sizeof text), "Invalid"),
+            nullptr)
+      << text;
+  EXPECT_STREQ(lx::name(lx::Error::signal_in_use), "signal_in_use");
+}
+
+TEST(LinuxPlatform, SignalWithAnotherHandlerIsRefusedUnlessReplaced) {
+  const int signal = SIGRTMIN + 9;
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(signal, &action, nullptr), 0);
+  lx::PlatformConfig config;
+  config.sample_signal = signal;
+  lx::Platform refused;
+  EXPECT_EQ(refused.init(config).error, lx::Error::signal_in_use);
+  config.replace_existing_handler = true;
+  lx::Platform replacing;
+  EXPECT_TRUE(replacing.init(config).ok());
+}
+
+TEST(LinuxPlatform, CapturesAThread32FramesDeep) {
+  lx::Platform platform;
+  ASSERT_TRUE(platform.init().ok());
+  lx::LoopThread loop_thread;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> ready{false};
+  std::atomic<bool> attached{false};
+  std::thread deep([&] {
+    lx::ScopedLoopThread attach(loop_thread);
+    attached = attach.result().ok();
+    lc_test_deep(32, stop, ready);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  lc::Frame pcs[64] = {};
+  // On a loaded machine the thread may not get a CPU within the timeout: a missed sample,
+  // counted; try again (each attempt waits at most the 5 ms timeout).
+  std::size_t n = 0;
+  std::uint32_t attempts = 0;
+  while (n == 0 && attempts < 100) {
+    n = platform.capture_stack(loop_thread, pcs, 64);
+    ++attempts;
+  }
+  stop = true;
+  deep.join();
+  ASSERT_TRUE(attached.load());
+  if (kThreadSanitizer && n == 0) GTEST_SKIP() << "ThreadSanitizer deferred the signal past the timeout";
+  ASSERT_GE(n, 33u);
+  lx::Symbolizer symbolizer;
+  int in_deep = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    lx::Symbol sym;
+    if (symbolizer.symbolize(pcs[i], i != 0, sym) && std::strstr(sym.function, "lc_test_deep") != nullptr) ++in_deep;
+  }
+  EXPECT_GE(in_deep, 33);
+  const lx::PlatformStats s = platform.stats();
+  EXPECT_EQ(s.samples_requested, attempts);
+  EXPECT_EQ(s.samples_answered, 1u);
+  EXPECT_EQ(s.missed_timeout + s.missed_busy, attempts - 1u) << "every other attempt is a counted miss";
+}
+
+TEST(LinuxPlatform, UnattachedOrExitedThreadIsAMissedSample) {
+  lx::Platform platform;
+  lc::Frame pcs[8];
+  lx::LoopThread never;
+  EXPECT_EQ(platform.capture_stack(never, pcs, 8), 0u) << "before init";
+  ASSERT_TRUE(platform.init().ok());
+  EXPECT_EQ(platform.capture_stack(never, pcs, 8), 0u);
+  EXPECT_EQ(platform.stats().missed_not_attached, 2u);
+
+  lx::LoopThread exited;
+  std::thread t([&] { ASSERT_TRUE(exited.attach().ok()); });  // exits attached
+  t.join();
+  EXPECT_EQ(platform.capture_stack(exited, pcs, 8), 0u);
+  const lx::PlatformStats s = platform.stats();
+  EXPECT_EQ(s.missed_gone + s.missed_timeout, 1u);
+  std::uint64_t cpu = 0;
+  EXPECT_FALSE(platform.thread_cpu_us(exited, cpu)) << "the CPU clock of a thread that is gone cannot be read";
+}
+
+TEST(LinuxPlatform, AttachTwiceIsRefused) {
+  lx::LoopThread loop_thread;
+  ASSERT_TRUE(loop_thread.attach().ok());
+  EXPECT_EQ(loop_thread.attach().error, lx::Error::already_attached);
+  EXPECT_NE(loop_thread.stack_low(), 0u);
+  EXPECT_GT(loop_thread.stack_high(), loop_thread.stack_low());
+  loop_thread.detach();
+  EXPECT_FALSE(loop_thread.attached());
+}
+
+TEST(LinuxPlatform, ThreadCpuTimeFollowsTheThread) {
+  lx::Platform platform;
+  ASSERT_TRUE(platform.init().ok());
+  lx::LoopThread loop_thread;
+  ASSERT_TRUE(loop_thread.attach().ok());
+  std::uint64_t before = 0;
+  std::uint64_t after = 0;
+  ASSERT_TRUE(platform.thread_cpu_us(loop_thread, before));
+  timespec start{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  timespec now = start;
+  volatile std::uint64_t x = 1;
+  while ((now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec) < 20'000'000L) {
+    for (int i = 0; i < 1000; ++i) x = x * 3 + 1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  }
+  ASSERT_TRUE(platform.thread_cpu_us(loop_thread, after));
+  EXPECT_GE(after - before, 20'000u);
+  EXPECT_LT(after - before, 2'000'000u);
+  loop_thread.detach();
+  // Detached on its own thread: the CPU time stays readable, frozen at the detach.
+  std::uint64_t frozen = 0;
+  std::uint64_t again = 0;
+  ASSERT_TRUE(platform.thread_cpu_us(loop_thread, frozen));
+  EXPECT_GE(frozen, after);
+  for (int i = 0; i < 1'000'000; ++i) x = x * 3 + 1;
+  ASSERT_TRUE(platform.thread_cpu_us(loop_thread, again));
+  EXPECT_EQ(again, frozen);
+}
+
+TEST(LinuxPlatform, CpuCountersComeFromProc) {
+  lx::Platform platform;
+  lc::CpuCounters c1;
+  lc::CpuCounters c2;
+  ASSERT_TRUE(platform.cpu_counters(c1));
+  volatile std::uint64_t x = 1;
+  for (int i = 0; i < 20'000'000; ++i) x = x * 3 + 1;
+  ASSERT_TRUE(platform.cpu_counters(c2));
+  EXPECT_GT(c1.system_total, c1.system_busy);
+  EXPECT_GE(c2.system_total, c1.system_total);
+  EXPECT_GE(c2.process, c1.process);
+  EXPECT_EQ(platform.stats().counter_failures, 0u);
+}
+
+// The debugger guard: with a tracer attached (a child seizes this process), reports are
+// suppressed and counted; without, TracerPid reads 0.
+TEST(LinuxPlatform, DebuggerAttachedSuppressesReports) {
+  int to_parent[2];
+  int to_child[2];
+  ASSERT_EQ(pipe(to_parent), 0);
+  ASSERT_EQ(pipe(to_child), 0);
+  const pid_t self = getpid();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // async-signal-safe calls only
+    char ok = 'n';
+    (void)!read(to_child[0], &ok, 1);  // the parent has allowed it to trace
+    ok = ptrace(PTRACE_SEIZE, self, nullptr, nullptr) == 0 ? 'y' : 'n';
+    (void)!write(to_parent[1], &ok, 1);
+    (void)!read(to_child[0], &ok, 1);
+    _exit(0);  // the tracer's exit detaches it
+  }
+  prctl(PR_SET_PTRACER, child, 0, 0, 0);  // for Yama ptrace_scope 1 (harmless without Yama)
+  char go = 'g';
+  ASSERT_EQ(write(to_child[1], &go, 1), 1);
+  char attached = 'n';
+  ASSERT_EQ(read(to_parent[0], &attached, 1), 1);
+
+  bool seen = false;
+  std::uint32_t suppressed = 0;
+  std::size_t records = 0;
+  if (attached == 'y') {
+    RigConfig config;
+    config.platform.debugger_check_ms = 1;
+    Rig rig;
+    rig.start(config);
+    seen = rig.platform.debugger_attached();
+    std::thread loop([&] {
+      lx::ScopedLoopThread attach(rig.loop_thread);
+      static constexpr lc::Event kBlocked{"blocked_under_debugger"};
+      rig.monitor.begin(kBlocked);
+      timespec t{0, 120'000'000};
+      while (clock_nanosleep(CLOCK_MONOTONIC, 0, &t, &t) == EINTR) {
+      }
+      rig.monitor.end();
+    });
+    loop.join();
+    // The block ended; wait until the watchdog has seen its end (its in-progress and final
+    // reports are both due by now), then stop it.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (rig.watchdog.stats().suppressed < 2 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    rig.runner.stop();
+    suppressed = rig.watchdog.stats().suppressed;
+    records = rig.collector.records().size();
+  }
+  char done = 'x';
+  ASSERT_EQ(write(to_child[1], &done, 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) close(fd);
+  if (attached != 'y') GTEST_SKIP() << "ptrace is not permitted here";
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(suppressed, 2u);
+  EXPECT_EQ(records, 0u);
+
+  lx::Platform after;
+  EXPECT_FALSE(after.debugger_attached()) << "the tracer exited";
+  EXPECT_EQ(after.stats().debugger_checks, 1u);
+  EXPECT_FALSE(after.debugger_attached());
+  EXPECT_EQ(after.stats().debugger_checks, 1u) << "cached for debugger_check_ms";
+}
+
+// No descriptor and no thread outlives the objects that made them.
+TEST(LinuxPlatform, NoLeakedDescriptorsOrThreads) {
+  const std::size_t fds = count_entries("/proc/self/fd");
+  const std::size_t threads = count_entries("/proc/self/task");
+  {
+    Rig rig;
+    rig.start();
+    std::thread loop([&] {
+      lx::ScopedLoopThread attach(rig.loop_thread);
+      static constexpr lc::Event kEvent{"leak_check"};
+      rig.monitor.begin(kEvent);
+      timespec t{0, 80'000'000};
+      while (clock_nanosleep(CLOCK_MONOTONIC, 0, &t, &t) == EINTR) {
+      }
+      rig.monitor.end();
+    });
+    loop.join();
+    lc::BlockRecord final;
+    ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+    EXPECT_EQ(count_entries("/proc/self/task"), threads + 1) << "the watchdog thread";
+    char file_line[256];
+    lx::Symbolizer::source_line("/proc/self/exe", 0x1000, file_line, sizeof file_line);
+  }
+  EXPECT_EQ(count_entries("/proc/self/task"), threads);
+  EXPECT_EQ(count_entries("/proc/self/fd"), fds);
+}

@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: MIT
+// The file sink. Issue 3, test 6 (sink faults: directory missing, read-only, a file that hits
+// its size limit mid-run, disk full: no record lost from the ring, the status says what
+// happened), plus rotation and age bounds, permissions, path safety and the torn-tail reader.
+// Records come from a real watchdog in virtual time (port "sim"), so runs are deterministic.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "linux_file_sink.hpp"
+#include "loopcanary/loopcanary.hpp"
+// This test links two ports; name each port's header by its folder.
+#include "../../port/linux/loopcanary_port.hpp"
+#include "../../port/sim/loopcanary_port.hpp"
+
+namespace lc = loopcanary;
+namespace lx = loopcanary::port_linux;
+namespace sim = loopcanary::sim;
+
+// The "program counter" the simulated loop thread reports: a real function of this binary,
+// so the sink can name it.
+__attribute__((noinline)) void lc_test_sim_pc() { asm volatile("" ::: "memory"); }
+
+namespace {
+
+constexpr lc::Event kEvent{"sensor_read"};
+
+// A private directory under /tmp, removed with its files at the end.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/loopcanary-sink-XXXXXX";
+    const char* made = mkdtemp(pattern);
+    EXPECT_NE(made, nullptr);
+    path_ = made != nullptr ? made : "/tmp";
+  }
+  ~TempDir() { remove_tree(path_); }
+  const std::string& path() const { return path_; }
+  std::string sub(const char* name) const { return path_ + "/" + name; }
+
+  static void remove_tree(const std::string& path) {
+    chmod(path.c_str(), 0700);
+    if (DIR* dir = opendir(path.c_str())) {
+      while (const dirent* e = readdir(dir)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        const std::string full = path + "/" + name;
+        struct stat st {};
+        if (lstat(full.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+          remove_tree(full);
+        } else {
+          unlink(full.c_str());
+        }
+      }
+      closedir(dir);
+    }
+    rmdir(path.c_str());
+  }
+
+ private:
+  std::string path_;
+};
+
+std::vector<std::string> list(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* dir = opendir(path.c_str())) {
+    while (const dirent* e = readdir(dir)) {
+      if (e->d_name[0] != '.' || (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)) {
+        names.emplace_back(e->d_name);
+      }
+    }
+    closedir(dir);
+  }
+  return names;
+}
+
+std::string slurp(const std::string& path) {
+  std::string text;
+  if (FILE* file = std::fopen(path.c_str(), "rb")) {
+    char chunk[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(chunk, 1, sizeof chunk, file)) > 0) text.append(chunk, n);
+    std::fclose(file);
+  }
+  return text;
+}
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// A loop in virtual time whose blocks the watchdog reports through the sink (an interceptor).
+// Every block makes two records: in progress, then final.
+class SimRig {
+ public:
+  explicit SimRig(lx::FileSink* sink) {
+    lc::MonitorConfig mc;
+    mc.name = "main";
+    mc.tick_hz = sim::kTickHz;
+    mc.threshold_us = 100'000;
+    mc.sample_interval_us = 10'000;
+    mc.context = &thread_;
+    EXPECT_EQ(monitor_.init(mc), lc::Status::ok);
+    lc::WatchdogConfig wc;
+    wc.qualifier = "sink-test";
+    machine_.set_pc_capture(true);
+    thread_.pc = reinterpret_cast<lc::Frame>(&lc_test_sim_pc);
+    EXPECT_EQ(watchdog_.init(wc, machine_.hal()), lc::Status::ok);
+    EXPECT_EQ(watchdog_.add(monitor_), lc::Status::ok);
+    if (sink != nullptr) {
+      EXPECT_EQ(watchdog_.add_interceptor(&lx::FileSink::interceptor, sink), lc::Status::ok);
+    }
+  }
+
+  void blocks(int n) {
+    for (int i = 0; i < n; ++i) {
+      LOOPCANARY_DISPATCH(monitor_, kEvent);
+      LOOPCANARY_SCOPE(monitor_, "filter");
+      scheduler_.compute(thread_, sim::ms(150));
+    }
+    scheduler_.idle(sim::ms(10));
+  }
+
+  // The contract under every fault: each report is still in the RAM ring.
+  void expect_ring_holds_every_report() const {
+    EXPECT_EQ(watchdog_.pending(), watchdog_.stats().reports);
+    EXPECT_EQ(watchdog_.stats().records_dropped, 0u);
+  }
+  std::uint32_t reports() const { return watchdog_.stats().reports; }
+
+ private:
+  sim::VirtualTime time_;
+  sim::Machine machine_;
+  sim::Thread thread_;
+  sim::PortMonitor monitor_{sim::Clock{time_}};
+  lc::StaticWatchdog<1, 256> watchdog_;
+  sim::Scheduler scheduler_{time_, machine_, watchdog_, sim::ms(5)};
+};
+
+struct ErrorLog {
+  int calls = 0;
+  lx::SinkStatus last;
+  static void on_error(void* self, const lx::SinkStatus& status) {
+    auto* log = static_cast<ErrorLog*>(self);
+    ++log->calls;
+    log->last = status;
+  }
+};
+
+struct Lines {
+  std::vector<std::string> records;
+  std::vector<std::string> warnings;
+  static void on_record(void* self, const char* line, std::size_t length) {
+    static_cast<Lines*>(self)->records.emplace_back(line, length);
+  }
+  static void on_warning(void* self, const char* message) { static_cast<Lines*>(self)->warnings.emplace_back(message); }
+};
+
+lx::LogReadResult read_all(const std::string& path, Lines& lines) {
+  return lx::read_log(path.c_str(), &Lines::on_record, &Lines::on_warning, &lines);
+}
+
+lx::FileSinkConfig config_for(const std::string& directory, ErrorLog* errors = nullptr) {
+  lx::FileSinkConfig config;
+  config.directory = directory.c_str();
+  config.qualifier = "fw-1.4.2";
+  if (errors != nullptr) {
+    config.on_error = &ErrorLog::on_error;
+    config.on_error_context = errors;
+  }
+  return config;
+}
+
+// Writes as user "nobody" (fsuid, this thread only) while it lives, so a read-only directory
+// is read-only even when the tests run as root.
+class AsNobody {
+ public:
+  AsNobody() : active_(geteuid() == 0) {
+    if (active_) setfsuid(65534);
+  }
+  ~AsNobody() {
+    if (active_) setfsuid(0);
+  }
+  AsNobody(const AsNobody&) = delete;
+  AsNobody& operator=(const AsNobody&) = delete;
+
+ private:
+  bool active_;
+};
+
+}  // namespace
+
+TEST(LinuxFileSink, WritesJsonLinesAndATextLog) {
+  TempDir dir;
+  const std::string logs = dir.sub("logs");
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config_for(logs)), lx::SinkError::none) << sink.status().message;
+  EXPECT_STREQ(sink.stem(), "loopcanary-fw-1.4.2");
+  SimRig rig(&sink);
+  rig.blocks(3);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy);
+  EXPECT_EQ(status.records_written, rig.reports());
+  EXPECT_EQ(rig.reports(), 6u);
+  rig.expect_ring_holds_every_report();
+
+  struct stat st {};
+  ASSERT_EQ(stat(logs.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "created owner-only";
+  const std::string jsonl = logs + "/loopcanary-fw-1.4.2.jsonl";
+  const std::string text = logs + "/loopcanary-fw-1.4.2.log";
+  for (const std::string& file : {jsonl, text}) {
+    ASSERT_EQ(stat(file.c_str(), &st), 0) << file;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
+  }
+  Lines lines;
+  const lx::LogReadResult read = read_all(jsonl, lines);
+  EXPECT_EQ(read.records, 6u);
+  EXPECT_TRUE(lines.warnings.empty());
+  for (const std::string& line : lines.records) {
+    EXPECT_NE(line.find("\"qualifier\":\"sink-test\""), std::string::npos);
+    EXPECT_NE(line.find("\"linux\":{\"time\":"), std::string::npos) << line;
+    EXPECT_NE(line.find("\"clock\":\"" + std::string(lx::clock_info().name) + "\""), std::string::npos);
+    EXPECT_NE(line.find("\"build_id\":\""), std::string::npos);
+    EXPECT_NE(line.find("\"offset\":\"0x"), std::string::npos);
+    EXPECT_NE(line.find("\"function\":\"lc_test_sim_pc()\""), std::string::npos) << line;
+  }
+  const std::string log = slurp(text);
+  EXPECT_NE(log.find("==== loopcanary report 1 (in_progress) ===="), std::string::npos);
+  EXPECT_NE(log.find("time = "), std::string::npos);
+  EXPECT_NE(log.find("event = sensor_read"), std::string::npos);
+  EXPECT_NE(log.find("cause = "), std::string::npos);
+  EXPECT_NE(log.find("thread-time = "), std::string::npos);
+  EXPECT_NE(log.find("lc_test_sim_pc()+0x0"), std::string::npos) << log;
+}
+
+TEST(LinuxFileSink, ConfigErrorsNameTheField) {
+  TempDir dir;
+  lx::FileSink sink;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.directory = nullptr;
+  EXPECT_EQ(sink.open(config), lx::SinkError::directory_missing);
+  config.directory = "";
+  EXPECT_EQ(sink.open(config), lx::SinkError::directory_missing);
+  config = config_for(dir.path());
+  for (const char* bad : {"", ".hidden", "a/b", "with space", "0123456789012345678901234"}) {
+    config.file_prefix = bad;
+    EXPECT_EQ(sink.open(config), lx::SinkError::prefix_invalid) << bad;
+  }
+  config = config_for(dir.path());
+  config.max_file_bytes = 4095;
+  EXPECT_EQ(sink.open(config), lx::SinkError::max_file_bytes_too_small);
+  config = config_for(dir.path());
+  config.max_files = 0;
+  EXPECT_EQ(sink.open(config), lx::SinkError::max_files_zero);
+  config = config_for(dir.path());
+  config.json = false;
+  config.text = false;
+  EXPECT_EQ(sink.open(config), lx::SinkError::no_output);
+  EXPECT_TRUE(list(dir.path()).empty()) << "a refused configuration creates nothing";
+  EXPECT_STREQ(lx::name(lx::SinkError::disk_full), "disk_full");
+}
+
+TEST(LinuxFileSink, MissingDirectoryIsReportedAndRetried) {
+  TempDir dir;
+  const std::string logs = dir.sub("not-yet");
+  ErrorLog errors;
+  lx::FileSinkConfig config = config_for(logs, &errors);
+  config.create_directory = false;
+  config.retry_open_ms = 0;
+  lx::FileSink sink;
+  EXPECT_EQ(sink.open(config), lx::SinkError::directory_not_found);
+  lx::SinkStatus status = sink.status();
+  EXPECT_FALSE(status.open);
+  EXPECT_EQ(status.last_error, lx::SinkError::directory_not_found);
+  EXPECT_EQ(status.last_errno, ENOENT);
+  EXPECT_NE(std::strstr(status.message, logs.c_str()), nullptr) << status.message;
+  EXPECT_EQ(errors.calls, 1);
+
+  SimRig rig(&sink);
+  rig.blocks(2);
+  status = sink.status();
+  EXPECT_EQ(status.records_failed, 4u);
+  EXPECT_EQ(status.records_written, 0u);
+  EXPECT_EQ(errors.calls, 5);
+  EXPECT_EQ(errors.last.last_error, lx::SinkError::directory_not_found);
+  rig.expect_ring_holds_every_report();
+
+  ASSERT_EQ(mkdir(logs.c_str(), 0700), 0);  // the directory appears: the sink recovers
+  rig.blocks(1);
+  status = sink.status();
+  EXPECT_TRUE(status.open);
+  EXPECT_TRUE(status.healthy);
+  EXPECT_EQ(status.records_written, 2u);
+  rig.expect_ring_holds_every_report();
+}
+
+TEST(LinuxFileSink, ReadOnlyDirectoryIsReportedRecordsStayInTheRing) {
+  TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 0555), 0);
+  ErrorLog errors;
+  lx::FileSink sink;
+  SimRig rig(&sink);
+  {
+    AsNobody nobody;
+    lx::FileSinkConfig config = config_for(dir.path(), &errors);
+    config.retry_open_ms = 0;
+    EXPECT_EQ(sink.open(config), lx::SinkError::file_open_failed);
+    rig.blocks(2);
+  }
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::file_open_failed);
+  EXPECT_EQ(status.last_errno, EACCES);
+  EXPECT_NE(std::strstr(status.message, "loopcanary-fw-1.4.2.jsonl"), nullptr) << status.message;
+  EXPECT_NE(std::strstr(status.message, "Permission denied"), nullptr) << status.message;
+  EXPECT_EQ(status.records_failed, 4u);
+  EXPECT_GE(errors.calls, 5);
+  rig.expect_ring_holds_every_report();
+  EXPECT_TRUE(list(dir.path()).empty());
+}
+
+TEST(LinuxFileSink, SizeLimitRotatesAndBoundsTheFiles) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_file_bytes = 8192;
+  config.max_files = 3;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(40);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, 80u);
+  EXPECT_GT(status.rotations, 4u);
+  EXPECT_GT(status.removed_by_count, 0u);
+  rig.expect_ring_holds_every_report();
+
+  int jsonl = 0;
+  int logs = 0;
+  std::uint64_t on_disk = 0;
+  bool newest_kept = false;
+  for (const std::string& name : list(dir.path())) {
+    const std::string path = dir.sub(name.c_str());
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    EXPECT_LE(st.st_size, 8192) << name;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << name;
+    if (ends_with(name, ".jsonl")) {
+      ++jsonl;
+      Lines lines;
+      on_disk += read_all(path, lines).records;
+      EXPECT_TRUE(lines.warnings.empty()) << name;
+      for (const std::string& line : lines.records) newest_kept |= line.rfind("{\"report\":80,", 0) == 0;
+    } else if (ends_with(name, ".log")) {
+      ++logs;
+    }
+  }
+  EXPECT_EQ(jsonl, 3);
+  EXPECT_EQ(logs, 3);
+  EXPECT_GT(on_disk, 0u);
+  EXPECT_TRUE(newest_kept);
+}
+
+TEST(LinuxFileSink, FullFileThatCannotRotateIsReported) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSinkConfig config = config_for(dir.path(), &errors);
+  config.max_file_bytes = 8192;
+  config.text = false;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  ASSERT_EQ(chmod(dir.path().c_str(), 0555), 0);  // the directory turns read-only mid-run
+  {
+    AsNobody nobody;
+    rig.blocks(10);  // the open file fills up; renaming it is refused
+  }
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::rotate_failed) << status.message;
+  EXPECT_NE(std::strstr(status.message, "loopcanary-fw-1.4.2.jsonl"), nullptr) << status.message;
+  EXPECT_GT(status.records_written, 2u);
+  EXPECT_GT(status.records_failed, 0u);
+  EXPECT_EQ(status.records_written + status.records_failed, rig.reports());
+  rig.expect_ring_holds_every_report();
+  struct stat st {};
+  ASSERT_EQ(stat(dir.sub("loopcanary-fw-1.4.2.jsonl").c_str(), &st), 0);
+  EXPECT_LE(st.st_size, 8192) << "the size bound holds even when rotation fails";
+}
+
+namespace {
+
+// Fake write(2) with a space budget: a write past it is cut short, the next one fails ENOSPC.
+std::size_t g_space_left = 0;
+ssize_t fake_write_with_budget(int fd, const void* data, std::size_t size) {
+  if (g_space_left == 0) {
+    errno = ENOSPC;
+    return -1;
+  }
+  const std::size_t n = size < g_space_left ? size : g_space_left;
+  const ssize_t written = ::write(fd, data, n);
+  if (written > 0) g_space_left -= static_cast<std::size_t>(written);
+  return written;
+}
+
+}  // namespace
+
+TEST(LinuxFileSink, DiskFullLeavesOnlyWholeRecords) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSinkConfig config = config_for(dir.path(), &errors);
+  config.fake_write = &fake_write_with_budget;
+  g_space_left = 1'000'000;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  g_space_left = 700;  // the disk fills up in the middle of the next record
+  rig.blocks(2);
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::disk_full);
+  EXPECT_EQ(status.last_errno, ENOSPC);
+  EXPECT_NE(std::strstr(status.message, "No space left on device"), nullptr) << status.message;
+  EXPECT_FALSE(status.healthy);
+  EXPECT_EQ(status.records_written, 2u);
+  EXPECT_EQ(status.records_failed, 4u);
+  EXPECT_GT(errors.calls, 0);
+  rig.expect_ring_holds_every_report();
+
+  g_space_left = 1'000'000;  // space again: writing resumes
+  rig.blocks(1);
+  status = sink.status();
+  EXPECT_TRUE(status.healthy);
+  EXPECT_EQ(status.records_written, 4u);
+  for (const char* suffix : {".jsonl", ".log"}) {
+    const std::string path = dir.sub((std::string("loopcanary-fw-1.4.2") + suffix).c_str());
+    if (std::strcmp(suffix, ".jsonl") == 0) {
+      Lines lines;
+      const lx::LogReadResult read = read_all(path, lines);
+      EXPECT_EQ(read.records, 4u);
+      EXPECT_FALSE(read.torn_tail);
+      EXPECT_TRUE(lines.warnings.empty()) << lines.warnings.front();
+    } else {
+      const std::string log = slurp(path);
+      std::size_t headers = 0;
+      for (std::size_t at = log.find("==== loopcanary report"); at != std::string::npos;
+           at = log.find("==== loopcanary report", at + 1)) {
+        ++headers;
+      }
+      EXPECT_EQ(headers, 4u);
+      EXPECT_TRUE(ends_with(log, "\n\n")) << "the text log ends with a whole record";
+    }
+  }
+}
+
+TEST(LinuxFileSink, RecordLargerThanTheLimitIsReported) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_record_bytes = 512;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::record_too_large);
+  EXPECT_EQ(status.records_failed, 2u);
+  rig.expect_ring_holds_every_report();
+}
+
+TEST(LinuxFileSink, QualifierCannotSteerAPathOutsideTheDirectory) {
+  TempDir outer;
+  const std::string logs = outer.sub("logs");
+  ASSERT_EQ(mkdir(logs.c_str(), 0700), 0);
+  for (const char* qualifier : {"../../evil", "/etc/passwd", "..", "a/b\\c", ".hidden", "x\ny"}) {
+    lx::FileSinkConfig config = config_for(logs);
+    config.qualifier = qualifier;
+    lx::FileSink sink;
+    ASSERT_EQ(sink.open(config), lx::SinkError::none) << qualifier;
+    lc::BlockRecord record;
+    record.qualifier = qualifier;
+    EXPECT_TRUE(sink.write(record));
+    EXPECT_EQ(std::strchr(sink.stem(), '/'), nullptr);
+    EXPECT_EQ(std::strncmp(sink.stem(), "loopcanary-", 11), 0) << sink.stem();
+    EXPECT_NE(sink.stem()[11], '.') << sink.stem();
+  }
+  const std::vector<std::string> outside = list(outer.path());
+  ASSERT_EQ(outside.size(), 1u) << "nothing but logs/ in the parent";
+  for (const std::string& name : list(logs)) EXPECT_EQ(name.rfind("loopcanary-", 0), 0u) << name;
+}
+
+TEST(LinuxFileSink, PlantedSymlinkIsNotFollowed) {
+  TempDir dir;
+  const std::string target = dir.sub("target.txt");
+  { std::ofstream(target) << "precious\n"; }
+  ASSERT_EQ(symlink(target.c_str(), dir.sub("loopcanary-fw-1.4.2.jsonl").c_str()), 0);
+  lx::FileSink sink;
+  EXPECT_EQ(sink.open(config_for(dir.path())), lx::SinkError::file_open_failed);
+  EXPECT_EQ(sink.status().last_errno, ELOOP);
+  EXPECT_EQ(slurp(target), "precious\n");
+}
+
+TEST(LinuxFileSink, OldFilesAreRemovedByAge) {
+  TempDir dir;
+  const timespec old_times[2] = {{std::time(nullptr) - 3 * 24 * 3600, 0}, {std::time(nullptr) - 3 * 24 * 3600, 0}};
+  const std::vector<std::string> rotated = {"loopcanary-fw-1.4.2.20200101T000000Z-000001.jsonl",
+                                            "loopcanary-fw-1.4.2.20200101T000000Z-000002.log"};
+  for (const std::string& name : rotated) {
+    { std::ofstream(dir.sub(name.c_str())) << "{}\n"; }
+    ASSERT_EQ(utimensat(AT_FDCWD, dir.sub(name.c_str()).c_str(), old_times, 0), 0);
+  }
+  { std::ofstream(dir.sub("loopcanary-fw-1.4.2.jsonl")) << "{\"old\":1}\n"; }  // a current file, also old
+  ASSERT_EQ(utimensat(AT_FDCWD, dir.sub("loopcanary-fw-1.4.2.jsonl").c_str(), old_times, 0), 0);
+  { std::ofstream(dir.sub("notes.txt")) << "not ours\n"; }
+  ASSERT_EQ(utimensat(AT_FDCWD, dir.sub("notes.txt").c_str(), old_times, 0), 0);
+
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config_for(dir.path())), lx::SinkError::none);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.removed_by_age, 3u) << "two rotated files and the stale current one";
+  EXPECT_EQ(status.rotations, 1u);
+  std::vector<std::string> left = list(dir.path());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"loopcanary-fw-1.4.2.jsonl", "loopcanary-fw-1.4.2.log", "notes.txt"}));
+}
+
+TEST(LinuxFileSink, ReopeningAFileWithATornTailStartsOnANewLine) {
+  TempDir dir;
+  const std::string jsonl = dir.sub("loopcanary-fw-1.4.2.jsonl");
+  { std::ofstream(jsonl) << "{\"report\":1}\n{\"report\":2,\"pha"; }  // a crash mid-record
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config_for(dir.path())), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  Lines lines;
+  const lx::LogReadResult read = read_all(jsonl, lines);
+  EXPECT_EQ(read.records, 3u);
+  EXPECT_EQ(read.malformed, 1u);
+  ASSERT_EQ(lines.warnings.size(), 1u);
+  EXPECT_NE(lines.warnings[0].find(jsonl + ":2: "), std::string::npos) << lines.warnings[0];
+}
+
+TEST(LinuxFileSink, ReaderSkipsATornTailAndGarbageWithWarnings) {
+  TempDir dir;
+  const std::string path = dir.sub("log.jsonl");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "{\"report\":1,\"stacks\":[{\"pcs\":[\"0x1\"]}]}\n";
+    out << "{\"report\":2,\"unbalanced\":[}\n";
+    out << "garbage\x01\x02\n";
+    out << "\n";
+    out << "{\"report\":3,\"s\":\"a \\\" } quoted brace\"}\n";
+    out << "{\"report\":4,\"phase\":\"fi";
+  }
+  Lines lines;
+  const lx::LogReadResult read = read_all(path, lines);
+  EXPECT_EQ(read.records, 2u);
+  EXPECT_EQ(read.malformed, 2u);
+  EXPECT_TRUE(read.torn_tail);
+  ASSERT_EQ(lines.warnings.size(), 3u);
+  EXPECT_NE(lines.warnings[0].find(path + ":2: "), std::string::npos) << lines.warnings[0];
+  EXPECT_NE(lines.warnings[1].find(path + ":3: "), std::string::npos) << lines.warnings[1];
+  EXPECT_NE(lines.warnings[2].find(path + ":6: torn record"), std::string::npos) << lines.warnings[2];
+
+  Lines missing;
+  const lx::LogReadResult none = read_all(dir.sub("absent.jsonl"), missing);
+  EXPECT_EQ(none.sys_errno, ENOENT);
+  ASSERT_EQ(missing.warnings.size(), 1u);
+}
+
+TEST(LinuxFileSink, WriteBeforeOpenOrAfterCloseFails) {
+  lx::FileSink sink;
+  lc::BlockRecord record;
+  EXPECT_FALSE(sink.write(record));
+  EXPECT_EQ(sink.status().last_error, lx::SinkError::not_open);
+  TempDir dir;
+  ASSERT_EQ(sink.open(config_for(dir.path())), lx::SinkError::none);
+  EXPECT_TRUE(sink.write(record));
+  sink.close();
+  EXPECT_FALSE(sink.write(record));
+  EXPECT_FALSE(sink.status().open);
+}
