@@ -465,16 +465,19 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
 
 std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::size_t size, Part part) noexcept {
   Appender w(out, size);
+  // The process clock names the record's ticks only when the record was stamped by it (a
+  // record from another clock, e.g. the sim port's virtual time, carries its own tick_hz).
+  const ClockInfo& clock = clock_info();
+  const char* clock_name = r.tick_hz == clock.tick_hz ? clock.name : "other";
   if (part == Part::text_head) {
     char when[40];
     utc_time(when, sizeof when, false);
-    const ClockInfo& clock = clock_info();
     w.puts("time = ");
     w.puts(when);
     w.puts(" (written)\nclock = ");
-    w.puts(clock.name);
+    w.puts(clock_name);
     w.puts(" @ ");
-    w.u64(clock.tick_hz);
+    w.u64(r.tick_hz);
     w.puts(" Hz\n");
     return w.overflow() ? kOverflow : w.used();
   }
@@ -502,7 +505,7 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     w.puts(",\"linux\":{\"time\":");
     w.json_string(when);
     w.puts(",\"clock\":");
-    w.json_string(clock_info().name);
+    w.json_string(clock_name);
     w.puts(",\"frames\":[");
   } else if (count > 0) {
     w.puts("symbols:\n");

@@ -118,7 +118,10 @@ TEST(LinuxPlatform, CapturesAThread32FramesDeep) {
     lx::Symbol sym;
     if (symbolizer.symbolize(pcs[i], i != 0, sym) && std::strstr(sym.function, "lc_test_deep") != nullptr) ++in_deep;
   }
-  EXPECT_GE(in_deep, 33);
+  // 33 frames of lc_test_deep (the entry and 32 recursions). Under ThreadSanitizer the
+  // interrupted instruction may be in its runtime (an instrumented atomic load), not in
+  // lc_test_deep: then the 32 return addresses still are.
+  EXPECT_GE(in_deep, kThreadSanitizer ? 32 : 33);
   const lx::PlatformStats s = platform.stats();
   EXPECT_EQ(s.samples_requested, attempts);
   EXPECT_EQ(s.samples_answered, 1u);
@@ -270,6 +273,8 @@ TEST(LinuxPlatform, DebuggerAttachedSuppressesReports) {
 
 // No descriptor and no thread outlives the objects that made them.
 TEST(LinuxPlatform, NoLeakedDescriptorsOrThreads) {
+  // ThreadSanitizer's runtime starts a background thread of its own, lazily.
+  if (kThreadSanitizer) GTEST_SKIP() << "the sanitizer runtime's own thread breaks the thread count";
   const std::size_t fds = count_entries("/proc/self/fd");
   const std::size_t threads = count_entries("/proc/self/task");
   {

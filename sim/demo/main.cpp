@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// loopcanary-sim: the thermostat firmware on the simulator runtime, watched by loopcanary, in
+// real or virtual time. `loopcanary-sim --help` explains the options; docs/demo.md the rest.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "linux_file_sink.hpp"
+#include "loopcanary/loopcanary.hpp"
+#include "options.hpp"
+#include "scenarios.hpp"
+#include "simrt/real_board.hpp"
+#include "simrt/report.hpp"
+#include "simrt/runtime.hpp"
+#include "simrt/virtual_board.hpp"
+#include "thermostat.hpp"
+
+namespace {
+
+namespace lc = loopcanary;
+namespace lx = loopcanary::port_linux;
+namespace simrt = loopcanary::simrt;
+using namespace thermostat;
+
+// Everything a run needs, allocated once at start-up.
+struct Simulation {
+  lc::Monitor monitor;
+  lc::StaticWatchdog<1, 16> watchdog;
+  Plan plan;
+  lx::FileSink sink;
+};
+
+int fail(const std::string& message, int status) {
+  std::fprintf(stderr, "%s: %s\n", kProgram, message.c_str());
+  return status;
+}
+
+int run(const Options& options) {
+  auto sim = std::make_unique<Simulation>();
+
+  // The board: real time on the Linux port, or virtual time on the sim port.
+  std::unique_ptr<simrt::Board> board;
+  std::string clock;
+  if (options.virtual_time) {
+    board = std::make_unique<simrt::VirtualBoard>();
+    clock = "sim port, 1 MHz virtual clock";
+  } else {
+    auto real = std::make_unique<simrt::RealBoard>();
+    char message[256];
+    if (!real->init(lx::PlatformConfig{}, message, sizeof message)) return fail(message, kExitFailed);
+    clock = std::string("linux port, ") + real->clock_name() + " clock";
+    board = std::move(real);
+  }
+
+  const std::uint32_t threshold_us = options.threshold_ms * 1000u;
+  const std::uint32_t interval_us = sample_interval_us(threshold_us);
+  lc::MonitorConfig monitor_config;
+  monitor_config.name = "main";
+  monitor_config.tick_hz = board->tick_hz();
+  monitor_config.threshold_us = threshold_us;
+  monitor_config.sample_interval_us = interval_us;
+  monitor_config.hang_limit_us = options.hang_ms * 1000u;
+  monitor_config.context = board->loop_context();
+  lc::WatchdogConfig watchdog_config;
+  watchdog_config.qualifier = kQualifier;
+  for (const lc::Status status : {sim->monitor.init(monitor_config), sim->watchdog.init(watchdog_config, board->hal()),
+                                  sim->watchdog.add(sim->monitor)}) {
+    if (status != lc::Status::ok) return fail(std::string("loopcanary: ") + lc::describe(status), kExitFailed);
+  }
+
+  simrt::Runtime runtime(*board, sim->monitor);
+  Firmware firmware(runtime);
+  Lines lines;
+  if (!runtime.init(simrt::RuntimeConfig{Firmware::kTypes, kEventCount, &firmware}) || !firmware.init(lines)) {
+    return fail("the firmware does not fit the runtime's tables", kExitFailed);
+  }
+
+  PlanInput plan_input = plan_input_for(options);
+  plan_input.lines = lines;
+  Plan& plan = sim->plan;
+  make_plan(plan_input, plan);
+
+  lx::FileSink* sink = nullptr;
+  if (!options.log_dir.empty()) {
+    lx::FileSinkConfig sink_config;
+    sink_config.directory = options.log_dir.c_str();
+    sink_config.qualifier = kQualifier;
+    if (sim->sink.open(sink_config) != lx::SinkError::none) {
+      return fail(std::string("--log-dir: ") + sim->sink.status().message, kExitFailed);
+    }
+    sink = &sim->sink;
+  }
+
+  simrt::ReporterConfig reporter_config;
+  reporter_config.board = board.get();
+  reporter_config.sink = sink;
+  reporter_config.on_record = &Firmware::on_record;
+  reporter_config.on_record_context = &firmware;
+  simrt::Reporter reporter(reporter_config);
+
+  simrt::BoardStart start;
+  start.watchdog = &sim->watchdog;
+  start.poll_period_us = interval_us;
+  start.consumer = &simrt::Reporter::consume;
+  start.consumer_context = &reporter;
+  start.lines = runtime.lines();
+  start.line_count = runtime.line_count();
+  start.peripherals = plan.peripherals;
+  start.peripheral_count = plan.peripheral_count;
+  const simrt::BoardError error = board->start(start);
+  if (error != simrt::BoardError::none) return fail(simrt::describe(error), kExitFailed);
+
+  firmware.start(plan.workload);
+  runtime.run_for(options.run_us);
+  board->finish();
+
+  simrt::SummaryInput summary;
+  summary.header.program = kProgram;
+  summary.header.firmware = kFirmware;
+  summary.header.time = board->time_name();
+  summary.header.clock = clock.c_str();
+  summary.header.scenarios = options.scenario_names.c_str();
+  summary.header.threshold_us = threshold_us;
+  summary.header.hang_limit_us = monitor_config.hang_limit_us;
+  summary.header.run_us = options.run_us;
+  summary.runtime = &runtime;
+  summary.reporter = &reporter;
+  summary.monitor = &sim->monitor;
+  summary.watchdog = &sim->watchdog;
+  summary.board = board.get();
+  if (options.json) {
+    simrt::print_summary_json(stdout, summary);
+  } else {
+    simrt::print_summary_text(stdout, summary);
+  }
+  if (reporter.sink_failures() != 0) {
+    return fail(std::to_string(reporter.sink_failures()) + " records could not be written to --log-dir: " +
+                    sim->sink.status().message,
+                kExitFailed);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  std::string error;
+  if (!parse_options(argc, argv, options, error)) return fail(error + " (see --help)", kExitUsage);
+  if (options.help) {
+    print_help(stdout);
+    return kExitOk;
+  }
+  return run(options);
+}

@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: MIT
+#include "simrt/report.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace loopcanary::simrt {
+namespace {
+
+void copy_text(char* out, std::size_t size, const char* text) noexcept {
+  if (size == 0) return;
+  std::size_t n = std::strlen(text);
+  if (n >= size) n = size - 1;
+  std::memcpy(out, text, n);
+  out[n] = '\0';
+}
+
+bool starts_with(const char* text, const char* prefix) noexcept {
+  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+// "ns::f(int, char)" -> "ns::f"; keeps "(anonymous namespace)::" in front.
+void copy_without_parameters(char* out, std::size_t size, const char* function) noexcept {
+  copy_text(out, size, function);
+  const char* anonymous = "(anonymous namespace)::";
+  const std::size_t skip = starts_with(out, anonymous) ? std::strlen(anonymous) : 0;
+  char* paren = std::strchr(out + skip, '(');
+  if (paren != nullptr) *paren = '\0';
+}
+
+// Microseconds as milliseconds with one decimal: "400.0".
+std::string ms_text(std::uint64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llu.%llu", static_cast<unsigned long long>(us / 1000u),
+                static_cast<unsigned long long>(us % 1000u / 100u));
+  return text;
+}
+
+// Microseconds as seconds with three decimals: "1.100".
+std::string s_text(std::uint64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(us / 1'000'000u),
+                static_cast<unsigned long long>(us % 1'000'000u / 1000u));
+  return text;
+}
+
+std::string number(std::uint64_t value) { return std::to_string(value); }
+
+const char* event_name(const BlockRecord& record) noexcept {
+  return record.event != nullptr ? record.event->name : "?";
+}
+
+std::uint64_t duration_us(const BlockRecord& record) noexcept {
+  return us_from_ticks(record.duration_ticks, record.tick_hz);
+}
+
+// Thread CPU share of the CPU window, per cent; -1 when unknown.
+int cpu_percent(const BlockRecord& record) noexcept {
+  const std::uint64_t window = us_from_ticks(record.window_ticks, record.tick_hz);
+  if (!record.has_thread_cpu || window == 0) return -1;
+  const std::uint64_t percent = record.thread_cpu_us * 100u / window;
+  return static_cast<int>(percent > 100u ? 100u : percent);
+}
+
+// "a (58/61)" or "-".
+std::string with_votes(const char* name, std::uint32_t votes, std::uint32_t voters) {
+  if (name[0] == '\0') return "-";
+  return std::string(name) + " (" + number(votes) + "/" + number(voters) + ")";
+}
+
+// ---- Text tables ---------------------------------------------------------------------------
+
+using Row = std::vector<std::string>;
+
+// Left-aligned text columns, right-aligned number columns (those whose bit is set).
+void print_table(std::FILE* out, const std::vector<Row>& rows, std::uint32_t right_aligned) {
+  std::vector<std::size_t> width;
+  for (const Row& row : rows) {
+    if (row.size() > width.size()) width.resize(row.size(), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const Row& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += "  ";
+      line += ((right_aligned >> c) & 1u) != 0 ? pad + row[c] : row[c] + (c + 1 < row.size() ? pad : "");
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+}
+
+// ---- JSON ----------------------------------------------------------------------------------
+
+class Json {
+ public:
+  Json& key(const char* name) {
+    separate();
+    quote(name);
+    text_ += ':';
+    fresh_ = true;
+    return *this;
+  }
+  Json& string(const char* value) {
+    separate();
+    quote(value);
+    return *this;
+  }
+  Json& value(std::uint64_t v) {
+    separate();
+    text_ += std::to_string(v);
+    return *this;
+  }
+  Json& ms(std::uint64_t us) {  // milliseconds, one decimal
+    separate();
+    text_ += ms_text(us);
+    return *this;
+  }
+  Json& boolean(bool v) {
+    separate();
+    text_ += v ? "true" : "false";
+    return *this;
+  }
+  Json& open(char bracket) {
+    separate();
+    text_ += bracket;
+    fresh_ = true;
+    return *this;
+  }
+  Json& close(char bracket) {
+    text_ += bracket;
+    fresh_ = false;
+    return *this;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  void quote(const char* value) {
+    text_ += '"';
+    for (const char* p = value; *p != '\0'; ++p) {
+      const auto c = static_cast<unsigned char>(*p);
+      if (c == '"' || c == '\\') {
+        text_ += '\\';
+        text_ += *p;
+      } else if (c < 0x20) {
+        char escaped[8];
+        std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+        text_ += escaped;
+      } else {
+        text_ += *p;
+      }
+    }
+    text_ += '"';
+  }
+  void separate() {
+    if (!fresh_) text_ += ',';
+    fresh_ = false;
+  }
+  std::string text_;
+  bool fresh_ = true;
+};
+
+// ---- The summary's rows --------------------------------------------------------------------
+
+// Final records grouped by event, in order of first appearance.
+struct EventBlocks {
+  const Event* event = nullptr;
+  std::vector<const KeptRecord*> records;
+  const KeptRecord* worst = nullptr;
+  std::uint64_t delayed = 0;
+  std::uint64_t delayed_wait_max_us = 0;
+  std::uint64_t irqs_lost = 0;
+  bool hung = false;
+};
+
+std::vector<EventBlocks> group_blocks(const SummaryInput& in) {
+  std::vector<EventBlocks> groups;
+  for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
+    const KeptRecord& kept = in.reporter->kept(i);
+    const BlockRecord& r = kept.record;
+    EventBlocks* group = nullptr;
+    for (EventBlocks& g : groups) {
+      if (g.event == r.event) group = &g;
+    }
+    if (group == nullptr) {
+      groups.push_back(EventBlocks{});
+      group = &groups.back();
+      group->event = r.event;
+    }
+    group->records.push_back(&kept);
+    if (group->worst == nullptr || r.duration_ticks > group->worst->record.duration_ticks) group->worst = &kept;
+    if ((r.flags & kFlagHung) != 0) group->hung = true;
+    if (const BlockSpan* span = in.runtime->span_of(r.dispatch)) {
+      group->delayed += span->delayed_total;
+      group->delayed_wait_max_us =
+          std::max<std::uint64_t>(group->delayed_wait_max_us, in.board->us_from_ticks(span->delayed_wait_max));
+      group->irqs_lost += span->irqs_lost;
+    }
+  }
+  return groups;
+}
+
+std::string delayed_by_type(const Runtime& runtime, const BlockSpan& span) {
+  std::string text;
+  for (std::size_t t = 0; t < runtime.type_count(); ++t) {
+    if (span.delayed[t] == 0) continue;
+    if (!text.empty()) text += ", ";
+    text += runtime.type(static_cast<TypeId>(t)).event.name;
+    text += " " + number(span.delayed[t]);
+  }
+  return text.empty() ? "none" : text;
+}
+
+}  // namespace
+
+// ---- CulpritFinder -------------------------------------------------------------------------
+
+CulpritFinder::CulpritFinder() noexcept {
+  const ssize_t n = readlink("/proc/self/exe", executable_, sizeof executable_ - 1);
+  executable_[n > 0 ? n : 0] = '\0';
+  port_linux::Symbol warm_up;
+  symbolizer_.symbolize(reinterpret_cast<std::uintptr_t>(&top_scope), false, warm_up);
+}
+
+bool CulpritFinder::firmware_frame(Frame pc, bool return_address, char* name, std::size_t size) noexcept {
+  port_linux::Symbol symbol;
+  if (!symbolizer_.symbolize(pc, return_address, symbol) || !symbol.has_function) return false;
+  if (std::strcmp(symbol.module_path, executable_) != 0) return false;
+  const char* f = symbol.function;
+  if (starts_with(f, "loopcanary::") || starts_with(f, "std::") || starts_with(f, "__")) return false;
+  copy_without_parameters(name, size, f);
+  return true;
+}
+
+bool CulpritFinder::find(const BlockRecord& record, char* name, std::size_t size, std::uint32_t& votes,
+                         std::uint32_t& voters) noexcept {
+  struct Vote {
+    char name[kCulpritMax];
+    std::uint32_t count;
+  };
+  Vote votes_by_name[kMaxSamples] = {};
+  std::size_t distinct = 0;
+  voters = 0;
+  for (std::uint8_t i = 0; i < record.sample_count; ++i) {
+    const Sample& sample = record.samples[i];
+    char found[kCulpritMax];
+    bool named = false;
+    for (std::uint8_t f = 0; f < sample.pc_count && !named; ++f) {
+      named = firmware_frame(sample.frames[sample.scope_count + f], f != 0, found, sizeof found);
+    }
+    if (!named) continue;
+    ++voters;
+    std::size_t v = 0;
+    while (v < distinct && std::strcmp(votes_by_name[v].name, found) != 0) ++v;
+    if (v == distinct) copy_text(votes_by_name[distinct++].name, kCulpritMax, found);
+    ++votes_by_name[v].count;
+  }
+  std::size_t best = 0;
+  for (std::size_t v = 1; v < distinct; ++v) {
+    if (votes_by_name[v].count > votes_by_name[best].count) best = v;
+  }
+  if (distinct == 0) {
+    copy_text(name, size, "");
+    votes = 0;
+    return false;
+  }
+  copy_text(name, size, votes_by_name[best].name);
+  votes = votes_by_name[best].count;
+  return true;
+}
+
+// ---- Reporter ------------------------------------------------------------------------------
+
+Reporter::Reporter(const ReporterConfig& config) noexcept : config_(config), kept_(new KeptRecord[kMaxKeptRecords]) {}
+
+void Reporter::consume(void* self, const BlockRecord& record) noexcept { static_cast<Reporter*>(self)->handle(record); }
+
+void Reporter::handle(const BlockRecord& record) noexcept {
+  char function[kCulpritMax];
+  std::uint32_t votes = 0;
+  std::uint32_t voters = 0;
+  culprits_.find(record, function, sizeof function, votes, voters);
+  switch (record.phase) {
+    case Phase::in_progress: ++in_progress_; break;
+    case Phase::hang: ++hangs_; break;
+    case Phase::final:
+      ++finals_;
+      if (kept_count_ < kMaxKeptRecords) {
+        KeptRecord& kept = kept_[kept_count_++];
+        kept.record = record;
+        copy_text(kept.function, sizeof kept.function, function);
+        kept.function_votes = votes;
+        kept.function_voters = voters;
+      } else {
+        ++not_kept_;
+      }
+      break;
+  }
+  print_live(record, function);
+  if (config_.sink != nullptr && !config_.sink->write(record)) ++sink_failures_;
+  if (config_.on_record != nullptr) config_.on_record(config_.on_record_context, record);
+}
+
+void Reporter::print_live(const BlockRecord& record, const char* function) noexcept {
+  if (config_.live == nullptr || config_.board == nullptr) return;
+  std::uint32_t scope_count = 0;
+  const char* scope = top_scope(record, scope_count);
+  const char* where_scope = scope[0] != '\0' ? scope : "-";
+  const char* where_function = function[0] != '\0' ? function : "-";
+  const std::string at = s_text(config_.board->us_since_start(record.end));
+  const std::string ms = ms_text(duration_us(record));
+  const int cpu = cpu_percent(record);
+  char cpu_text[16];
+  if (cpu < 0) {
+    copy_text(cpu_text, sizeof cpu_text, "?");
+  } else {
+    std::snprintf(cpu_text, sizeof cpu_text, "%d%%", cpu);
+  }
+  switch (record.phase) {
+    case Phase::in_progress:
+      std::fprintf(config_.live, "[loopcanary] %7s s  block in progress  %-16s %8s ms so far  %s, cpu %s  in %s / %s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
+                   where_function);
+      break;
+    case Phase::hang:
+      std::fprintf(config_.live, "[loopcanary] %7s s  HANG, still stuck  %-16s %8s ms so far  %s, cpu %s  in %s / %s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
+                   where_function);
+      break;
+    case Phase::final:
+      std::fprintf(config_.live, "[loopcanary] %7s s  block ended        %-16s %8s ms total    %s, cpu %s  in %s / %s%s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
+                   where_function, (record.flags & kFlagHung) != 0 ? "  (had hung)" : "");
+      break;
+  }
+  std::fflush(config_.live);
+}
+
+const char* top_scope(const BlockRecord& record, std::uint32_t& count) noexcept {
+  count = 0;
+  if (record.top_count == 0 || !record.top[0].is_scope) return "";
+  count = record.top[0].count;
+  return reinterpret_cast<const char*>(record.top[0].frame);
+}
+
+// ---- Summary -------------------------------------------------------------------------------
+
+void print_summary_text(std::FILE* out, const SummaryInput& in) {
+  const SummaryHeader& h = in.header;
+  std::fprintf(out, "%s: %s, %s time (%s), scenarios: %s\n", h.program, h.firmware, h.time, h.clock, h.scenarios);
+  std::fprintf(out, "threshold %s ms, hang limit %s ms, ran %s s\n\n", ms_text(h.threshold_us).c_str(),
+               ms_text(h.hang_limit_us).c_str(), s_text(h.run_us).c_str());
+
+  const std::vector<EventBlocks> groups = group_blocks(in);
+  std::fprintf(out, "Blocks by event\n");
+  if (groups.empty()) {
+    std::fprintf(out, "  none: no dispatch went over its threshold\n");
+  } else {
+    std::vector<Row> rows{{"event", "blocks", "worst ms", "cause", "hang", "top scope", "top function",
+                           "delayed", "max wait ms", "irqs lost"}};
+    for (const EventBlocks& g : groups) {
+      const BlockRecord& w = g.worst->record;
+      std::uint32_t scope_count = 0;
+      const char* scope = top_scope(w, scope_count);
+      rows.push_back(Row{g.event->name, number(g.records.size()), ms_text(duration_us(w)), to_string(w.cause),
+                         g.hung ? "yes" : "no", with_votes(scope, scope_count, w.samples_taken),
+                         with_votes(g.worst->function, g.worst->function_votes, g.worst->function_voters),
+                         number(g.delayed), ms_text(g.delayed_wait_max_us), number(g.irqs_lost)});
+    }
+    print_table(out, rows, 0b1110000110u);
+
+    std::fprintf(out, "\nEvents delayed by each block (posted before it ended, dispatched after)\n");
+    for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
+      const BlockRecord& r = in.reporter->kept(i).record;
+      const BlockSpan* span = in.runtime->span_of(r.dispatch);
+      std::fprintf(out, "  at %s s  %s, dispatch %u, %s ms: %s\n", s_text(in.board->us_since_start(r.start)).c_str(),
+                   event_name(r), r.dispatch, ms_text(duration_us(r)).c_str(),
+                   span != nullptr ? delayed_by_type(*in.runtime, *span).c_str() : "(not tracked)");
+    }
+  }
+
+  std::fprintf(out, "\nQueue latency by event (post -> dispatch)\n");
+  std::vector<Row> rows{{"event", "dispatched", "blocks", "mean ms", "max ms", "lost", "timer skips"}};
+  for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
+    const TypeStats& s = in.runtime->stats(static_cast<TypeId>(t));
+    const std::uint64_t mean = s.dispatched == 0 ? 0u : in.board->us_from_ticks(s.wait_sum / s.dispatched);
+    rows.push_back(Row{in.runtime->type(static_cast<TypeId>(t)).event.name, number(s.dispatched), number(s.blocks),
+                       ms_text(mean), ms_text(in.board->us_from_ticks(s.wait_max)), number(s.lost),
+                       number(s.timer_skips)});
+  }
+  print_table(out, rows, 0b1111110u);
+
+  const LoopStats loop = in.monitor->stats();
+  const WatchdogStats dog = in.watchdog->stats();
+  std::fprintf(out, "\nloop %s: %u dispatches, blocks %u, hangs %u, longest %s ms, %u pending at the end\n",
+               in.monitor->name(), loop.dispatches, loop.blocks, loop.hangs,
+               ms_text(in.board->us_from_ticks(loop.max_duration)).c_str(), in.runtime->pending());
+  std::fprintf(out,
+               "watchdog: %u polls, %u reports (%u in progress, %u hang, %u final), %u records dropped, "
+               "%u samples missed\n",
+               dog.polls, dog.reports, in.reporter->in_progress_reports(), in.reporter->hang_reports(),
+               in.reporter->final_reports(), dog.records_dropped, dog.samples_missed);
+}
+
+void print_summary_json(std::FILE* out, const SummaryInput& in) {
+  const SummaryHeader& h = in.header;
+  Json o;
+  o.open('{');
+  o.key("program").string(h.program).key("firmware").string(h.firmware).key("time").string(h.time);
+  o.key("clock").string(h.clock).key("scenarios").string(h.scenarios);
+  o.key("threshold_ms").ms(h.threshold_us).key("hang_limit_ms").ms(h.hang_limit_us).key("run_ms").ms(h.run_us);
+
+  o.key("blocks").open('[');
+  for (const EventBlocks& g : group_blocks(in)) {
+    const BlockRecord& w = g.worst->record;
+    std::uint32_t scope_count = 0;
+    const char* scope = top_scope(w, scope_count);
+    o.open('{').key("event").string(g.event->name).key("blocks").value(g.records.size());
+    o.key("worst_ms").ms(duration_us(w)).key("cause").string(to_string(w.cause)).key("hang").boolean(g.hung);
+    o.key("top_scope").string(scope).key("top_scope_samples").value(scope_count).key("samples").value(w.samples_taken);
+    o.key("top_function").string(g.worst->function).key("top_function_samples").value(g.worst->function_votes);
+    o.key("symbolised_samples").value(g.worst->function_voters);
+    o.key("delayed").value(g.delayed).key("max_wait_ms").ms(g.delayed_wait_max_us);
+    o.key("irqs_lost").value(g.irqs_lost);
+    o.key("dispatches").open('[');
+    for (const KeptRecord* kept : g.records) {
+      const BlockRecord& r = kept->record;
+      o.open('{').key("dispatch").value(r.dispatch).key("start_ms").ms(in.board->us_since_start(r.start));
+      o.key("duration_ms").ms(duration_us(r)).key("cause").string(to_string(r.cause));
+      o.key("delayed_by_event").open('{');
+      if (const BlockSpan* span = in.runtime->span_of(r.dispatch)) {
+        for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
+          if (span->delayed[t] != 0) o.key(in.runtime->type(static_cast<TypeId>(t)).event.name).value(span->delayed[t]);
+        }
+      }
+      o.close('}').close('}');
+    }
+    o.close(']').close('}');
+  }
+  o.close(']');
+
+  o.key("latency").open('[');
+  for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
+    const TypeStats& s = in.runtime->stats(static_cast<TypeId>(t));
+    const std::uint64_t mean = s.dispatched == 0 ? 0u : in.board->us_from_ticks(s.wait_sum / s.dispatched);
+    o.open('{').key("event").string(in.runtime->type(static_cast<TypeId>(t)).event.name);
+    o.key("dispatched").value(s.dispatched).key("blocks").value(s.blocks).key("mean_ms").ms(mean);
+    o.key("max_ms").ms(in.board->us_from_ticks(s.wait_max)).key("lost").value(s.lost);
+    o.key("timer_skips").value(s.timer_skips).close('}');
+  }
+  o.close(']');
+
+  const LoopStats loop = in.monitor->stats();
+  const WatchdogStats dog = in.watchdog->stats();
+  o.key("loop").open('{').key("name").string(in.monitor->name()).key("dispatches").value(loop.dispatches);
+  o.key("blocks").value(loop.blocks).key("hangs").value(loop.hangs);
+  o.key("longest_ms").ms(in.board->us_from_ticks(loop.max_duration)).key("pending").value(in.runtime->pending());
+  o.close('}');
+  o.key("watchdog").open('{').key("polls").value(dog.polls).key("reports").value(dog.reports);
+  o.key("in_progress").value(in.reporter->in_progress_reports()).key("hang").value(in.reporter->hang_reports());
+  o.key("final").value(in.reporter->final_reports()).key("records_dropped").value(dog.records_dropped);
+  o.key("samples_missed").value(dog.samples_missed).close('}');
+  o.close('}');
+  std::fprintf(out, "%s\n", o.text().c_str());
+}
+
+}  // namespace loopcanary::simrt

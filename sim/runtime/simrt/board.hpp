@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// Board: everything the simulated firmware asks of the machine it runs on, behind one small
+// virtual interface, so the same firmware code runs in real time (RealBoard: Linux port, real
+// threads, real CPU work, signal-sampled stacks) and in virtual time (VirtualBoard: sim port,
+// deterministic, the work advances a virtual clock).
+//
+//   time        now(), tick_hz(), ticks_from_us()
+//   CPU work    for (Burn burn(us); board.compute(burn);) { one step of the real work }
+//   off CPU     wait_us(): a sleep, a flash page program, an I2C transfer
+//   buses       acquire()/release(): a bus the loop shares with a peripheral that may hold it
+//   idle        idle_until(): the loop has nothing to do until a deadline or an interrupt
+//   peripherals a timeline of actions each (raise an interrupt line, hold a bus): a thread of
+//               their own in real time, events on the virtual timeline in virtual time
+//   watchdog    the board polls it (a thread / the virtual scheduler) and hands every record
+//               to one consumer
+//
+// compute(), wait_us() and acquire() pass the address of the firmware code that called them to
+// the board, so a virtual board can report it as the loop's program counter: samples then name
+// the same firmware function in virtual time as the signal-sampled stacks do in real time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loopcanary/hal.hpp"
+#include "loopcanary/record.hpp"
+#include "loopcanary/time.hpp"
+#include "loopcanary/watchdog.hpp"
+#include "simrt/irq.hpp"
+
+namespace loopcanary::simrt {
+
+/// Buses a board models.
+inline constexpr std::size_t kMaxBuses = 4;
+/// Peripherals a board runs.
+inline constexpr std::size_t kMaxPeripherals = 4;
+/// Actions in one peripheral's timeline.
+inline constexpr std::size_t kMaxActions = 16;
+
+using BusId = std::uint8_t;
+
+/// One thing a peripheral does, once or periodically, at a time counted from the start of the
+/// run. The actions of one peripheral happen one after the other: while it holds a bus, its
+/// other actions wait, and periodic ones that fell due meanwhile are skipped (a wedged chip
+/// does not queue up its interrupts).
+struct Action {
+  enum class Kind : std::uint8_t {
+    raise,     ///< raise interrupt line `target` with `arg`
+    hold_bus,  ///< hold bus `target` for `arg` microseconds, or until Board::reset_hold()
+  };
+  Kind kind = Kind::raise;
+  std::uint8_t target = 0;
+  std::uint32_t arg = 0;
+  std::uint64_t at_us = 0;      ///< first occurrence, microseconds from the start of the run
+  std::uint32_t period_us = 0;  ///< repeat every period_us; 0: once
+  std::uint32_t count = 0;      ///< occurrences when periodic; 0: until the run ends
+};
+
+/// A simulated peripheral (a sensor, a radio coprocessor, a keypad): its name and timeline.
+struct Peripheral {
+  const char* name = "";
+  const Action* actions = nullptr;
+  std::size_t action_count = 0;
+};
+
+/// Walks one peripheral's timeline in time order (ties: the earlier action in the list).
+class Timeline {
+ public:
+  Timeline() noexcept = default;
+  explicit Timeline(const Peripheral& peripheral) noexcept;
+
+  /// The next occurrence: its time and its action. False when the timeline is exhausted.
+  bool peek(std::uint64_t& at_us, const Action*& action) const noexcept;
+  /// Consumes the occurrence peek() returned.
+  void pop() noexcept;
+  /// Drops periodic occurrences due before `us` (they fell due while the peripheral was busy);
+  /// returns how many.
+  std::uint32_t skip_before(std::uint64_t us) noexcept;
+
+ private:
+  bool next_of(std::size_t i, std::uint64_t& at_us) const noexcept;
+
+  const Action* actions_ = nullptr;
+  std::size_t count_ = 0;
+  std::uint32_t fired_[kMaxActions] = {};
+};
+
+/// CPU work of a known length: `for (Burn burn(us); board.compute(burn);) step();`. In real
+/// time the loop runs the step until `us` have elapsed; in virtual time the board advances the
+/// clock by `us` and the step runs once.
+struct Burn {
+  explicit Burn(std::uint32_t duration_us) noexcept : us(duration_us) {}
+  std::uint32_t us;
+  bool started = false;
+  tick_t start = 0;
+  tick_t length = 0;
+};
+
+/// Receives every record the watchdog produces, in watchdog context (the watchdog thread in
+/// real time, inside the loop's board calls in virtual time). The single consumer of the
+/// watchdog's record ring.
+using RecordConsumer = void (*)(void* context, const BlockRecord& record);
+
+struct BoardStart {
+  Watchdog* watchdog = nullptr;        ///< initialised, its loops added
+  std::uint32_t poll_period_us = 10'000;
+  RecordConsumer consumer = nullptr;   ///< may be null (records are then discarded)
+  void* consumer_context = nullptr;
+  IrqLine* lines = nullptr;            ///< the loop's interrupt lines, `line_count` of them
+  std::size_t line_count = 0;
+  const Peripheral* peripherals = nullptr;
+  std::size_t peripheral_count = 0;
+};
+
+/// Why BoardStart was refused, or the start-up step that failed. describe() says it in words.
+enum class BoardError : std::uint8_t {
+  none = 0,
+  watchdog_missing,       ///< BoardStart::watchdog is null
+  poll_period_invalid,    ///< poll_period_us is outside 100..1'000'000
+  too_many_peripherals,   ///< more than kMaxPeripherals
+  too_many_actions,       ///< a peripheral has more than kMaxActions actions
+  too_many_lines,         ///< line_count is above kMaxIrqLines
+  line_out_of_range,      ///< a raise action names a line >= line_count
+  line_shared,            ///< two peripherals raise the same line (each line has one producer)
+  bus_out_of_range,       ///< a hold_bus action names a bus >= kMaxBuses
+  platform_failed,        ///< the platform could not be set up (real time: see the message)
+  thread_failed,          ///< a thread could not be started
+  already_started,
+};
+const char* describe(BoardError error) noexcept;
+
+class Board {
+ public:
+  Board() noexcept = default;
+  Board(const Board&) = delete;
+  Board& operator=(const Board&) = delete;
+  virtual ~Board() = default;
+
+  // ---- Set-up, on the loop thread ----------------------------------------------------------
+
+  /// Tick rate of now(): MonitorConfig::tick_hz.
+  virtual std::uint32_t tick_hz() const noexcept = 0;
+  /// The platform services for Watchdog::init.
+  virtual Hal hal() noexcept = 0;
+  /// MonitorConfig::context of the loop.
+  virtual void* loop_context() noexcept = 0;
+  /// Validates `start`, then starts polling the watchdog and running the peripherals. Time 0
+  /// of the peripherals' timelines is now.
+  BoardError start(const BoardStart& start) noexcept;
+  /// Stops the peripherals, polls the watchdog at least once more (so a block that ended after
+  /// its last poll is finalised), hands the last records to the consumer and stops polling.
+  /// Call on the loop thread once the loop has stopped. Idempotent.
+  virtual void finish() noexcept = 0;
+  /// "real" or "virtual".
+  virtual const char* time_name() const noexcept = 0;
+
+  // ---- Loop context ------------------------------------------------------------------------
+
+  virtual tick_t now() noexcept = 0;
+  /// See Burn. True while the caller should run one more step.
+  bool compute(Burn& burn) noexcept;
+  /// Off the CPU for `us` microseconds (sleep, flash program, transfer).
+  void wait_us(std::uint32_t us) noexcept;
+  /// Takes `bus`, waiting while a peripheral holds it.
+  void acquire(BusId bus) noexcept;
+  /// Gives `bus` back.
+  virtual void release(BusId bus) noexcept = 0;
+  /// Nothing to do until `deadline` (ticks); returns early when an interrupt is raised, and
+  /// may return early for no reason (the loop checks again).
+  virtual void idle_until(tick_t deadline) noexcept = 0;
+
+  // ---- Any context -------------------------------------------------------------------------
+
+  /// Ends a peripheral's hold of `bus` now (resets the wedged peripheral). No effect when no
+  /// peripheral holds it.
+  virtual void reset_hold(BusId bus) noexcept = 0;
+
+  /// Board time of the start of the run (timeline time 0).
+  tick_t start_tick() const noexcept { return start_tick_; }
+  tick_t ticks_from_us(std::uint64_t us) const noexcept {
+    return static_cast<tick_t>(loopcanary::ticks_from_us(us, tick_hz()));
+  }
+  std::uint64_t us_from_ticks(std::uint64_t ticks) const noexcept {
+    return loopcanary::us_from_ticks(ticks, tick_hz());
+  }
+  /// Microseconds from the start of the run to `t` (t at or after the start, within half a wrap).
+  std::uint64_t us_since_start(tick_t t) const noexcept { return us_from_ticks(ticks_between(start_tick_, t)); }
+
+ protected:
+  /// Program counter inside the firmware code that called compute(), wait_us() or acquire().
+  using CallerPc = Frame;
+
+  virtual BoardError start_impl(const BoardStart& start) noexcept = 0;
+  virtual bool compute_step(Burn& burn, CallerPc caller) noexcept = 0;
+  virtual void wait_impl(std::uint32_t us, CallerPc caller) noexcept = 0;
+  virtual void acquire_impl(BusId bus, CallerPc caller) noexcept = 0;
+
+  /// Hands every record waiting in the watchdog's ring to the consumer. Watchdog context.
+  void drain_records() noexcept;
+
+  tick_t start_tick_ = 0;
+  BoardStart config_{};
+  bool started_ = false;
+};
+
+/// True when `a` is strictly before `b` (both within half a wrap of each other).
+constexpr bool tick_before(tick_t a, tick_t b) noexcept {
+  return a != b && ticks_between(a, b) <= kMaxIntervalTicks;
+}
+
+}  // namespace loopcanary::simrt

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// Reporter: the one consumer of the watchdog's records in a simulator run. For each record it
+// names the culprit (the innermost frame in the firmware's own code, symbolised), prints
+// BlockCanary's notification (one live line on stderr when a block starts, turns into a hang,
+// and ends), writes the record to the Linux port's file sink, passes it to the firmware's own
+// policy hook (resetting a wedged peripheral, say) and keeps the final ones for the summary.
+//
+// Summary: blocks by event (worst duration, cause, top scope, top function, events delayed),
+// the events each block held up, queue latency per event type, loop and watchdog counters; as
+// text tables or one JSON object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+
+#include "linux_file_sink.hpp"
+#include "linux_symbolizer.hpp"
+#include "loopcanary/monitor.hpp"
+#include "loopcanary/record.hpp"
+#include "loopcanary/watchdog.hpp"
+#include "simrt/board.hpp"
+#include "simrt/runtime.hpp"
+
+namespace loopcanary::simrt {
+
+/// Final records a Reporter keeps for the summary; more are counted.
+inline constexpr std::size_t kMaxKeptRecords = 64;
+/// Longest culprit name kept (longer ones are cut).
+inline constexpr std::size_t kCulpritMax = 96;
+
+/// The program counters of a record's samples, named.
+class CulpritFinder {
+ public:
+  /// Loads the symbol tables now (start-up), not at the first block.
+  CulpritFinder() noexcept;
+
+  /// The function most of `record`'s kept samples were in, counting per sample its innermost
+  /// frame in the program's own code: frames in shared libraries (libc's sleep and lock
+  /// waits), in std:: and in loopcanary:: (the runtime and the board) are skipped. Writes the
+  /// demangled name without its parameter list, and how many samples named it; false when no
+  /// sample had such a frame.
+  bool find(const BlockRecord& record, char* name, std::size_t size, std::uint32_t& votes,
+            std::uint32_t& voters) noexcept;
+
+ private:
+  bool firmware_frame(Frame pc, bool return_address, char* name, std::size_t size) noexcept;
+
+  port_linux::Symbolizer symbolizer_;
+  char executable_[256] = {};
+};
+
+/// What the reporter kept of one final record.
+struct KeptRecord {
+  BlockRecord record;
+  char function[kCulpritMax] = {};  ///< "" when no sample named one
+  std::uint32_t function_votes = 0;
+  std::uint32_t function_voters = 0;
+};
+
+struct ReporterConfig {
+  Board* board = nullptr;                    ///< for times relative to the start of the run
+  std::FILE* live = stderr;                  ///< live lines; null: none
+  port_linux::FileSink* sink = nullptr;      ///< every record is written here when set
+  RecordConsumer on_record = nullptr;        ///< the firmware's policy hook, after the rest
+  void* on_record_context = nullptr;
+};
+
+class Reporter {
+ public:
+  explicit Reporter(const ReporterConfig& config) noexcept;
+  Reporter(const Reporter&) = delete;
+  Reporter& operator=(const Reporter&) = delete;
+
+  /// RecordConsumer: `self` is the Reporter. Watchdog context.
+  static void consume(void* self, const BlockRecord& record) noexcept;
+
+  // After the run (the board finished, so the watchdog context is over).
+  std::size_t kept_count() const noexcept { return kept_count_; }
+  const KeptRecord& kept(std::size_t i) const noexcept { return kept_[i]; }
+  std::uint32_t not_kept() const noexcept { return not_kept_; }
+  std::uint32_t in_progress_reports() const noexcept { return in_progress_; }
+  std::uint32_t hang_reports() const noexcept { return hangs_; }
+  std::uint32_t final_reports() const noexcept { return finals_; }
+  std::uint32_t sink_failures() const noexcept { return sink_failures_; }
+
+ private:
+  void handle(const BlockRecord& record) noexcept;
+  void print_live(const BlockRecord& record, const char* function) noexcept;
+
+  ReporterConfig config_;
+  CulpritFinder culprits_;
+  std::unique_ptr<KeptRecord[]> kept_;  // allocated once, at construction
+  std::size_t kept_count_ = 0;
+  std::uint32_t not_kept_ = 0;
+  std::uint32_t in_progress_ = 0;
+  std::uint32_t hangs_ = 0;
+  std::uint32_t finals_ = 0;
+  std::uint32_t sink_failures_ = 0;
+};
+
+/// The innermost named scope `record`'s samples were in most often ("" when none), and in how
+/// many of all the samples taken.
+const char* top_scope(const BlockRecord& record, std::uint32_t& count) noexcept;
+
+/// What the summary says about the run as a whole.
+struct SummaryHeader {
+  const char* program = "";
+  const char* firmware = "";     ///< firmware name and version
+  const char* time = "";         ///< "real" or "virtual"
+  const char* clock = "";        ///< the board's clock ("tsc", "clock_monotonic", "virtual 1 MHz")
+  const char* scenarios = "";    ///< what ran
+  std::uint32_t threshold_us = 0;
+  std::uint32_t hang_limit_us = 0;
+  std::uint64_t run_us = 0;
+};
+
+struct SummaryInput {
+  SummaryHeader header;
+  const Runtime* runtime = nullptr;
+  const Reporter* reporter = nullptr;
+  const Monitor* monitor = nullptr;
+  const Watchdog* watchdog = nullptr;
+  const Board* board = nullptr;
+};
+
+/// Tables for people.
+void print_summary_text(std::FILE* out, const SummaryInput& input);
+/// One JSON object on one line, for scripts.
+void print_summary_json(std::FILE* out, const SummaryInput& input);
+
+}  // namespace loopcanary::simrt

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Runtime: the event loop of the simulated firmware, of the kind an MCU product runs.
+//
+//   interrupt lines (SPSC rings, one per source) ─┐
+//   timers (fixed table, periodic and one-shot) ──┼─▶ event queue (fixed FIFO) ─▶ dispatch
+//   post() from handlers ─────────────────────────┘          one message at a time
+//
+// Every dispatch is stamped with loopcanary (begin_at/end_at around the handler), and the
+// runtime measures what a user perceives as lag: for each event type, how long messages waited
+// between post and dispatch, and for each block, which messages it held up ("events delayed by
+// this block"). Nothing allocates: every table is fixed at compile time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loopcanary/event.hpp"
+#include "loopcanary/monitor.hpp"
+#include "simrt/board.hpp"
+#include "simrt/irq.hpp"
+
+namespace loopcanary::simrt {
+
+inline constexpr std::size_t kMaxEventTypes = 16;
+inline constexpr std::size_t kQueueCapacity = 64;
+inline constexpr std::size_t kMaxTimers = 8;
+/// Blocks whose delayed events are tracked (the latest ones).
+inline constexpr std::size_t kMaxBlockSpans = 32;
+
+struct Message;
+
+/// A handler: `app` is RuntimeConfig::app (the firmware object).
+using Handler = void (*)(void* app, const Message& message);
+
+/// Static descriptor of one kind of message: loopcanary's identity (name, optional own
+/// threshold) and the handler. The firmware keeps them in one table indexed by TypeId.
+struct EventType {
+  Event event;
+  Handler handler;
+};
+
+/// One queued message.
+struct Message {
+  TypeId type = 0;
+  std::uint32_t arg = 0;
+  tick_t posted = 0;  ///< when it became due: interrupt stamp, timer deadline or post() time
+};
+
+/// Queue latency of one event type: post -> dispatch.
+struct TypeStats {
+  std::uint32_t dispatched = 0;
+  std::uint32_t lost = 0;          ///< interrupts lost (line full) + messages the queue refused
+  std::uint32_t blocks = 0;        ///< dispatches over the type's threshold
+  std::uint64_t wait_sum = 0;      ///< ticks
+  tick_t wait_max = 0;             ///< ticks
+  std::uint32_t timer_skips = 0;   ///< periods a periodic timer skipped because the loop was late
+};
+
+/// One block seen by the loop, and the messages it held up: posted before it ended and
+/// dispatched after it.
+struct BlockSpan {
+  std::uint32_t dispatch = 0;      ///< dispatch number on the loop (BlockRecord::dispatch)
+  TypeId type = 0;
+  tick_t begin = 0;
+  tick_t end = 0;
+  std::uint32_t delayed[kMaxEventTypes] = {};  ///< by type
+  std::uint32_t delayed_total = 0;
+  tick_t delayed_wait_max = 0;     ///< longest post -> dispatch wait among them, ticks
+  std::uint32_t irqs_lost = 0;     ///< interrupts lost (lines full) while it ran
+};
+
+struct RuntimeConfig {
+  const EventType* types = nullptr;  ///< the firmware's table, indexed by TypeId
+  std::size_t type_count = 0;        ///< 1..kMaxEventTypes
+  void* app = nullptr;               ///< passed to every handler
+};
+
+using TimerId = std::uint8_t;
+
+class Runtime {
+ public:
+  /// `monitor` must be initialised (the runtime reads each type's threshold from it).
+  Runtime(Board& board, Monitor& monitor) noexcept : board_(board), monitor_(monitor) {}
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // ---- Set-up (before run) -----------------------------------------------------------------
+
+  /// False when the table is empty or too large, or the monitor is not initialised.
+  bool init(const RuntimeConfig& config) noexcept;
+  /// A new interrupt line posting `type`; its index (for Action::target) or -1 when full.
+  int add_irq_line(TypeId type) noexcept;
+  /// A timer posting `type`: periodic every `period_us`, or one-shot when 0. Inactive until
+  /// start_timer(). Its id, or -1 when the table is full.
+  int add_timer(TypeId type, std::uint32_t period_us) noexcept;
+
+  IrqLine* lines() noexcept { return lines_; }
+  std::size_t line_count() const noexcept { return line_count_; }
+
+  // ---- Loop context (handlers) -------------------------------------------------------------
+
+  /// Arms `timer` to fire `delay_us` from now (then every period for a periodic timer).
+  void start_timer(TimerId timer, std::uint32_t delay_us) noexcept;
+  void stop_timer(TimerId timer) noexcept;
+  /// Queues a message; false when the queue is full (counted as lost).
+  bool post(TypeId type, std::uint32_t arg) noexcept;
+
+  /// Runs the loop for `duration_us` from now: drain lines, fire timers, dispatch, idle.
+  void run_for(std::uint64_t duration_us) noexcept;
+
+  Board& board() noexcept { return board_; }
+  Monitor& monitor() noexcept { return monitor_; }
+
+  // ---- Results (after run, or from the loop) -----------------------------------------------
+
+  const TypeStats& stats(TypeId type) const noexcept { return stats_[type]; }
+  std::size_t type_count() const noexcept { return type_count_; }
+  const EventType& type(TypeId type) const noexcept { return types_[type]; }
+  std::uint32_t dispatches() const noexcept { return dispatches_; }
+  /// Messages still queued (or in the lines) when the run ended.
+  std::uint32_t pending() const noexcept { return queue_size_; }
+  /// The block span of dispatch number `dispatch`, or null when it was no block or is no
+  /// longer kept.
+  const BlockSpan* span_of(std::uint32_t dispatch) const noexcept;
+  std::uint32_t spans_overwritten() const noexcept { return spans_overwritten_; }
+
+ private:
+  struct Timer {
+    TypeId type = 0;
+    bool active = false;
+    tick_t period = 0;
+    tick_t due = 0;
+  };
+
+  void drain_lines() noexcept;
+  void fire_timers(tick_t now) noexcept;
+  bool next_deadline(tick_t now, tick_t& deadline) const noexcept;
+  bool enqueue(const Message& message) noexcept;
+  bool dequeue(Message& out) noexcept;
+  void dispatch(const Message& message) noexcept;
+  void attribute_delay(const Message& message, tick_t dispatched_at) noexcept;
+  std::uint32_t irq_overflows() const noexcept;
+
+  Board& board_;
+  Monitor& monitor_;
+  const EventType* types_ = nullptr;
+  std::size_t type_count_ = 0;
+  void* app_ = nullptr;
+  tick_t threshold_[kMaxEventTypes] = {};
+  TypeStats stats_[kMaxEventTypes] = {};
+
+  IrqLine lines_[kMaxIrqLines];
+  std::size_t line_count_ = 0;
+  std::uint32_t overflows_seen_[kMaxIrqLines] = {};  // line overflows already counted as lost
+
+  Timer timers_[kMaxTimers] = {};
+  std::size_t timer_count_ = 0;
+
+  Message queue_[kQueueCapacity] = {};
+  std::uint32_t queue_head_ = 0;  // next to dequeue
+  std::uint32_t queue_size_ = 0;
+
+  BlockSpan spans_[kMaxBlockSpans] = {};
+  std::uint32_t span_count_ = 0;  // spans ever recorded; the latest kMaxBlockSpans are kept
+  std::uint32_t spans_overwritten_ = 0;
+
+  std::uint32_t dispatches_ = 0;
+};
+
+}  // namespace loopcanary::simrt

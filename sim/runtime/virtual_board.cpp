@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+#include "simrt/virtual_board.hpp"
+
+namespace loopcanary::simrt {
+
+VirtualBoard::VirtualBoard(const VirtualBoardConfig& config) noexcept : time_(config.start) {
+  for (int& owner : bus_owner_) owner = kNone;
+  machine_.set_pc_capture(true);
+  machine_.set_other_load_permille(config.background_load_permille);
+}
+
+BoardError VirtualBoard::start_impl(const BoardStart& start) noexcept {
+  start_tick_ = time_.peek();
+  scheduler_.emplace(time_, machine_, *start.watchdog, ticks_from_us(start.poll_period_us));
+  peripheral_count_ = start.peripheral_count;
+  for (std::size_t i = 0; i < peripheral_count_; ++i) peripherals_[i] = PeripheralState{Timeline(start.peripherals[i])};
+  return BoardError::none;
+}
+
+bool VirtualBoard::compute_step(Burn& burn, CallerPc caller) noexcept {
+  if (burn.started) return false;
+  burn.started = true;
+  advance(ticks_from_us(burn.us), Activity::compute, caller, 0);
+  return true;  // the caller runs its step once: real work, no virtual time
+}
+
+void VirtualBoard::wait_impl(std::uint32_t us, CallerPc caller) noexcept {
+  advance(ticks_from_us(us), Activity::wait, caller, 0);
+}
+
+void VirtualBoard::acquire_impl(BusId bus, CallerPc caller) noexcept {
+  if (bus >= kMaxBuses) return;
+  // A peripheral's hold ends at its end time or when reset_hold() is called (by the record
+  // consumer, which runs inside advance()); either wakes this wait.
+  while (bus_owner_[bus] >= 0) advance(kMaxIntervalTicks, Activity::wait, caller, kWakeBusFree);
+  bus_owner_[bus] = kLoop;
+}
+
+void VirtualBoard::release(BusId bus) noexcept {
+  if (bus >= kMaxBuses || bus_owner_[bus] != kLoop) return;
+  bus_owner_[bus] = kNone;
+  grant_waiting(bus);
+}
+
+// A peripheral that waited for `bus` takes it now (the lowest-numbered one first).
+void VirtualBoard::grant_waiting(BusId bus) noexcept {
+  for (std::size_t p = 0; p < peripheral_count_; ++p) {
+    PeripheralState& state = peripherals_[p];
+    if (state.waiting_for == bus) {
+      state.waiting_for = kNone;
+      take_bus(p, bus, state.wait_hold_us);
+      return;
+    }
+  }
+}
+
+void VirtualBoard::idle_until(tick_t deadline) noexcept {
+  const tick_t now = time_.peek();
+  advance(tick_before(now, deadline) ? ticks_between(now, deadline) : 0u, Activity::idle, 0, kWakeInterrupt);
+}
+
+void VirtualBoard::reset_hold(BusId bus) noexcept {
+  if (bus < kMaxBuses && bus_owner_[bus] >= 0) free_bus(bus);
+}
+
+void VirtualBoard::finish() noexcept {
+  if (!started_ || finished_) return;
+  peripherals_stopped_ = true;
+  // The next poll (within one period) finalises a block that ended at the last moment.
+  advance(scheduler_->period(), Activity::idle, 0, 0);
+  finished_ = true;
+}
+
+void VirtualBoard::advance(tick_t ticks, Activity activity, CallerPc caller, std::uint8_t wake_on) noexcept {
+  if (!scheduler_) {  // not started: nothing to run on the way
+    time_.advance(ticks);
+    return;
+  }
+  thread_.pc = caller;
+  tick_t remaining = ticks;
+  for (;;) {
+    run_due_peripherals();
+    drain_records();
+    if ((wakes_ & wake_on) != 0) {
+      wakes_ = static_cast<std::uint8_t>(wakes_ & ~wake_on);
+      break;
+    }
+    if (remaining == 0) break;
+    // Step to the next thing that happens: a peripheral event or a watchdog poll (after which
+    // the records are drained), never past the time asked for.
+    const tick_t now = time_.peek();
+    tick_t step = remaining;
+    tick_t at = 0;
+    if (next_peripheral_event(at) && ticks_between(now, at) < step) step = ticks_between(now, at);
+    if (ticks_between(now, scheduler_->next_poll()) < step) step = ticks_between(now, scheduler_->next_poll());
+    switch (activity) {
+      case Activity::compute: scheduler_->compute(thread_, step); break;
+      case Activity::wait: scheduler_->wait(step); break;
+      case Activity::idle: scheduler_->idle(step); break;
+    }
+    remaining = static_cast<tick_t>(remaining - step);
+  }
+  thread_.pc = 0;
+}
+
+bool VirtualBoard::next_peripheral_event(tick_t& at) const noexcept {
+  if (peripherals_stopped_) return false;
+  const tick_t now = time_.peek();
+  bool found = false;
+  for (std::size_t p = 0; p < peripheral_count_; ++p) {
+    const PeripheralState& state = peripherals_[p];
+    tick_t t = 0;
+    if (state.holding != kNone) {
+      t = state.hold_end;
+    } else if (state.waiting_for != kNone) {
+      continue;  // until the loop releases the bus
+    } else {
+      std::uint64_t at_us = 0;
+      const Action* action = nullptr;
+      if (!state.timeline.peek(at_us, action)) continue;
+      t = tick_of(at_us);
+    }
+    if (tick_before(t, now)) t = now;  // overdue: now
+    if (!found || ticks_between(now, t) < ticks_between(now, at)) at = t;
+    found = true;
+  }
+  return found;
+}
+
+// Everything due at or before now, earliest first (ties: the lower peripheral).
+void VirtualBoard::run_due_peripherals() noexcept {
+  if (peripherals_stopped_) return;
+  const tick_t now = time_.peek();
+  for (;;) {
+    tick_t at = 0;
+    if (!next_peripheral_event(at) || at != now) return;
+    for (std::size_t p = 0; p < peripheral_count_; ++p) {
+      PeripheralState& state = peripherals_[p];
+      if (state.holding != kNone) {
+        if (!tick_before(now, state.hold_end)) free_bus(static_cast<BusId>(state.holding));
+        continue;
+      }
+      if (state.waiting_for != kNone) continue;
+      std::uint64_t at_us = 0;
+      const Action* action = nullptr;
+      if (!state.timeline.peek(at_us, action) || tick_before(now, tick_of(at_us))) continue;
+      state.timeline.pop();
+      if (action->kind == Action::Kind::raise) {
+        config_.lines[action->target].raise(now, action->arg);
+        wakes_ |= kWakeInterrupt;
+      } else if (bus_owner_[action->target] == kNone) {
+        take_bus(p, action->target, action->arg);
+      } else {
+        state.waiting_for = action->target;
+        state.wait_hold_us = action->arg;
+      }
+    }
+  }
+}
+
+void VirtualBoard::take_bus(std::size_t peripheral, BusId bus, std::uint32_t hold_us) noexcept {
+  bus_owner_[bus] = static_cast<int>(peripheral);
+  peripherals_[peripheral].holding = bus;
+  peripherals_[peripheral].hold_end = static_cast<tick_t>(time_.peek() + ticks_from_us(hold_us));
+}
+
+// The peripheral holding `bus` lets go; periodic actions that fell due meanwhile are skipped.
+void VirtualBoard::free_bus(BusId bus) noexcept {
+  const int owner = bus_owner_[bus];
+  if (owner < 0) return;
+  PeripheralState& state = peripherals_[owner];
+  state.holding = kNone;
+  state.timeline.skip_before(us_since_start(time_.peek()));
+  bus_owner_[bus] = kNone;
+  wakes_ |= kWakeBusFree;
+  grant_waiting(bus);
+}
+
+}  // namespace loopcanary::simrt
