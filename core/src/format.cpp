@@ -10,96 +10,6 @@ namespace {
 
 constexpr char kTruncatedMarker[] = "...[truncated]\n";
 
-// Appends into a fixed buffer, counting what would not fit so the caller learns the full size.
-class Writer {
- public:
-  Writer(char* buffer, std::size_t size) noexcept : buffer_(buffer), size_(size) {}
-
-  void put(char c) noexcept {
-    if (size_ != 0 && used_ + 1 < size_) buffer_[used_++] = c;
-    ++needed_;
-  }
-  void puts(const char* s) noexcept {
-    for (; *s != '\0'; ++s) put(*s);
-  }
-  // A name in the text form: control characters would break the line structure.
-  void name(const char* s) noexcept {
-    for (; *s != '\0'; ++s) put(static_cast<unsigned char>(*s) < 0x20 ? '?' : *s);
-  }
-  void u64(std::uint64_t v) noexcept {
-    char digits[20];
-    int n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10u);
-      v /= 10u;
-    } while (v != 0);
-    while (n > 0) put(digits[--n]);
-  }
-  void hex(std::uint64_t v) noexcept {
-    puts("0x");
-    bool started = false;
-    for (int shift = 60; shift >= 0; shift -= 4) {
-      const unsigned nibble = static_cast<unsigned>(v >> shift) & 0xFu;
-      if (nibble != 0 || started || shift == 0) {
-        put("0123456789abcdef"[nibble]);
-        started = true;
-      }
-    }
-  }
-  // Microseconds as milliseconds with three decimals: 810000 -> "810.000".
-  void ms(std::uint64_t us) noexcept {
-    u64(us / 1000u);
-    put('.');
-    const auto frac = static_cast<unsigned>(us % 1000u);
-    put(static_cast<char>('0' + frac / 100u));
-    put(static_cast<char>('0' + frac / 10u % 10u));
-    put(static_cast<char>('0' + frac % 10u));
-  }
-  // Per mille as a percentage with one decimal: 923 -> "92.3".
-  void percent(std::uint32_t permille) noexcept {
-    u64(permille / 10u);
-    put('.');
-    put(static_cast<char>('0' + permille % 10u));
-  }
-  void json_string(const char* s) noexcept {
-    put('"');
-    for (; *s != '\0'; ++s) {
-      const auto c = static_cast<unsigned char>(*s);
-      if (c == '"' || c == '\\') {
-        put('\\');
-        put(static_cast<char>(c));
-      } else if (c < 0x20 || c >= 0x80) {  // control and non-ASCII bytes: always valid JSON
-        puts("\\u00");
-        put("0123456789abcdef"[c >> 4]);
-        put("0123456789abcdef"[c & 0xFu]);
-      } else {
-        put(static_cast<char>(c));
-      }
-    }
-    put('"');
-  }
-
-  FormatResult finish() noexcept {
-    FormatResult result;
-    result.needed = needed_;
-    result.truncated = needed_ > used_;
-    if (size_ == 0) return result;
-    if (result.truncated && size_ >= sizeof(kTruncatedMarker)) {
-      used_ = size_ - sizeof(kTruncatedMarker);
-      for (std::size_t i = 0; i + 1 < sizeof(kTruncatedMarker); ++i) buffer_[used_++] = kTruncatedMarker[i];
-    }
-    buffer_[used_] = '\0';
-    result.length = used_;
-    return result;
-  }
-
- private:
-  char* buffer_;
-  std::size_t size_;
-  std::size_t used_ = 0;
-  std::size_t needed_ = 0;
-};
-
 const char* name_or(const char* s, const char* fallback) noexcept { return s != nullptr ? s : fallback; }
 
 const char* event_name(const BlockRecord& r) noexcept {
@@ -121,8 +31,85 @@ constexpr FlagName kFlagNames[] = {
 
 }  // namespace
 
+void TextWriter::puts(const char* s) noexcept {
+  for (; *s != '\0'; ++s) put(*s);
+}
+
+void TextWriter::name(const char* s) noexcept {
+  for (; *s != '\0'; ++s) put(static_cast<unsigned char>(*s) < 0x20 ? '?' : *s);
+}
+
+void TextWriter::u64(std::uint64_t v) noexcept {
+  char digits[20];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10u);
+    v /= 10u;
+  } while (v != 0);
+  while (n > 0) put(digits[--n]);
+}
+
+void TextWriter::hex(std::uint64_t v) noexcept {
+  puts("0x");
+  bool started = false;
+  for (int shift = 60; shift >= 0; shift -= 4) {
+    const unsigned nibble = static_cast<unsigned>(v >> shift) & 0xFu;
+    if (nibble != 0 || started || shift == 0) {
+      put("0123456789abcdef"[nibble]);
+      started = true;
+    }
+  }
+}
+
+void TextWriter::ms(std::uint64_t us) noexcept {
+  u64(us / 1000u);
+  put('.');
+  const auto frac = static_cast<unsigned>(us % 1000u);
+  put(static_cast<char>('0' + frac / 100u));
+  put(static_cast<char>('0' + frac / 10u % 10u));
+  put(static_cast<char>('0' + frac % 10u));
+}
+
+void TextWriter::percent(std::uint32_t permille) noexcept {
+  u64(permille / 10u);
+  put('.');
+  put(static_cast<char>('0' + permille % 10u));
+}
+
+void TextWriter::json_string(const char* s) noexcept {
+  put('"');
+  for (; *s != '\0'; ++s) {
+    const auto c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      put('\\');
+      put(static_cast<char>(c));
+    } else if (c < 0x20 || c >= 0x80) {
+      puts("\\u00");
+      put("0123456789abcdef"[c >> 4]);
+      put("0123456789abcdef"[c & 0xFu]);
+    } else {
+      put(static_cast<char>(c));
+    }
+  }
+  put('"');
+}
+
+FormatResult TextWriter::finish() noexcept {
+  FormatResult result;
+  result.needed = needed_;
+  result.truncated = overflowed();
+  if (size_ == 0) return result;
+  if (result.truncated && size_ >= sizeof(kTruncatedMarker)) {
+    used_ = size_ - sizeof(kTruncatedMarker);
+    for (std::size_t i = 0; i + 1 < sizeof(kTruncatedMarker); ++i) buffer_[used_++] = kTruncatedMarker[i];
+  }
+  buffer_[used_] = '\0';
+  result.length = used_;
+  return result;
+}
+
 FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
-  Writer w(buffer, size);
+  TextWriter w(buffer, size);
   w.puts("qualifier = ");
   w.name(name_or(r.qualifier, ""));
   w.puts("\nloop = ");
@@ -238,7 +225,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
 }
 
 FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
-  Writer w(buffer, size);
+  TextWriter w(buffer, size);
   w.puts("{\"report\":");
   w.u64(r.report);
   w.puts(",\"phase\":");

@@ -70,67 +70,6 @@ bool is_rotated(const char* name, const char* stem, const char* suffix) noexcept
 [[maybe_unused]] const char* pick_text(int /*xsi_result*/, const char* buffer) noexcept { return buffer; }
 [[maybe_unused]] const char* pick_text(const char* gnu_result, const char* /*buffer*/) noexcept { return gnu_result; }
 
-// Appends into a fixed buffer; `overflow` records that something did not fit.
-class Appender {
- public:
-  Appender(char* buffer, std::size_t size) noexcept : buffer_(buffer), size_(size) {}
-  void put(char c) noexcept {
-    if (used_ < size_) {
-      buffer_[used_++] = c;
-    } else {
-      overflow_ = true;
-    }
-  }
-  void puts(const char* s) noexcept {
-    for (; *s != '\0'; ++s) put(*s);
-  }
-  void u64(std::uint64_t v) noexcept {
-    char digits[20];
-    int n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10u);
-      v /= 10u;
-    } while (v != 0);
-    while (n > 0) put(digits[--n]);
-  }
-  void hex(std::uint64_t v) noexcept {
-    puts("0x");
-    bool started = false;
-    for (int shift = 60; shift >= 0; shift -= 4) {
-      const unsigned nibble = static_cast<unsigned>(v >> shift) & 0xFu;
-      if (nibble != 0 || started || shift == 0) {
-        put("0123456789abcdef"[nibble]);
-        started = true;
-      }
-    }
-  }
-  void json_string(const char* s) noexcept {
-    put('"');
-    for (; *s != '\0'; ++s) {
-      const auto c = static_cast<unsigned char>(*s);
-      if (c == '"' || c == '\\') {
-        put('\\');
-        put(static_cast<char>(c));
-      } else if (c < 0x20 || c == 0x7f) {
-        puts("\\u00");
-        put("0123456789abcdef"[c >> 4]);
-        put("0123456789abcdef"[c & 0xFu]);
-      } else {
-        put(static_cast<char>(c));
-      }
-    }
-    put('"');
-  }
-  std::size_t used() const noexcept { return used_; }
-  bool overflow() const noexcept { return overflow_; }
-
- private:
-  char* buffer_;
-  std::size_t size_;
-  std::size_t used_ = 0;
-  bool overflow_ = false;
-};
-
 // UTC wall time: "2025-01-31T12:34:56.789Z" (iso) or "20250131T123456Z" (compact).
 void utc_time(char* out, std::size_t size, bool compact) noexcept {
   timespec ts{};
@@ -464,7 +403,7 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
 }
 
 std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::size_t size, Part part) noexcept {
-  Appender w(out, size);
+  TextWriter w(out, size);
   // The process clock names the record's ticks only when the record was stamped by it (a
   // record from another clock, e.g. the sim port's virtual time, carries its own tick_hz).
   const ClockInfo& clock = clock_info();
@@ -479,7 +418,7 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     w.puts(" @ ");
     w.u64(r.tick_hz);
     w.puts(" Hz\n");
-    return w.overflow() ? kOverflow : w.used();
+    return w.overflowed() ? kOverflow : w.length();
   }
   const bool json = part == Part::json;
   // Every distinct program counter, with its role (the first PC of a sample is the
@@ -580,7 +519,7 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     }
   }
   if (json) w.puts("]}");
-  return w.overflow() ? kOverflow : w.used();
+  return w.overflowed() ? kOverflow : w.length();
 }
 
 bool FileSink::write(const BlockRecord& record) noexcept {
@@ -630,16 +569,16 @@ bool FileSink::write(const BlockRecord& record) noexcept {
     }
     if (config_.text) {
       char* text = text_buffer_.get() + 1;
-      Appender w(text, capacity);
+      TextWriter w(text, capacity);
       char header[96];
       std::snprintf(header, sizeof header, "==== loopcanary report %u (%s) ====\n", static_cast<unsigned>(record.report),
                     to_string(record.phase));
       w.puts(header);
       const std::size_t head = format_extension(record, extension_buffer_.get(), capacity, Part::text_head);
       for (std::size_t i = 0; head != kOverflow && i < head; ++i) w.put(extension_buffer_[i]);
-      const std::size_t used = w.used();
+      const std::size_t used = w.length();
       const FormatResult f = format_text(record, text + used, used < capacity ? capacity - used : 0);
-      bool fits = head != kOverflow && !f.truncated && !w.overflow() && used + f.length < capacity;
+      bool fits = head != kOverflow && !f.truncated && !w.overflowed() && used + f.length < capacity;
       std::size_t length = used + f.length;
       if (fits) {
         const std::size_t legend =

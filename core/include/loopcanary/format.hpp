@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "loopcanary/record.hpp"
 
@@ -17,6 +18,51 @@ struct FormatResult {
   bool truncated = false;   ///< needed > length: the buffer was too small; the text written
                             ///< is a prefix and ends with the marker "...[truncated]\n" when
                             ///< the buffer can hold it
+};
+
+/// Appends text to a fixed buffer, never past its end, and counts what did not fit so the caller
+/// learns the size the whole text needs. One byte is kept for the NUL that finish() writes.
+/// The building block of format_text/format_json, public so a port's sink can write its own
+/// lines the same way. Any context; one writer per buffer.
+class TextWriter {
+ public:
+  TextWriter(char* buffer, std::size_t size) noexcept : buffer_(buffer), size_(size) {}
+
+  void put(char c) noexcept {
+    if (size_ != 0 && used_ + 1 < size_) buffer_[used_++] = c;
+    ++needed_;
+  }
+  void puts(const char* s) noexcept;
+  /// A name for the text form: control characters print as '?' so a name cannot forge lines.
+  void name(const char* s) noexcept;
+  /// Unsigned decimal.
+  void u64(std::uint64_t v) noexcept;
+  /// "0x" and lower-case hex digits, no leading zeros.
+  void hex(std::uint64_t v) noexcept;
+  /// Microseconds as milliseconds with three decimals: 810000 -> "810.000".
+  void ms(std::uint64_t us) noexcept;
+  /// Per mille as a percentage with one decimal: 923 -> "92.3".
+  void percent(std::uint32_t permille) noexcept;
+  /// A JSON string: quotes and backslashes escaped, control characters and every byte outside
+  /// ASCII as \u00XX, so the output is valid JSON whatever the input holds.
+  void json_string(const char* s) noexcept;
+
+  /// Characters written so far (excluding the NUL).
+  std::size_t length() const noexcept { return used_; }
+  /// Characters the text needs so far (excluding the NUL).
+  std::size_t needed() const noexcept { return needed_; }
+  /// True once something did not fit.
+  bool overflowed() const noexcept { return needed_ > used_; }
+
+  /// Writes the NUL (when size > 0) and, when something did not fit, replaces the tail with the
+  /// "...[truncated]\n" marker if the buffer can hold it.
+  FormatResult finish() noexcept;
+
+ private:
+  char* buffer_;
+  std::size_t size_;
+  std::size_t used_ = 0;
+  std::size_t needed_ = 0;
 };
 
 /// Multi-line text, each line "key = value", then the top frames and the stacks. Program
