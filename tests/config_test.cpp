@@ -240,6 +240,10 @@ const WatchdogCase kWatchdogCases[] = {
      Status::starved_permille_out_of_range},
     {"starved_busy_permille 1001", [](WatchdogConfig& c) { c.starved_busy_permille = 1001; },
      Status::starved_permille_out_of_range},
+    {"starved_wait_permille 0", [](WatchdogConfig& c) { c.starved_wait_permille = 0; },
+     Status::starved_wait_permille_out_of_range},
+    {"starved_wait_permille 1001", [](WatchdogConfig& c) { c.starved_wait_permille = 1001; },
+     Status::starved_wait_permille_out_of_range},
 };
 
 class WatchdogConfigError : public ::testing::TestWithParam<WatchdogCase> {};
@@ -434,6 +438,8 @@ constexpr StatusText kStatusTexts[] = {
     {Status::snapshot_attempts_out_of_range, "snapshot_attempts_out_of_range", "WatchdogConfig.snapshot_attempts"},
     {Status::running_permille_out_of_range, "running_permille_out_of_range", "WatchdogConfig.running_permille"},
     {Status::starved_permille_out_of_range, "starved_permille_out_of_range", "WatchdogConfig.starved_busy_permille"},
+    {Status::starved_wait_permille_out_of_range, "starved_wait_permille_out_of_range",
+     "WatchdogConfig.starved_wait_permille"},
     {Status::not_initialised, "not_initialised", "init()"},
     {Status::already_initialised, "already_initialised", "add()"},
     {Status::registry_full, "registry_full", "MaxLoops"},

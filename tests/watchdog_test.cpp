@@ -152,6 +152,8 @@ struct Rig {
   void compute(tick_t ticks) { scheduler->compute(thread, ticks); }
   void wait(tick_t ticks) { scheduler->wait(ticks); }
   void starve(tick_t ticks) { scheduler->starve(ticks); }
+  /// The loop thread sits in the run queue (its run-queue wait grows) on a saturated machine.
+  void starve_runnable(tick_t ticks) { scheduler->starve(ticks, &thread); }
   void idle(tick_t ticks) { scheduler->idle(ticks); }
 
   /// Idles until `offset` ticks after the start tick (not before now).
@@ -692,6 +694,30 @@ TEST_P(WatchdogTest, HandlerOffTheCpuOnASaturatedMachineIsStarved) {
   EXPECT_EQ(r->process_permille, 0u);
 }
 
+// With the thread's run-queue wait (Hal::thread_wait_us) the rule judges by what the loop
+// thread went through: a loop that sleeps on a saturated machine is waiting, not starved.
+TEST_P(WatchdogTest, WithRunQueueWaitASleepingLoopOnASaturatedMachineIsWaiting) {
+  ASSERT_TRUE(start_100ms());
+  rig.machine.set_thread_wait_available(true);
+  rig.machine.set_other_load_permille(1000);
+  const std::optional<BlockRecord> r = one_block([&] { rig.wait(ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->system_busy_permille, 1000u) << "the load rule alone would say starved";
+  EXPECT_TRUE(r->has_thread_wait);
+  EXPECT_EQ(r->thread_wait_us, 0u);
+  EXPECT_EQ(r->cause, Cause::waiting);
+}
+
+TEST_P(WatchdogTest, WithRunQueueWaitARunnableLoopIsStarved) {
+  ASSERT_TRUE(start_100ms());
+  rig.machine.set_thread_wait_available(true);
+  const std::optional<BlockRecord> r = one_block([&] { rig.starve_runnable(ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->has_thread_wait);
+  EXPECT_EQ(r->thread_wait_us, std::uint64_t{kWindowIn150ms}) << "runnable for the whole window";
+  EXPECT_EQ(r->cause, Cause::starved);
+}
+
 TEST_P(WatchdogTest, WithoutCpuCountersTheCauseIsUnknown) {
   ASSERT_TRUE(start_100ms());
   rig.machine.set_counters_available(false);
@@ -870,3 +896,44 @@ TEST_P(WatchdogTest, NestedDispatchIsFoldedIntoTheOuterBlock) {
 }
 
 }  // namespace
+
+// ---- The cause rule itself ------------------------------------------------------------------
+
+namespace {
+
+lc::CpuEvidence evidence(std::uint64_t window, std::uint64_t cpu, std::uint16_t busy) {
+  lc::CpuEvidence e;
+  e.window_us = window;
+  e.has_cpu = true;
+  e.cpu_us = cpu;
+  e.busy_permille = busy;
+  return e;
+}
+
+lc::CpuEvidence with_wait(lc::CpuEvidence e, std::uint64_t wait) {
+  e.has_wait = true;
+  e.wait_us = wait;
+  return e;
+}
+
+}  // namespace
+
+TEST(Classify, FollowsTheDocumentedRuleAtItsEdges) {
+  const lc::WatchdogConfig rule;  // running 700, starved_busy 900, starved_wait 500 per mille
+  ASSERT_EQ(rule.running_permille, 700u);
+  ASSERT_EQ(rule.starved_busy_permille, 900u);
+  ASSERT_EQ(rule.starved_wait_permille, 500u);
+  lc::CpuEvidence no_cpu = evidence(1000, 1000, 0);
+  no_cpu.has_cpu = false;
+  EXPECT_EQ(lc::classify(no_cpu, rule), Cause::unknown);
+  EXPECT_EQ(lc::classify(evidence(0, 0, 0), rule), Cause::unknown) << "empty window";
+  EXPECT_EQ(lc::classify(evidence(1000, 700, 0), rule), Cause::running);
+  EXPECT_EQ(lc::classify(evidence(1000, 699, 1000), rule), Cause::starved);
+  EXPECT_EQ(lc::classify(evidence(1000, 699, 899), rule), Cause::waiting);
+  EXPECT_EQ(lc::classify(evidence(1000, 699, lc::kUnknownPermille), rule), Cause::unknown);
+  // With the run-queue wait: off-CPU time is 1000 - 600 = 400 us; starved from 200 us of wait.
+  EXPECT_EQ(lc::classify(with_wait(evidence(1000, 600, 0), 200), rule), Cause::starved);
+  EXPECT_EQ(lc::classify(with_wait(evidence(1000, 600, 1000), 199), rule), Cause::waiting)
+      << "the thread's own wait decides, not the machine's load";
+  EXPECT_EQ(lc::classify(with_wait(evidence(1000, 600, lc::kUnknownPermille), 0), rule), Cause::waiting);
+}

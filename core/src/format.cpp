@@ -139,6 +139,11 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
     w.puts(" ms over a ");
     w.ms(us_of(r, r.window_ticks));
     w.puts(" ms window");
+    if (r.has_thread_wait) {
+      w.puts(", ");
+      w.ms(r.thread_wait_us);
+      w.puts(" ms waiting for a CPU");
+    }
   } else {
     w.puts("n/a");
   }
@@ -268,6 +273,12 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   w.puts(",\"thread_us\":");
   if (r.has_thread_cpu) {
     w.u64(r.thread_cpu_us);
+  } else {
+    w.puts("null");
+  }
+  w.puts(",\"thread_wait_us\":");
+  if (r.has_thread_wait) {
+    w.u64(r.thread_wait_us);
   } else {
     w.puts("null");
   }

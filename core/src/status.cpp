@@ -37,6 +37,7 @@ constexpr StatusText kStatusText[] = {
     {"snapshot_attempts_out_of_range", "WatchdogConfig.snapshot_attempts must be 1..8"},
     {"running_permille_out_of_range", "WatchdogConfig.running_permille must be 1..1000"},
     {"starved_permille_out_of_range", "WatchdogConfig.starved_busy_permille must be 1..1000"},
+    {"starved_wait_permille_out_of_range", "WatchdogConfig.starved_wait_permille must be 1..1000"},
     {"not_initialised", "used before a successful init()"},
     {"already_initialised", "the monitor is already watched by a watchdog; configure it before add()"},
     {"registry_full", "the watchdog already watches as many loops as its MaxLoops"},

@@ -24,12 +24,15 @@ std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
 
 }  // namespace
 
-Cause classify(std::uint64_t window_us, std::uint64_t cpu_us, bool has_cpu, std::uint16_t busy_permille,
-               const WatchdogConfig& rule) noexcept {
-  if (!has_cpu || window_us == 0) return Cause::unknown;
-  if (cpu_us * 1000u >= window_us * rule.running_permille) return Cause::running;
-  if (busy_permille == kUnknownPermille) return Cause::unknown;
-  return busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
+Cause classify(const CpuEvidence& e, const WatchdogConfig& rule) noexcept {
+  if (!e.has_cpu || e.window_us == 0) return Cause::unknown;
+  if (e.cpu_us * 1000u >= e.window_us * rule.running_permille) return Cause::running;
+  if (e.has_wait) {
+    const std::uint64_t off_cpu = e.window_us - (e.cpu_us < e.window_us ? e.cpu_us : e.window_us);
+    return e.wait_us * 1000u >= off_cpu * rule.starved_wait_permille ? Cause::starved : Cause::waiting;
+  }
+  if (e.busy_permille == kUnknownPermille) return Cause::unknown;
+  return e.busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
 }
 
 Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
@@ -49,6 +52,9 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
   }
   if (config.starved_busy_permille == 0 || config.starved_busy_permille > 1000) {
     return Status::starved_permille_out_of_range;
+  }
+  if (config.starved_wait_permille == 0 || config.starved_wait_permille > 1000) {
+    return Status::starved_wait_permille_out_of_range;
   }
   config_ = config;
   std::memcpy(qualifier_, config.qualifier, length + 1);
@@ -194,6 +200,8 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
 void Watchdog::read_cpu(const Track& track, detail::CpuReading& reading) const noexcept {
   reading.elapsed = track.elapsed;
   reading.has_cpu = hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &reading.cpu_us);
+  reading.has_wait =
+      hal_.thread_wait_us != nullptr && hal_.thread_wait_us(hal_.context, *track.monitor, &reading.wait_us);
   reading.has_counters = hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &reading.counters);
 }
 
@@ -278,6 +286,8 @@ void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
   r.window_ticks = 0;
   r.thread_cpu_us = 0;
   r.has_thread_cpu = false;
+  r.thread_wait_us = 0;
+  r.has_thread_wait = false;
   r.system_busy_permille = kUnknownPermille;
   r.process_permille = kUnknownPermille;
   r.samples_taken = 0;
@@ -313,8 +323,18 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
       r.system_busy_permille = permille(c1.system_busy - c0.system_busy, total);
       r.process_permille = permille(c1.process - c0.process, total);
     }
-    r.cause = classify(us_from_ticks(r.window_ticks, r.tick_hz), r.thread_cpu_us, r.has_thread_cpu,
-                       r.system_busy_permille, config_);
+    if (a.has_wait && b.has_wait && b.wait_us >= a.wait_us) {
+      r.has_thread_wait = true;
+      r.thread_wait_us = b.wait_us - a.wait_us;
+    }
+    CpuEvidence evidence;
+    evidence.window_us = us_from_ticks(r.window_ticks, r.tick_hz);
+    evidence.has_cpu = r.has_thread_cpu;
+    evidence.cpu_us = r.thread_cpu_us;
+    evidence.has_wait = r.has_thread_wait;
+    evidence.wait_us = r.thread_wait_us;
+    evidence.busy_permille = r.system_busy_permille;
+    r.cause = classify(evidence, config_);
   }
 
   r.samples_taken = track.samples_taken;

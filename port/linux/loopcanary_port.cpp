@@ -354,6 +354,7 @@ Hal Platform::hal() noexcept {
   h.context = this;
   h.capture_stack = &Platform::hal_capture;
   h.thread_cpu_us = &Platform::hal_thread_cpu;
+  h.thread_wait_us = &Platform::hal_thread_wait;
   h.cpu_counters = &Platform::hal_counters;
   h.debugger_attached = &Platform::hal_debugger;
   return h;
@@ -432,6 +433,14 @@ bool Platform::thread_cpu_us(const LoopThread& thread, std::uint64_t& cpu_us) no
   return true;
 }
 
+bool Platform::thread_wait_us(const LoopThread& thread, std::uint64_t& wait_us) noexcept {
+  if (!thread.attached()) return false;
+  SchedStat stat;
+  if (!read_thread_schedstat(thread.tid(), stat)) return false;
+  wait_us = stat.wait_ns / 1'000u;
+  return true;
+}
+
 bool Platform::cpu_counters(CpuCounters& out) noexcept {
   ProcStatCpu cpu;
   ProcPidStat self;
@@ -486,6 +495,11 @@ std::size_t Platform::hal_capture(void* context, const Monitor& loop, Frame* pcs
 bool Platform::hal_thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us) {
   const auto* thread = static_cast<const LoopThread*>(loop.context());
   return thread != nullptr && static_cast<Platform*>(context)->thread_cpu_us(*thread, *cpu_us);
+}
+
+bool Platform::hal_thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us) {
+  const auto* thread = static_cast<const LoopThread*>(loop.context());
+  return thread != nullptr && static_cast<Platform*>(context)->thread_wait_us(*thread, *wait_us);
 }
 
 bool Platform::hal_counters(void* context, CpuCounters* out) {

@@ -10,6 +10,7 @@ Hal Machine::hal() noexcept {
   h.thread_cpu_us = &Machine::thread_cpu;
   h.cpu_counters = &Machine::counters;
   h.debugger_attached = &Machine::debugger;
+  h.thread_wait_us = &Machine::thread_wait;
   return h;
 }
 
@@ -45,6 +46,14 @@ bool Machine::thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_
   return true;
 }
 
+bool Machine::thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us) {
+  const auto* self = static_cast<const Machine*>(context);
+  const auto* thread = static_cast<const Thread*>(loop.context());
+  if (!self->counters_available_ || !self->thread_wait_available_ || thread == nullptr) return false;
+  *wait_us = thread->wait_ticks * 1'000'000u / kTickHz;
+  return true;
+}
+
 bool Machine::counters(void* context, CpuCounters* out) {
   const auto* self = static_cast<const Machine*>(context);
   if (!self->counters_available_) return false;
@@ -63,7 +72,7 @@ Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, ti
       period_(period != 0 ? period : 1u),
       next_poll_(static_cast<tick_t>(time.peek() + period_)) {}
 
-void Scheduler::spend(tick_t ticks, Thread* running, bool saturated) noexcept {
+void Scheduler::spend(tick_t ticks, Thread* running, bool saturated, Thread* runnable) noexcept {
   for (;;) {
     // Poll every deadline reached (also one passed by a clock read that costs time).
     while (ticks_between(next_poll_, time_.peek()) <= kMaxIntervalTicks) {
@@ -76,6 +85,7 @@ void Scheduler::spend(tick_t ticks, Thread* running, bool saturated) noexcept {
     const tick_t step = to_poll < ticks ? to_poll : ticks;
     time_.advance(step);
     machine_.account(step, running, saturated);
+    if (runnable != nullptr) runnable->wait_ticks += step;
     ticks = static_cast<tick_t>(ticks - step);
   }
 }

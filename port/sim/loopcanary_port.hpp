@@ -65,6 +65,7 @@ using PortMonitor = ClockedMonitor<Clock>;
 /// A simulated loop thread. Pass its address as MonitorConfig::context.
 struct Thread {
   std::uint64_t cpu_ticks = 0;  ///< CPU time consumed so far
+  std::uint64_t wait_ticks = 0; ///< time spent runnable, waiting for a CPU (Scheduler::starve)
   Frame pc = 0;                 ///< "program counter" the PC capture reports (0: none)
 };
 
@@ -88,6 +89,10 @@ class Machine {
   void set_debugger_attached(bool attached) noexcept { debugger_attached_ = attached; }
   /// Share of the machine other work keeps busy while the loop is off the CPU, per mille.
   void set_other_load_permille(std::uint16_t permille) noexcept { other_load_permille_ = permille; }
+  /// true: the HAL reports each thread's run-queue wait (Hal::thread_wait_us), as an OS with
+  /// scheduler statistics does; false (default): it does not, and the cause rule falls back to
+  /// the machine's load.
+  void set_thread_wait_available(bool available) noexcept { thread_wait_available_ = available; }
 
   /// Accounts `ticks` of wall time: `running` (may be null) was on the CPU, or the machine
   /// was saturated by others (`saturated`), or it carried only the background load.
@@ -98,6 +103,7 @@ class Machine {
  private:
   static std::size_t capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
   static bool thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us);
+  static bool thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us);
   static bool counters(void* context, CpuCounters* out);
   static bool debugger(void* context);
 
@@ -105,6 +111,7 @@ class Machine {
   bool pc_capture_ = false;
   bool capture_failing_ = false;
   bool debugger_attached_ = false;
+  bool thread_wait_available_ = false;
   std::uint16_t other_load_permille_ = 0;
   std::uint64_t busy_permille_ticks_ = 0;  // busy time x 1000, so background load stays exact
   std::uint64_t total_ticks_ = 0;
@@ -123,8 +130,9 @@ class Scheduler {
   void compute(Thread& thread, tick_t ticks) noexcept { spend(ticks, &thread, false); }
   /// The loop is off the CPU (sleep, I/O, lock) for `ticks`; the machine has room.
   void wait(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
-  /// The loop wants the CPU but other work saturates the machine for `ticks`.
-  void starve(tick_t ticks) noexcept { spend(ticks, nullptr, true); }
+  /// The loop wants the CPU but other work saturates the machine for `ticks`; `runnable`, when
+  /// given, is the loop thread waiting in the run queue (its Thread::wait_ticks grow).
+  void starve(tick_t ticks, Thread* runnable = nullptr) noexcept { spend(ticks, nullptr, true, runnable); }
   /// Nothing of the loop's runs for `ticks` (idle between events).
   void idle(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
 
@@ -133,7 +141,7 @@ class Scheduler {
   tick_t next_poll() const noexcept { return next_poll_; }
 
  private:
-  void spend(tick_t ticks, Thread* running, bool saturated) noexcept;
+  void spend(tick_t ticks, Thread* running, bool saturated, Thread* runnable = nullptr) noexcept;
 
   VirtualTime& time_;
   Machine& machine_;

@@ -14,6 +14,10 @@ std::size_t capture_stack(void* /*context*/, const Monitor& /*loop*/, Frame* /*p
 // TODO(port): the loop thread's CPU time in microseconds (false when unavailable).
 bool thread_cpu_us(void* /*context*/, const Monitor& /*loop*/, std::uint64_t* /*cpu_us*/) { return false; }
 
+// TODO(port): the loop thread's run-queue wait in microseconds, if your OS tracks it (false
+// when unavailable: the cause rule then uses the machine's load).
+bool thread_wait_us(void* /*context*/, const Monitor& /*loop*/, std::uint64_t* /*wait_us*/) { return false; }
+
 // TODO(port): cumulative busy/total (and process) counters in one unit (false when unavailable).
 bool cpu_counters(void* /*context*/, CpuCounters* /*out*/) { return false; }
 
@@ -29,6 +33,7 @@ Hal make_hal() noexcept {
   hal.thread_cpu_us = &thread_cpu_us;
   hal.cpu_counters = &cpu_counters;
   hal.debugger_attached = &debugger_attached;
+  hal.thread_wait_us = &thread_wait_us;
   return hal;
 }
 

@@ -44,6 +44,12 @@ struct Hal {
   /// True while a debugger is attached (reports are then suppressed and counted when
   /// WatchdogConfig::stop_when_debugging is set).
   bool (*debugger_attached)(void* context);
+
+  /// Stores the time `loop`'s thread has spent runnable but waiting for a CPU (run-queue
+  /// delay) so far, in microseconds, monotonic; returns false when unavailable. With it the
+  /// cause rule tells *starved* from *waiting* by what the loop thread itself went through,
+  /// not by how busy the machine was (a sleeping loop on a busy machine is still *waiting*).
+  bool (*thread_wait_us)(void* context, const Monitor& loop, std::uint64_t* wait_us);
 };
 
 }  // namespace loopcanary

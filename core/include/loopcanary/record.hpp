@@ -75,6 +75,8 @@ struct BlockRecord {
   std::uint64_t window_ticks = 0;     ///< wall length of the CPU window
   std::uint64_t thread_cpu_us = 0;    ///< loop thread CPU time in the window (has_thread_cpu)
   bool has_thread_cpu = false;
+  std::uint64_t thread_wait_us = 0;   ///< loop thread run-queue wait in the window (has_thread_wait)
+  bool has_thread_wait = false;
   std::uint16_t system_busy_permille = kUnknownPermille;  ///< machine busy share in the window
   std::uint16_t process_permille = kUnknownPermille;      ///< this process's share in the window
 

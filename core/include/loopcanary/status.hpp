@@ -27,6 +27,7 @@ enum class Status : std::uint8_t {
   snapshot_attempts_out_of_range,   ///< snapshot_attempts is 0 or above 8
   running_permille_out_of_range,    ///< running_permille is 0 or above 1000
   starved_permille_out_of_range,    ///< starved_busy_permille is 0 or above 1000
+  starved_wait_permille_out_of_range,  ///< starved_wait_permille is 0 or above 1000
   // Registration and use
   not_initialised,                  ///< the object was used before a successful init()
   already_initialised,              ///< init() on a monitor already registered with a watchdog

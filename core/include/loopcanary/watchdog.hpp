@@ -45,9 +45,14 @@ struct WatchdogConfig {
   bool stop_when_debugging = true;
   /// Cause rule: thread CPU at least this share of wall time (per mille) is *running*. 1..1000.
   std::uint16_t running_permille = 700;
-  /// Cause rule: below the running share, a machine busy at least this share (per mille) over
-  /// the window is *starved*, otherwise *waiting*. 1..1000.
+  /// Cause rule without a run-queue counter (Hal::thread_wait_us): below the running share, a
+  /// machine busy at least this share (per mille) over the window is *starved*, otherwise
+  /// *waiting*. 1..1000.
   std::uint16_t starved_busy_permille = 900;
+  /// Cause rule with a run-queue counter: below the running share, a loop thread that spent at
+  /// least this share (per mille) of its off-CPU time runnable, waiting for a CPU, is *starved*,
+  /// otherwise *waiting*. 1..1000.
+  std::uint16_t starved_wait_permille = 500;
 };
 
 /// Watchdog counters; any context may read them (each counter is atomic).
@@ -60,11 +65,21 @@ struct WatchdogStats {
   std::uint32_t suppressed = 0;          ///< reports withheld while a debugger was attached
 };
 
-/// Cause rule shared by the watchdog and the ports' tests: `window_us` of wall time in which
-/// the loop thread ran `cpu_us` and the machine was `busy_permille` busy (kUnknownPermille
-/// when unknown). Any context.
-Cause classify(std::uint64_t window_us, std::uint64_t cpu_us, bool has_cpu, std::uint16_t busy_permille,
-               const WatchdogConfig& rule) noexcept;
+/// What the cause rule looks at, over one window of wall time.
+struct CpuEvidence {
+  std::uint64_t window_us = 0;   ///< wall time of the window
+  bool has_cpu = false;
+  std::uint64_t cpu_us = 0;      ///< loop thread CPU time in the window
+  bool has_wait = false;
+  std::uint64_t wait_us = 0;     ///< loop thread run-queue wait in the window
+  std::uint16_t busy_permille = kUnknownPermille;  ///< machine busy share in the window
+};
+
+/// The cause rule (docs/design.md): unknown without CPU time; running when the thread's CPU
+/// time is at least running_permille of the window; otherwise starved or waiting, by the
+/// thread's run-queue wait when known (starved_wait_permille of its off-CPU time), else by the
+/// machine's load (starved_busy_permille), else unknown. Any context.
+Cause classify(const CpuEvidence& evidence, const WatchdogConfig& rule) noexcept;
 
 namespace detail {
 
@@ -73,6 +88,8 @@ struct CpuReading {
   std::uint64_t elapsed = 0;
   bool has_cpu = false;
   std::uint64_t cpu_us = 0;
+  bool has_wait = false;
+  std::uint64_t wait_us = 0;
   bool has_counters = false;
   CpuCounters counters{};
 };
