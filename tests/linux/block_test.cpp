@@ -122,6 +122,24 @@ TEST(LinuxBlock, RunningHandlerIsReportedWhileRunningAndSymbolised) {
   EXPECT_EQ(final.cause, lc::Cause::running) << evidence(final);
 }
 
+
+// The last check of an off-CPU block: its cause is waiting. Skipped only where the kernel gives
+// no run-queue wait and other processes saturated the machine, since the load rule then cannot
+// tell waiting from starved (docs/porting-linux.md). Call it last: a skip ends only this helper.
+namespace {
+
+void expect_waiting(const lc::BlockRecord& final) {
+  if (!final.has_thread_wait && final.system_busy_permille != lc::kUnknownPermille &&
+      final.system_busy_permille >= 900) {
+    GTEST_SKIP() << "no run-queue wait (kernel without scheduler statistics) and other processes saturated the "
+                    "machine: the load rule cannot tell waiting from starved: "
+                 << evidence(final);
+  }
+  EXPECT_EQ(final.cause, lc::Cause::waiting) << evidence(final);
+}
+
+}  // namespace
+
 // Test 2a: the loop thread sleeps 200 ms.
 TEST(LinuxBlock, SleepingHandlerIsWaiting) {
   Rig rig;
@@ -141,13 +159,7 @@ TEST(LinuxBlock, SleepingHandlerIsWaiting) {
   if (!kThreadSanitizer) {
     EXPECT_TRUE(any_frame_in(final, "lc_test_sleep_until")) << describe_stacks(final);
   }
-  if (!final.has_thread_wait && final.system_busy_permille != lc::kUnknownPermille &&
-      final.system_busy_permille >= 900) {
-    GTEST_SKIP() << "no run-queue wait (kernel without scheduler statistics) and other processes saturated the "
-                    "machine: the load rule (docs/porting-linux.md) cannot tell waiting from starved: "
-                 << evidence(final);
-  }
-  EXPECT_EQ(final.cause, lc::Cause::waiting) << evidence(final);
+  expect_waiting(final);
 }
 
 // Test 2b: the loop thread waits 200 ms on a mutex another thread holds.
@@ -173,13 +185,7 @@ TEST(LinuxBlock, HandlerBlockedOnALockIsWaiting) {
   ASSERT_TRUE(final.has_thread_cpu);
   EXPECT_GE(us_of(final, final.duration_ticks), 190'000u);
   EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
-  if (!final.has_thread_wait && final.system_busy_permille != lc::kUnknownPermille &&
-      final.system_busy_permille >= 900) {
-    GTEST_SKIP() << "no run-queue wait (kernel without scheduler statistics) and other processes saturated the "
-                    "machine: the load rule (docs/porting-linux.md) cannot tell waiting from starved: "
-                 << evidence(final);
-  }
-  EXPECT_EQ(final.cause, lc::Cause::waiting) << evidence(final);
+  expect_waiting(final);
 }
 
 // Test 3: the loop computes while more busy threads than cores compete for the CPUs.
