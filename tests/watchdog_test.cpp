@@ -937,3 +937,15 @@ TEST(Classify, FollowsTheDocumentedRuleAtItsEdges) {
       << "the thread's own wait decides, not the machine's load";
   EXPECT_EQ(lc::classify(with_wait(evidence(1000, 600, lc::kUnknownPermille), 0), rule), Cause::waiting);
 }
+
+TEST(Classify, StolenTimeIsTakenOffTheWindow) {
+  const lc::WatchdogConfig rule;
+  // 185 ms window, 115 ms of thread CPU, no run-queue wait: waiting on its own; with 63 ms
+  // stolen from the machine's CPUs the thread ran 115 of at most 122 ms it could have: running.
+  lc::CpuEvidence e = with_wait(evidence(185'000, 115'000, 540), 0);
+  EXPECT_EQ(lc::classify(e, rule), Cause::waiting);
+  e.steal_us = 63'000;
+  EXPECT_EQ(lc::classify(e, rule), Cause::running);
+  e.steal_us = 500'000;  // more than the window: nothing left to judge
+  EXPECT_EQ(lc::classify(e, rule), Cause::unknown);
+}

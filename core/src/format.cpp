@@ -157,6 +157,11 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
     } else {
       w.puts("n/a");
     }
+    if (r.steal_us != 0) {
+      w.puts(", stolen ");
+      w.ms(r.steal_us);
+      w.puts(" ms");
+    }
   } else {
     w.puts("n/a");
   }
@@ -294,6 +299,8 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   } else {
     w.puts("null");
   }
+  w.puts(",\"steal_us\":");
+  w.u64(r.steal_us);
   w.puts("},\"samples\":{\"taken\":");
   w.u64(r.samples_taken);
   w.puts(",\"kept\":");

@@ -25,10 +25,12 @@ std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
 }  // namespace
 
 Cause classify(const CpuEvidence& e, const WatchdogConfig& rule) noexcept {
-  if (!e.has_cpu || e.window_us == 0) return Cause::unknown;
-  if (e.cpu_us * 1000u >= e.window_us * rule.running_permille) return Cause::running;
+  // Stolen time is machine-wide, so this is an upper bound of what the loop's CPU lost.
+  const std::uint64_t window = e.window_us - (e.steal_us < e.window_us ? e.steal_us : e.window_us);
+  if (!e.has_cpu || window == 0) return Cause::unknown;
+  if (e.cpu_us * 1000u >= window * rule.running_permille) return Cause::running;
   if (e.has_wait) {
-    const std::uint64_t off_cpu = e.window_us - (e.cpu_us < e.window_us ? e.cpu_us : e.window_us);
+    const std::uint64_t off_cpu = window - (e.cpu_us < window ? e.cpu_us : window);
     return e.wait_us * 1000u >= off_cpu * rule.starved_wait_permille ? Cause::starved : Cause::waiting;
   }
   if (e.busy_permille == kUnknownPermille) return Cause::unknown;
@@ -290,6 +292,7 @@ void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
   r.has_thread_wait = false;
   r.system_busy_permille = kUnknownPermille;
   r.process_permille = kUnknownPermille;
+  r.steal_us = 0;
   r.samples_taken = 0;
   r.samples_missed = 0;
   r.samples_overwritten = 0;
@@ -322,6 +325,7 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
       const std::uint64_t total = c1.system_total - c0.system_total;
       r.system_busy_permille = permille(c1.system_busy - c0.system_busy, total);
       r.process_permille = permille(c1.process - c0.process, total);
+      r.steal_us = c1.steal_us >= c0.steal_us ? c1.steal_us - c0.steal_us : 0u;
     }
     if (a.has_wait && b.has_wait && b.wait_us >= a.wait_us) {
       r.has_thread_wait = true;
@@ -334,6 +338,7 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
     evidence.has_wait = r.has_thread_wait;
     evidence.wait_us = r.thread_wait_us;
     evidence.busy_permille = r.system_busy_permille;
+    evidence.steal_us = r.steal_us;
     r.cause = classify(evidence, config_);
   }
 

@@ -344,6 +344,8 @@ Result Platform::init(const PlatformConfig& config) noexcept {
   signal_ = signal;
   timeout_us_ = timeout;
   debugger_check_ms_ = config.debugger_check_ms != 0 ? config.debugger_check_ms : 100u;
+  const long clock_ticks = sysconf(_SC_CLK_TCK);
+  us_per_clock_tick_ = clock_ticks > 0 ? 1'000'000u / static_cast<std::uint64_t>(clock_ticks) : 10'000u;
   scan_ = !config.no_stack_scan;
   initialised_ = true;
   return Result{};
@@ -451,6 +453,7 @@ bool Platform::cpu_counters(CpuCounters& out) noexcept {
   out.system_busy = cpu.busy();
   out.system_total = cpu.total();
   out.process = self.utime + self.stime;
+  out.steal_us = cpu.steal * us_per_clock_tick_;
   return true;
 }
 

@@ -73,10 +73,12 @@ struct CpuEvidence {
   bool has_wait = false;
   std::uint64_t wait_us = 0;     ///< loop thread run-queue wait in the window
   std::uint16_t busy_permille = kUnknownPermille;  ///< machine busy share in the window
+  std::uint64_t steal_us = 0;    ///< CPU time stolen by a hypervisor in the window (all CPUs)
 };
 
-/// The cause rule (docs/design.md): unknown without CPU time; running when the thread's CPU
-/// time is at least running_permille of the window; otherwise starved or waiting, by the
+/// The cause rule (docs/design.md): the window less the stolen time (at most all of it) is what
+/// the thread could have run; unknown without CPU time; running when the thread's CPU
+/// time is at least running_permille of that; otherwise starved or waiting, by the
 /// thread's run-queue wait when known (starved_wait_permille of its off-CPU time), else by the
 /// machine's load (starved_busy_permille), else unknown. Any context.
 Cause classify(const CpuEvidence& evidence, const WatchdogConfig& rule) noexcept;
