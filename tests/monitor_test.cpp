@@ -200,6 +200,30 @@ TEST_P(MonitorTiming, NestedBeginIsFoldedIntoTheOuterDispatch) {
   EXPECT_FALSE(snapshot_of(monitor_).in_dispatch());
 }
 
+TEST_P(MonitorTiming, DeepNestingClosesLevelByLevelThenTheOuterDispatch) {
+  monitor_.begin_at(kPlain, at(0));
+  for (int level = 0; level < 3; ++level) monitor_.begin_at(kOther, at(10));
+  for (int level = 0; level < 3; ++level) {
+    monitor_.end_at(at(20));  // closes one nesting level
+    EXPECT_TRUE(snapshot_of(monitor_).in_dispatch()) << "after closing level " << level;
+    EXPECT_EQ(monitor_.stats().dispatches, 0u);
+  }
+  monitor_.end_at(at(30));  // the outer dispatch
+  LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.nested, 3u);
+  EXPECT_EQ(s.max_duration, 30u);
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+
+  dispatch(monitor_, at(100), 50);  // the next dispatch is a plain one again
+  monitor_.end_at(at(200));         // and an extra end is unbalanced, not a nesting level
+  s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 2u);
+  EXPECT_EQ(s.max_duration, 50u);
+  EXPECT_EQ(s.unbalanced_ends, 1u);
+  EXPECT_EQ(s.nested, 3u);
+}
+
 TEST_P(MonitorTiming, UnbalancedEndIsCountedAndIgnored) {
   monitor_.end_at(at(5));
   LoopStats s = monitor_.stats();

@@ -65,12 +65,13 @@ Limits Monitor::limits_for(const Event& event) const noexcept {
   return l;
 }
 
-void Monitor::end_unusual() noexcept {
-  if (nested_depth_ != 0) {
-    --nested_depth_;
-  } else {
-    detail::bump(unbalanced_ends_);
+void Monitor::end_unusual(std::uint32_t seq) noexcept {
+  if ((seq & 1u) == 0) {
+    detail::bump(unbalanced_ends_);  // no dispatch running
+    return;
   }
+  open_seq_ -= 2u;                        // closes one nesting level
+  if (open_seq_ == 0) open_seq_ = seq;    // back in the outermost dispatch
 }
 
 void Monitor::end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept {

@@ -134,7 +134,7 @@ class Monitor {
   LOOPCANARY_INLINE void begin_at(const Event& event, tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
     if ((s & 1u) != 0) {
-      ++nested_depth_;
+      open_seq_ = (open_seq_ & 1u) != 0 ? 2u : open_seq_ + 2u;  // one nesting level deeper
       detail::bump(nested_);
       return;
     }
@@ -142,6 +142,7 @@ class Monitor {
     detail::store_relaxed(begin_, now);
     detail::store_relaxed(event_, &event);
     detail::store_release(seq_, s + 1u);
+    open_seq_ = s + 1u;
   }
 
   /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
@@ -149,8 +150,8 @@ class Monitor {
   /// running is counted in LoopStats::unbalanced_ends and otherwise ignored.
   LOOPCANARY_INLINE void end_at(tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
-    if ((s & 1u) == 0 || nested_depth_ != 0) {
-      end_unusual();
+    if (s != open_seq_) {  // no dispatch running, or a nested one: one compare decides both
+      end_unusual(s);
       return;
     }
     const tick_t begin = detail::load_relaxed(begin_);
@@ -249,7 +250,7 @@ class Monitor {
 #endif
   }
 
-  void end_unusual() noexcept;
+  void end_unusual(std::uint32_t seq) noexcept;
   void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
 
   // First member: end() indexes it from the object's address with no offset to add.
@@ -259,7 +260,10 @@ class Monitor {
   std::atomic<std::uint32_t> seq_{0};
   std::atomic<tick_t> begin_{0};
   std::atomic<const Event*> event_{nullptr};
-  std::uint32_t nested_depth_ = 0;        // loop-private
+  // Loop-private: equal to seq_ exactly while an outermost dispatch runs with nothing nested,
+  // so end() tests one word. Odd (a past dispatch's seq) while idle; 2 x the nesting depth
+  // (even, never equal to the odd seq_) while nested begin()s are open.
+  std::uint32_t open_seq_ = 1;
   tick_t threshold_ticks_ = ~tick_t{0};  // never a block before init()
 
   // Statistics: written by the loop only, except hangs_ (the watchdog only). The dispatch
