@@ -43,8 +43,9 @@ void TextWriter::u64(std::uint64_t v) noexcept {
   char digits[20];
   int n = 0;
   do {
-    digits[n++] = static_cast<char>('0' + v % 10u);
-    v /= 10u;
+    const std::uint64_t tenth = detail::divide(v, 10u);
+    digits[n++] = static_cast<char>('0' + (v - tenth * 10u));
+    v = tenth;
   } while (v != 0);
   while (n > 0) put(digits[--n]);
 }
@@ -62,9 +63,10 @@ void TextWriter::hex(std::uint64_t v) noexcept {
 }
 
 void TextWriter::ms(std::uint64_t us) noexcept {
-  u64(us / 1000u);
+  const std::uint64_t whole_ms = detail::divide(us, 1000u);
+  u64(whole_ms);
   put('.');
-  const auto frac = static_cast<unsigned>(us % 1000u);
+  const auto frac = static_cast<unsigned>(us - whole_ms * 1000u);
   put(static_cast<char>('0' + frac / 100u));
   put(static_cast<char>('0' + frac / 10u % 10u));
   put(static_cast<char>('0' + frac % 10u));
@@ -188,7 +190,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
     for (std::uint8_t i = 0; i < r.top_count; ++i) {
       const TopFrame& t = r.top[i];
       w.puts("  ");
-      w.percent(r.samples_taken != 0 ? static_cast<std::uint32_t>(std::uint64_t{t.count} * 1000u / r.samples_taken) : 0u);
+      w.percent(r.samples_taken != 0 ? static_cast<std::uint32_t>(detail::divide(std::uint64_t{t.count} * 1000u, r.samples_taken)) : 0u);
       w.puts(" % ");
       w.u64(t.count);
       w.put(' ');

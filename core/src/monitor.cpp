@@ -27,7 +27,7 @@ Status resolve(const MonitorConfig& c, Resolved& r) noexcept {
   const std::uint64_t interval = ticks_from_us(c.sample_interval_us, c.tick_hz);
   if (interval == 0) return Status::sample_interval_below_one_tick;
   r.threshold = static_cast<tick_t>(threshold);
-  r.arm = static_cast<tick_t>(threshold * c.arm_permille / 1000u);
+  r.arm = static_cast<tick_t>(detail::divide(threshold * c.arm_permille, 1000u));
   r.interval = static_cast<tick_t>(interval);
   r.hang = static_cast<tick_t>(hang);
   return Status::ok;
@@ -60,7 +60,7 @@ Limits Monitor::limits_for(const Event& event) const noexcept {
   // A raised threshold keeps the loop's arm fraction, interval and hang margin.
   const std::uint64_t hang = t + (hang_ticks_ - threshold_ticks_);
   l.threshold = static_cast<tick_t>(t);
-  l.arm = static_cast<tick_t>(t * arm_permille_ / 1000u);
+  l.arm = static_cast<tick_t>(detail::divide(t * arm_permille_, 1000u));
   l.hang = static_cast<tick_t>(hang < kMaxIntervalTicks ? hang : kMaxIntervalTicks);
   return l;
 }

@@ -19,7 +19,11 @@ std::int64_t signed_ticks(tick_t from, tick_t to) noexcept {
 std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
   if (whole == 0) return kUnknownPermille;
   if (part >= whole) return 1000;
-  return static_cast<std::uint16_t>(part * 1000u / whole);
+  while ((whole >> 32) != 0) {  // a 32-bit divisor: both halved keep the ratio (to 2^-32)
+    whole >>= 1;
+    part >>= 1;
+  }
+  return static_cast<std::uint16_t>(detail::divide(part * 1000u, static_cast<std::uint32_t>(whole)));
 }
 
 }  // namespace
@@ -181,7 +185,7 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   if (track.armed && track.elapsed >= track.next_sample) {
     take_sample(track, now);
     // Next sample one interval later; a watchdog that fell behind skips the intervals it missed.
-    const std::uint64_t behind = (track.elapsed - track.next_sample) / limits.interval;
+    const std::uint64_t behind = detail::divide(track.elapsed - track.next_sample, limits.interval);
     track.next_sample += (behind + 1u) * limits.interval;
   }
   if (!track.reported_block && track.elapsed > limits.threshold) {

@@ -15,20 +15,58 @@ constexpr tick_t ticks_between(tick_t earlier, tick_t later) noexcept {
   return static_cast<tick_t>(later - earlier);
 }
 
-/// Microseconds to ticks at `tick_hz`, rounded down; exact for us below 2^32 seconds. Any
-/// context; costs a 64-bit division (keep it off the hot path).
-constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
-  // Whole seconds and the remainder separately, so no intermediate product overflows.
-  const std::uint64_t whole_s = us / 1'000'000u;
-  const std::uint64_t rest_us = us % 1'000'000u;
-  return whole_s * tick_hz + (rest_us * tick_hz) / 1'000'000u;
+namespace detail {
+
+/// n / d for d > 0, rounded down, the way a 32-bit target does it here: the high word with one
+/// 32-bit division, then 32 shift-and-subtract steps for the low word. Any context. Separate
+/// from divide() so hosts test it too.
+constexpr std::uint64_t divide_in_steps(std::uint64_t n, std::uint32_t d) noexcept {
+  const auto high = static_cast<std::uint32_t>(n >> 32);
+  const auto low = static_cast<std::uint32_t>(n);
+  std::uint32_t remainder = high % d;  // < d
+  std::uint32_t quotient_low = 0;
+  for (int bit = 31; bit >= 0; --bit) {
+    const bool carry = (remainder >> 31) != 0;  // the shifted remainder needs 33 bits
+    remainder = (remainder << 1) | ((low >> bit) & 1u);
+    quotient_low <<= 1;
+    if (carry || remainder >= d) {  // with a carry the true remainder exceeds d: modular subtract
+      remainder -= d;
+      quotient_low |= 1u;
+    }
+  }
+  return (static_cast<std::uint64_t>(high / d) << 32) | quotient_low;
 }
 
-/// Ticks to microseconds at `tick_hz` (> 0), rounded down. Any context.
+/// n / d for d > 0, rounded down. Any context; off the hot path.
+///
+/// On 32-bit targets a `uint64_t / uint32_t` expression calls the compiler's 64-by-64 library
+/// division (libgcc's __udivmoddi4: 702 bytes of flash on Cortex-M3). Every division in the
+/// core and the ports has a 32-bit divisor, so they all come here: divide_in_steps() is ~60
+/// bytes. 64-bit targets divide in one instruction.
+constexpr std::uint64_t divide(std::uint64_t n, std::uint32_t d) noexcept {
+#if UINTPTR_MAX > 0xFFFFFFFFu
+  return n / d;
+#else
+  return divide_in_steps(n, d);
+#endif
+}
+
+}  // namespace detail
+
+/// Microseconds to ticks at `tick_hz`, rounded down; exact for us below 2^32 seconds. Any
+/// context; off the hot path (a 64-by-32 division).
+constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
+  // Whole seconds and the remainder separately, so no intermediate product overflows.
+  const std::uint64_t whole_s = detail::divide(us, 1'000'000u);
+  const std::uint64_t rest_us = us - whole_s * 1'000'000u;
+  return whole_s * tick_hz + detail::divide(rest_us * tick_hz, 1'000'000u);
+}
+
+/// Ticks to microseconds at `tick_hz` (> 0), rounded down. Any context; off the hot path.
 constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz) noexcept {
-  const std::uint64_t whole_s = ticks / tick_hz;
-  const std::uint64_t rest = ticks % tick_hz;
-  return whole_s * 1'000'000u + (rest * 1'000'000u) / tick_hz;
+  const std::uint64_t whole_s = detail::divide(ticks, tick_hz);
+  const std::uint64_t rest = ticks - whole_s * tick_hz;
+  return whole_s * 1'000'000u + detail::divide(rest * 1'000'000u, tick_hz);
 }
 
 /// The longest interval init() accepts for a hang limit: half the counter's wrap period, so a
