@@ -62,9 +62,9 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
   if (config.starved_wait_permille == 0 || config.starved_wait_permille > 1000) {
     return Status::starved_wait_permille_out_of_range;
   }
-  config_ = config;
+  config_.value = config;
   std::memcpy(qualifier_, config.qualifier, length + 1);
-  config_.qualifier = qualifier_;
+  config_.value.qualifier = qualifier_;
   hal_ = hal;
   initialised_ = true;
   return Status::ok;
@@ -105,7 +105,7 @@ WatchdogStats Watchdog::stats() const noexcept {
 void Watchdog::poll(tick_t now) noexcept {
   if (!initialised_) return;
   detail::bump(polls_);
-  const bool suppressed = config_.stop_when_debugging && hal_.debugger_attached != nullptr &&
+  const bool suppressed = config_.value.stop_when_debugging && hal_.debugger_attached != nullptr &&
                           hal_.debugger_attached(hal_.context);
   for (std::size_t i = 0; i < loops_; ++i) poll_loop(tracks_[i], now, suppressed);
 }
@@ -116,7 +116,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   Monitor& monitor = *track.monitor;
   StampSnapshot snap;
   bool consistent = false;
-  for (std::uint8_t attempt = 0; attempt < config_.snapshot_attempts && !consistent; ++attempt) {
+  for (std::uint8_t attempt = 0; attempt < config_.value.snapshot_attempts && !consistent; ++attempt) {
     consistent = monitor.snapshot(snap);
   }
   if (!consistent) detail::bump(torn_snapshots_);
@@ -191,24 +191,36 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   if (!track.reported_block && track.elapsed > limits.threshold) {
     track.reported_block = true;
     fill_from_track(track, now);
-    scratch_.phase = Phase::in_progress;
+    scratch_.value.phase = Phase::in_progress;
     emit(suppressed);
   }
   if (!track.reported_hang && track.elapsed > limits.hang) {
     track.reported_hang = true;
     detail::bump(track.monitor->hangs_);
     fill_from_track(track, now);
-    scratch_.phase = Phase::hang;
+    scratch_.value.phase = Phase::hang;
     emit(suppressed);
   }
 }
 
 void Watchdog::read_cpu(const Track& track, detail::CpuReading& reading) const noexcept {
+  using namespace detail;
   reading.elapsed = track.elapsed;
-  reading.has_cpu = hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &reading.cpu_us);
-  reading.has_wait =
-      hal_.thread_wait_us != nullptr && hal_.thread_wait_us(hal_.context, *track.monitor, &reading.wait_us);
-  reading.has_counters = hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &reading.counters);
+  reading.valid = 0;
+  if (hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &reading.value[kCpuThread])) {
+    reading.valid |= 1u << kCpuThread;
+  }
+  if (hal_.thread_wait_us != nullptr && hal_.thread_wait_us(hal_.context, *track.monitor, &reading.value[kCpuWait])) {
+    reading.valid |= 1u << kCpuWait;
+  }
+  CpuCounters c;
+  if (hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &c)) {
+    reading.value[kCpuBusy] = c.system_busy;
+    reading.value[kCpuTotal] = c.system_total;
+    reading.value[kCpuProcess] = c.process;
+    reading.value[kCpuSteal] = c.steal_us;
+    reading.valid |= (1u << kCpuBusy) | (1u << kCpuTotal) | (1u << kCpuProcess) | (1u << kCpuSteal);
+  }
 }
 
 void Watchdog::take_sample(Track& track, tick_t now) noexcept {
@@ -216,12 +228,12 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   Sample sample;
   sample.at = now;
   sample.seq = track.seq;
-  const std::size_t max = config_.max_frames;
+  const std::size_t max = config_.value.max_frames;
 
   const char* names[kMaxFrames];
   std::size_t scope_count = 0;
   bool scopes_read = false;
-  for (std::uint8_t attempt = 0; attempt < config_.snapshot_attempts && !scopes_read; ++attempt) {
+  for (std::uint8_t attempt = 0; attempt < config_.value.snapshot_attempts && !scopes_read; ++attempt) {
     scopes_read = monitor.scope_snapshot(names, max, scope_count);
   }
   if (!scopes_read) scope_count = 0;
@@ -254,31 +266,29 @@ void Watchdog::count_top(Track& track, const Sample& sample) noexcept {
   const bool is_scope = sample.scope_count > 0;
   const Frame frame = sample.frames[0];
   for (std::uint8_t i = 0; i < track.top_count; ++i) {
-    TopFrame& entry = track.top[i];
+    TopFrame& entry = track.top[i].value;
     if (entry.frame == frame && entry.is_scope == is_scope) {
       ++entry.count;
       // Keep the table ordered by count, most frequent first.
-      for (std::uint8_t j = i; j > 0 && track.top[j - 1].count < track.top[j].count; --j) {
-        const TopFrame swap = track.top[j - 1];
-        track.top[j - 1] = track.top[j];
-        track.top[j] = swap;
+      for (std::uint8_t j = i; j > 0 && track.top[j - 1].value.count < track.top[j].value.count; --j) {
+        const TopFrame swap = track.top[j - 1].value;
+        track.top[j - 1].value = track.top[j].value;
+        track.top[j].value = swap;
       }
       return;
     }
   }
   if (track.top_count < kTopFrames) {
-    track.top[track.top_count++] = TopFrame{frame, is_scope, 1};
+    track.top[track.top_count++].value = TopFrame{frame, is_scope, 1};
   } else {
     ++track.top_other;
   }
 }
 
 void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
-  BlockRecord& r = scratch_;
+  scratch_.value = BlockRecord{};  // every field not set below keeps its documented default
+  BlockRecord& r = scratch_.value;
   const Monitor& monitor = *track.monitor;
-  r.phase = Phase::final;
-  r.cause = Cause::unknown;
-  r.flags = 0;
   r.loop_index = static_cast<std::uint8_t>(&track - tracks_);
   r.qualifier = qualifier_;
   r.loop = monitor.name();
@@ -289,51 +299,38 @@ void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
   r.end = note.end;
   r.duration_ticks = ticks_between(note.begin, note.end);
   r.threshold_ticks = monitor.limits_for(*note.event).threshold;
-  r.window_ticks = 0;
-  r.thread_cpu_us = 0;
-  r.has_thread_cpu = false;
-  r.thread_wait_us = 0;
-  r.has_thread_wait = false;
-  r.system_busy_permille = kUnknownPermille;
-  r.process_permille = kUnknownPermille;
-  r.steal_us = 0;
-  r.samples_taken = 0;
-  r.samples_missed = 0;
-  r.samples_overwritten = 0;
-  r.sample_count = 0;
-  r.top_count = 0;
-  r.top_other = 0;
   r.notes_dropped = detail::load_relaxed(monitor.notes_dropped_);
 }
 
 // Fills the scratch record from what the watchdog saw of the watched dispatch, up to `now`.
 void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
   fill_common(track, BlockNote{track.seq, track.begin, now, track.event});
-  BlockRecord& r = scratch_;
+  BlockRecord& r = scratch_.value;
   r.duration_ticks = track.elapsed;
   if (track.reported_hang) r.flags |= kFlagHung;
   if (!track.armed) r.flags |= kFlagUnwatched;
 
   if (track.armed) {
-    const detail::CpuReading& a = track.first;
-    const detail::CpuReading& b = track.last;
+    using namespace detail;
+    const CpuReading& a = track.first;
+    const CpuReading& b = track.last;
     r.window_ticks = b.elapsed - a.elapsed;
-    if (a.has_cpu && b.has_cpu && b.cpu_us >= a.cpu_us) {
-      r.has_thread_cpu = true;
-      r.thread_cpu_us = b.cpu_us - a.cpu_us;
+    // Deltas over the window of the counters read at both ends that did not go backwards.
+    std::uint64_t delta[kCpuValues];
+    unsigned valid = a.valid & b.valid;
+    for (unsigned i = 0; i < kCpuValues; ++i) {
+      if (b.value[i] < a.value[i]) valid &= ~(1u << i);
+      delta[i] = b.value[i] - a.value[i];
     }
-    const CpuCounters& c0 = a.counters;
-    const CpuCounters& c1 = b.counters;
-    if (a.has_counters && b.has_counters && c1.system_total >= c0.system_total &&
-        c1.system_busy >= c0.system_busy && c1.process >= c0.process) {
-      const std::uint64_t total = c1.system_total - c0.system_total;
-      r.system_busy_permille = permille(c1.system_busy - c0.system_busy, total);
-      r.process_permille = permille(c1.process - c0.process, total);
-      r.steal_us = c1.steal_us >= c0.steal_us ? c1.steal_us - c0.steal_us : 0u;
-    }
-    if (a.has_wait && b.has_wait && b.wait_us >= a.wait_us) {
-      r.has_thread_wait = true;
-      r.thread_wait_us = b.wait_us - a.wait_us;
+    constexpr unsigned kCounters = (1u << kCpuBusy) | (1u << kCpuTotal) | (1u << kCpuProcess);
+    r.has_thread_cpu = (valid & (1u << kCpuThread)) != 0;
+    r.thread_cpu_us = r.has_thread_cpu ? delta[kCpuThread] : 0u;
+    r.has_thread_wait = (valid & (1u << kCpuWait)) != 0;
+    r.thread_wait_us = r.has_thread_wait ? delta[kCpuWait] : 0u;
+    if ((valid & kCounters) == kCounters) {
+      r.system_busy_permille = permille(delta[kCpuBusy], delta[kCpuTotal]);
+      r.process_permille = permille(delta[kCpuProcess], delta[kCpuTotal]);
+      r.steal_us = (valid & (1u << kCpuSteal)) != 0 ? delta[kCpuSteal] : 0u;
     }
     CpuEvidence evidence;
     evidence.window_us = us_from_ticks(r.window_ticks, r.tick_hz);
@@ -343,7 +340,7 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
     evidence.wait_us = r.thread_wait_us;
     evidence.busy_permille = r.system_busy_permille;
     evidence.steal_us = r.steal_us;
-    r.cause = classify(evidence, config_);
+    r.cause = classify(evidence, config_.value);
   }
 
   r.samples_taken = track.samples_taken;
@@ -352,13 +349,13 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
   r.sample_count = static_cast<std::uint8_t>(track.samples.size());
   for (std::uint32_t i = 0; i < track.samples.size(); ++i) r.samples[i] = track.samples[i];
   r.top_count = track.top_count;
-  for (std::uint8_t i = 0; i < track.top_count; ++i) r.top[i] = track.top[i];
+  for (std::uint8_t i = 0; i < track.top_count; ++i) r.top[i] = track.top[i].value;
   r.top_other = track.top_other;
 }
 
 void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept {
   fill_from_track(track, now);
-  BlockRecord& r = scratch_;
+  BlockRecord& r = scratch_.value;
   r.phase = Phase::final;
   r.end = note.end;
   // Extended duration: elapsed at this poll, less the time since the end stamp.
@@ -371,8 +368,8 @@ void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool su
 
 void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept {
   fill_from_track(track, now);
-  scratch_.phase = Phase::final;
-  scratch_.flags |= kFlagEndEstimated;
+  scratch_.value.phase = Phase::final;
+  scratch_.value.flags |= kFlagEndEstimated;
   track.done_seq = track.seq;
   track.seq = 0;
   emit(suppressed);
@@ -380,7 +377,7 @@ void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noe
 
 void Watchdog::report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept {
   fill_common(track, note);
-  scratch_.flags = kFlagUnwatched;
+  scratch_.value.flags = kFlagUnwatched;
   track.done_seq = note.seq;  // its end may not be published yet: never watch it afterwards
   emit(suppressed);
 }
@@ -390,8 +387,8 @@ void Watchdog::emit(bool suppressed) noexcept {
     detail::bump(suppressed_);
     return;
   }
-  BlockRecord& r = scratch_;
-  r.report = next_report_++;
+  BlockRecord& r = scratch_.value;
+  r.report = ++last_report_;
   r.records_dropped = detail::load_relaxed(records_dropped_);
   detail::bump(reports_);
   for (std::size_t i = 0; i < chain_size_; ++i) chain_[i].function(chain_[i].context, r);

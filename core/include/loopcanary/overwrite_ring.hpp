@@ -4,9 +4,10 @@
 // samples of the dispatch it is watching, so a long block keeps its most recent samples.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+
+#include "loopcanary/slot.hpp"
 
 namespace loopcanary {
 
@@ -24,15 +25,15 @@ class OverwriteRingBase {
     } else {
       ++size_;
     }
-    slots_[next_ & mask_] = value;
+    slots_[next_ & mask_].value = value;
     ++next_;
   }
 
   /// The i-th element, oldest first; i < size().
-  const T& operator[](std::uint32_t i) const noexcept { return slots_[(next_ - size_ + i) & mask_]; }
+  const T& operator[](std::uint32_t i) const noexcept { return slots_[(next_ - size_ + i) & mask_].value; }
 
   /// The newest element; size() > 0.
-  const T& back() const noexcept { return slots_[(next_ - 1u) & mask_]; }
+  const T& back() const noexcept { return slots_[(next_ - 1u) & mask_].value; }
 
   std::uint32_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
@@ -46,11 +47,11 @@ class OverwriteRingBase {
   }
 
  protected:
-  OverwriteRingBase(T* slots, std::uint32_t capacity) noexcept : slots_(slots), mask_(capacity - 1u) {}
+  OverwriteRingBase(detail::Slot<T>* slots, std::uint32_t capacity) noexcept : slots_(slots), mask_(capacity - 1u) {}
   ~OverwriteRingBase() = default;
 
  private:
-  T* const slots_;
+  detail::Slot<T>* const slots_;
   const std::uint32_t mask_;
   std::uint32_t next_ = 0;
   std::uint32_t size_ = 0;
@@ -58,10 +59,11 @@ class OverwriteRingBase {
 };
 
 namespace detail {
-// Storage as a base class constructed before the ring base that points into it.
+// Storage as a base class constructed before the ring base that points into it. The slots are
+// not constructed (see slot.hpp): a slot is always written before it is read.
 template <class T, std::size_t N>
 struct OverwriteRingStorage {
-  std::array<T, N> slots{};
+  Slot<T> slots[N];
 };
 }  // namespace detail
 
@@ -73,7 +75,7 @@ class OverwriteRing final : private detail::OverwriteRingStorage<T, N>, public O
 
  public:
   OverwriteRing() noexcept
-      : OverwriteRingBase<T>(detail::OverwriteRingStorage<T, N>::slots.data(), static_cast<std::uint32_t>(N)) {}
+      : OverwriteRingBase<T>(detail::OverwriteRingStorage<T, N>::slots, static_cast<std::uint32_t>(N)) {}
 };
 
 }  // namespace loopcanary

@@ -15,11 +15,11 @@
 // writes its own counter.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "loopcanary/slot.hpp"
 #include "loopcanary/sync.hpp"
 
 namespace loopcanary {
@@ -38,7 +38,7 @@ class SpscRingBase {
     const std::uint32_t h = detail::load_relaxed(head_);
     const std::uint32_t t = detail::load_acquire(tail_);
     if (h - t > mask_) return false;
-    slots_[h & mask_] = value;
+    slots_[h & mask_].value = value;
     detail::store_release(head_, h + 1u);
     return true;
   }
@@ -48,7 +48,7 @@ class SpscRingBase {
     const std::uint32_t t = detail::load_relaxed(tail_);
     const std::uint32_t h = detail::load_acquire(head_);
     if (h == t) return false;
-    out = slots_[t & mask_];
+    out = slots_[t & mask_].value;
     detail::store_release(tail_, t + 1u);
     return true;
   }
@@ -64,21 +64,22 @@ class SpscRingBase {
   std::uint32_t capacity() const noexcept { return mask_ + 1u; }
 
  protected:
-  SpscRingBase(T* slots, std::uint32_t capacity) noexcept : slots_(slots), mask_(capacity - 1u) {}
+  SpscRingBase(detail::Slot<T>* slots, std::uint32_t capacity) noexcept : slots_(slots), mask_(capacity - 1u) {}
   ~SpscRingBase() = default;
 
  private:
-  T* const slots_;
+  detail::Slot<T>* const slots_;
   const std::uint32_t mask_;
   std::atomic<std::uint32_t> head_{0};
   std::atomic<std::uint32_t> tail_{0};
 };
 
 namespace detail {
-// Storage as a base class constructed before the ring base that points into it.
+// Storage as a base class constructed before the ring base that points into it. The slots are
+// not constructed (see slot.hpp): a slot is always written before it is read.
 template <class T, std::size_t N>
 struct SpscRingStorage {
-  std::array<T, N> slots{};
+  Slot<T> slots[N];
 };
 }  // namespace detail
 
@@ -90,7 +91,7 @@ class SpscRing final : private detail::SpscRingStorage<T, N>, public SpscRingBas
 
  public:
   SpscRing() noexcept
-      : SpscRingBase<T>(detail::SpscRingStorage<T, N>::slots.data(), static_cast<std::uint32_t>(N)) {}
+      : SpscRingBase<T>(detail::SpscRingStorage<T, N>::slots, static_cast<std::uint32_t>(N)) {}
 };
 
 }  // namespace loopcanary

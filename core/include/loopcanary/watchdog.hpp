@@ -20,6 +20,7 @@
 #include "loopcanary/monitor.hpp"
 #include "loopcanary/overwrite_ring.hpp"
 #include "loopcanary/record.hpp"
+#include "loopcanary/slot.hpp"
 #include "loopcanary/spsc_ring.hpp"
 #include "loopcanary/status.hpp"
 
@@ -85,42 +86,52 @@ Cause classify(const CpuEvidence& evidence, const WatchdogConfig& rule) noexcept
 
 namespace detail {
 
-/// One reading of the CPU evidence, at `elapsed` ticks into the dispatch.
-struct CpuReading {
-  std::uint64_t elapsed = 0;
-  bool has_cpu = false;
-  std::uint64_t cpu_us = 0;
-  bool has_wait = false;
-  std::uint64_t wait_us = 0;
-  bool has_counters = false;
-  CpuCounters counters{};
+/// The cumulative counters one CPU reading holds, in CpuReading::value order.
+enum CpuValue : std::uint8_t {
+  kCpuThread,   ///< Hal::thread_cpu_us
+  kCpuWait,     ///< Hal::thread_wait_us
+  kCpuBusy,     ///< CpuCounters::system_busy   (kCpuBusy..kCpuSteal come from one
+  kCpuTotal,    ///< CpuCounters::system_total   Hal::cpu_counters call and are valid
+  kCpuProcess,  ///< CpuCounters::process        together)
+  kCpuSteal,    ///< CpuCounters::steal_us
+  kCpuValues
 };
 
-/// What the watchdog knows about the dispatch it watches on one loop.
+/// One reading of the CPU evidence, at `elapsed` ticks into the dispatch. Bit i of `valid`
+/// says value[i] was read. Written whole by Watchdog::read_cpu before it is read.
+struct CpuReading {
+  std::uint64_t elapsed;
+  std::uint64_t value[kCpuValues];
+  std::uint8_t valid;
+};
+
+/// What the watchdog knows about the dispatch it watches on one loop. No member initialisers:
+/// Watchdog::add() and start_watching() set every field before it is read, so a
+/// StaticWatchdog costs no start-up code for its tracks.
 struct WatchdogTrack {
-  Monitor* monitor = nullptr;
-  std::uint32_t seq = 0;        // dispatch watched (odd), 0 when none
-  std::uint32_t done_seq = 0;   // last dispatch finalised, never watched again
-  tick_t begin = 0;
-  const Event* event = nullptr;
-  Limits limits{};
-  tick_t last_now = 0;
-  std::uint64_t elapsed = 0;      // begin .. last_now, extended past the tick width
-  std::uint64_t next_sample = 0;  // elapsed time of the next sample
-  bool armed = false;
-  bool reported_block = false;
-  bool reported_hang = false;
+  Monitor* monitor;
+  std::uint32_t seq;        // dispatch watched (odd), 0 when none
+  std::uint32_t done_seq;   // last dispatch finalised, never watched again
+  tick_t begin;
+  const Event* event;
+  Limits limits;
+  tick_t last_now;
+  std::uint64_t elapsed;      // begin .. last_now, extended past the tick width
+  std::uint64_t next_sample;  // elapsed time of the next sample
+  bool armed;
+  bool reported_block;
+  bool reported_hang;
   // CPU evidence: read at the arm point and again at every poll while the dispatch runs, so
   // the window [first, last] lies inside the dispatch.
-  CpuReading first{};
-  CpuReading last{};
+  CpuReading first;
+  CpuReading last;
   // Stack evidence.
   OverwriteRing<Sample, kMaxSamples> samples;
-  std::uint32_t samples_taken = 0;
-  std::uint32_t samples_missed = 0;
-  TopFrame top[kTopFrames] = {};
-  std::uint8_t top_count = 0;
-  std::uint32_t top_other = 0;
+  std::uint32_t samples_taken;
+  std::uint32_t samples_missed;
+  Slot<TopFrame> top[kTopFrames];  // top[0, top_count), most frequent first
+  std::uint8_t top_count;
+  std::uint32_t top_other;
 };
 
 }  // namespace detail
@@ -194,13 +205,14 @@ class Watchdog {
   SpscRingBase<BlockRecord>& ring_;
   std::size_t loops_ = 0;
   bool initialised_ = false;
-  WatchdogConfig config_{};
-  Hal hal_{};
+  // Set by init(), read only once initialised_ (so a StaticWatchdog needs no start-up code).
+  detail::Slot<WatchdogConfig> config_;
+  Hal hal_;
   char qualifier_[kQualifierMax + 1] = {};
-  Chained chain_[kMaxInterceptors] = {};
+  Chained chain_[kMaxInterceptors];
   std::size_t chain_size_ = 0;
-  std::uint32_t next_report_ = 1;
-  BlockRecord scratch_{};  // the report being built (kept off the caller's stack: it is large)
+  std::uint32_t last_report_ = 0;
+  detail::Slot<BlockRecord> scratch_;  // the report being built (off the caller's stack: it is large)
 
   std::atomic<std::uint32_t> polls_{0};
   std::atomic<std::uint32_t> reports_{0};
