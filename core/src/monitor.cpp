@@ -109,9 +109,7 @@ LoopStats Monitor::stats() const noexcept {
   s.scope_overflows = detail::load_relaxed(scope_overflows_);
   s.scope_underflows = detail::load_relaxed(scope_underflows_);
   s.tick_hz = tick_hz_;
-  for (std::size_t i = 0; i < kHistogramBuckets; ++i) {
-    s.histogram[i] = detail::load_relaxed(by_leading_zeros_[kHistogramBuckets - 1 - i]);
-  }
+  for (std::size_t i = 0; i < kHistogramBuckets; ++i) s.histogram[i] = bucket(i);
   return s;
 }
 

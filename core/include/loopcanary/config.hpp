@@ -50,6 +50,13 @@
 #define LOOPCANARY_SINGLE_CORE 0
 #endif
 
+/// 1 (default): every loop keeps a dispatch-duration histogram (LoopStats::histogram), 32
+/// counters = 128 bytes per loop and one increment per dispatch. 0 leaves it out (the
+/// histogram then reads as all zero) for parts where every byte of RAM counts.
+#ifndef LOOPCANARY_HISTOGRAM
+#define LOOPCANARY_HISTOGRAM 1
+#endif
+
 /// 0 compiles the instrumentation macros out (they still type-check their arguments).
 #ifndef LOOPCANARY_ENABLED
 #define LOOPCANARY_ENABLED 1
@@ -80,6 +87,7 @@ inline constexpr std::size_t kNoteCapacity = LOOPCANARY_NOTE_CAPACITY;
 inline constexpr std::size_t kTopFrames = LOOPCANARY_TOP_FRAMES;
 inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
+inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
 
 /// Buckets of the per-loop dispatch-duration histogram: bucket i counts durations d (ticks)
 /// with floor(log2(d)) == i (bucket 0 also holds d == 0), so 32 buckets cover every tick_t.

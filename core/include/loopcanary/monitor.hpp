@@ -38,6 +38,26 @@ namespace loopcanary {
 
 class Watchdog;
 
+namespace detail {
+// The histogram's counters as a base of Monitor, so that without them (LOOPCANARY_HISTOGRAM=0)
+// they take no byte, and with them they sit at the object's address: end() indexes them with
+// no offset to add. Indexed by the leading zeros of the duration (LoopStats bucket 31 - i), so
+// end() needs no subtraction or clamp: on Cortex-M3 the update is ORR, CLZ, LDR, ADD, STR.
+template <bool Enabled>
+struct HistogramCounters {
+  LOOPCANARY_INLINE void count(std::uint32_t leading_zeros) noexcept { bump(by_leading_zeros[leading_zeros]); }
+  std::uint32_t bucket(std::size_t log2) const noexcept {
+    return load_relaxed(by_leading_zeros[kHistogramBuckets - 1 - log2]);
+  }
+  std::atomic<std::uint32_t> by_leading_zeros[kHistogramBuckets] = {};
+};
+template <>
+struct HistogramCounters<false> {
+  LOOPCANARY_INLINE void count(std::uint32_t /*leading_zeros*/) noexcept {}
+  std::uint32_t bucket(std::size_t /*log2*/) const noexcept { return 0; }
+};
+}  // namespace detail
+
 /// Per-loop configuration. Times are microseconds and are converted to ticks once, at init.
 /// The defaults follow BlockCanary's (1 s threshold) but arm much earlier (25 %), so a culprit
 /// that ran early in a long dispatch is still sampled.
@@ -106,12 +126,14 @@ struct LoopStats {
   std::uint32_t scope_underflows = 0;   ///< scope pops with no scope pushed (ignored)
   std::uint32_t tick_hz = 0;            ///< for converting the tick fields
   /// Dispatch durations: histogram[i] counts d (ticks) with floor(log2(d)) == i (d == 0 in 0).
+  /// All zero when the build leaves the histogram out (has_histogram false).
   std::uint32_t histogram[kHistogramBuckets] = {};
+  bool has_histogram = kHistogram;  ///< LOOPCANARY_HISTOGRAM of this build
 };
 
 /// The stamps, statistics and scope stack of one event loop. Not copyable; give it static
 /// storage (or any storage that outlives its registration with a watchdog).
-class Monitor {
+class Monitor : private detail::HistogramCounters<kHistogram> {
  public:
   Monitor() noexcept = default;
   Monitor(const Monitor&) = delete;
@@ -158,7 +180,7 @@ class Monitor {
     const tick_t d = ticks_between(begin, now);
     detail::bump(busy_ticks_, d);
     if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
-    detail::bump(by_leading_zeros_[leading_zeros(d | 1u)]);
+    this->count(leading_zeros(d | 1u));  // nothing without the histogram
     if (d > threshold_ticks_) {
       end_over_threshold(s, begin, now);  // queues the note, then publishes the end
       return;
@@ -238,8 +260,6 @@ class Monitor {
   static constexpr std::uint32_t kScopeDepthMask = 0xFFu;
   static constexpr std::uint32_t kScopeGeneration = 0x100u;
 
-  // The histogram is kept indexed by leading zeros (bucket 31 - i in LoopStats) so end() needs
-  // no subtraction or clamp: on Cortex-M3 the update is ORR, CLZ, LDR, ADD, STR.
   static LOOPCANARY_INLINE std::uint32_t leading_zeros(tick_t v) noexcept {  // v != 0
 #if defined(__GNUC__) || defined(__clang__)
     return static_cast<std::uint32_t>(__builtin_clz(v));
@@ -252,9 +272,6 @@ class Monitor {
 
   void end_unusual(std::uint32_t seq) noexcept;
   void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
-
-  // First member: end() indexes it from the object's address with no offset to add.
-  std::atomic<std::uint32_t> by_leading_zeros_[kHistogramBuckets] = {};
 
   // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};
