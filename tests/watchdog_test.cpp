@@ -949,3 +949,118 @@ TEST(Classify, StolenTimeIsTakenOffTheWindow) {
   e.steal_us = 500'000;  // more than the window: nothing left to judge
   EXPECT_EQ(lc::classify(e, rule), Cause::unknown);
 }
+
+// ---- Fewer watches than loops ----------------------------------------------------------------
+
+namespace {
+
+/// Two loops, one watch: StaticWatchdog<2, kRecords, 1>. Both loops stamped by one virtual time.
+class SharedWatchTest : public testing::TestWithParam<tick_t> {
+ protected:
+  void SetUp() override {
+    for (sim::PortMonitor* m : {&loop_a, &loop_b}) {
+      lc::MonitorConfig config = loop_config(ms(100), ms(10), ms(1000));
+      config.name = m == &loop_a ? "a" : "b";
+      config.tick_hz = sim::kTickHz;
+      config.context = m == &loop_a ? &thread_a : &thread_b;
+      ASSERT_EQ(m->init(config), Status::ok);
+    }
+    thread_a.pc = 0xA000;  // each loop's "program counter" while it runs (the sim captures it)
+    thread_b.pc = 0xB000;
+    machine.set_pc_capture(true);
+    ASSERT_EQ(dog.init(lc::WatchdogConfig{}, machine.hal()), Status::ok);
+    ASSERT_EQ(dog.add(loop_a), Status::ok);
+    ASSERT_EQ(dog.add(loop_b), Status::ok);
+    ASSERT_EQ(dog.add_interceptor(&collect, &reports), Status::ok);
+    scheduler.emplace(time, machine, dog, kPeriod);
+    // Start 100 ms before the wrap point: the blocks below straddle it in the before_wrap run.
+    scheduler->idle(lc::ticks_between(time.peek(), later(GetParam(), kWrapOffset - ms(100))));
+  }
+
+  /// The reports about loop `name`, in order.
+  std::vector<BlockRecord> of(const char* name) const {
+    std::vector<BlockRecord> out;
+    for (const BlockRecord& r : reports) {
+      if (std::strcmp(r.loop, name) == 0) out.push_back(r);
+    }
+    return out;
+  }
+
+  sim::VirtualTime time{GetParam()};
+  sim::Machine machine;
+  sim::Thread thread_a;
+  sim::Thread thread_b;
+  sim::PortMonitor loop_a{sim::Clock{time}};
+  sim::PortMonitor loop_b{sim::Clock{time}};
+  lc::StaticWatchdog<2, kRecords, 1> dog;
+  std::optional<sim::Scheduler> scheduler;
+  std::vector<BlockRecord> reports;
+};
+
+INSTANTIATE_TEST_SUITE_P(Watchdog, SharedWatchTest, testing::Values(tick_t{0}, kBeforeWrap), start_name);
+
+TEST_P(SharedWatchTest, ASecondLongDispatchWaitsForTheWatchAndIsStillReported) {
+  loop_a.begin(kWork);
+  scheduler->compute(thread_a, ms(20));
+  loop_b.begin(kWork);  // a long dispatch on b while a's holds the only watch
+  scheduler->compute(thread_b, ms(200));
+  loop_b.end();
+  loop_a.end();  // a: 220 ms
+  scheduler->idle(kPeriod);
+
+  const std::vector<BlockRecord> a = of("a");
+  ASSERT_EQ(a.size(), 2u);  // watched: in progress, then final, with samples
+  EXPECT_EQ(a[0].phase, Phase::in_progress);
+  EXPECT_EQ(a[1].phase, Phase::final);
+  EXPECT_EQ(a[1].duration_ticks, ms(220));
+  EXPECT_GT(a[1].samples_taken, 0u);
+  EXPECT_FALSE(has_flag(a[1], lc::kFlagUnwatched));
+
+  const std::vector<BlockRecord> b = of("b");
+  ASSERT_EQ(b.size(), 1u);  // not watched: only its final record, flagged, no samples
+  EXPECT_EQ(b[0].phase, Phase::final);
+  EXPECT_EQ(b[0].duration_ticks, ms(200));
+  EXPECT_TRUE(has_flag(b[0], lc::kFlagUnwatched));
+  EXPECT_EQ(b[0].samples_taken, 0u);
+  EXPECT_EQ(dog.stats().watches_busy, 1u);  // once for the dispatch, not once per poll
+
+  // The watch is free again: b's next long dispatch is watched like any other.
+  reports.clear();
+  loop_b.begin(kWork);
+  scheduler->compute(thread_b, ms(150));
+  loop_b.end();
+  scheduler->idle(kPeriod);
+  const std::vector<BlockRecord> b2 = of("b");
+  ASSERT_EQ(b2.size(), 2u);
+  EXPECT_EQ(b2[0].phase, Phase::in_progress);
+  EXPECT_EQ(b2[1].phase, Phase::final);
+  EXPECT_GT(b2[1].samples_taken, 0u);
+  EXPECT_EQ(b2[1].cause, Cause::running);
+  EXPECT_EQ(dog.stats().watches_busy, 1u);
+}
+
+TEST_P(SharedWatchTest, AWatchFreedMidDispatchStartsWatchingTheWaitingLoop) {
+  loop_a.begin(kWork);
+  scheduler->compute(thread_a, ms(30));
+  loop_b.begin(kWork);
+  scheduler->compute(thread_b, ms(40));
+  loop_a.end();  // a: 70 ms, not a block; its watch frees at the next poll
+  scheduler->compute(thread_b, ms(460));
+  loop_b.end();  // b: 500 ms, watched from the poll after a ended
+  scheduler->idle(kPeriod);
+
+  EXPECT_TRUE(of("a").empty());
+  const std::vector<BlockRecord> b = of("b");
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].phase, Phase::in_progress);
+  EXPECT_EQ(b[1].phase, Phase::final);
+  EXPECT_EQ(b[1].duration_ticks, ms(500));
+  EXPECT_FALSE(has_flag(b[1], lc::kFlagUnwatched));
+  // Armed once watched (b had run 40..50 ms by then, past its 25 ms arm point): samples every
+  // 10 ms from then on, at most the 46 polls left.
+  EXPECT_GE(b[1].samples_taken, 40u);
+  EXPECT_LE(b[1].samples_taken, 46u);
+  EXPECT_EQ(dog.stats().watches_busy, 1u);
+}
+
+}  // namespace

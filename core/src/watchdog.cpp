@@ -79,6 +79,8 @@ Status Watchdog::add(Monitor& monitor) noexcept {
   track.monitor = &monitor;
   track.seq = 0;
   track.done_seq = 0;
+  track.slotless_seq = 0;
+  track.watch = nullptr;
   monitor.watchdog_ = this;
   return Status::ok;
 }
@@ -98,6 +100,7 @@ WatchdogStats Watchdog::stats() const noexcept {
   s.records_dropped = detail::load_relaxed(records_dropped_);
   s.torn_snapshots = detail::load_relaxed(torn_snapshots_);
   s.samples_missed = detail::load_relaxed(samples_missed_);
+  s.watches_busy = detail::load_relaxed(watches_busy_);
   s.suppressed = detail::load_relaxed(suppressed_);
   return s;
 }
@@ -122,8 +125,9 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   if (!consistent) detail::bump(torn_snapshots_);
 
   if (track.seq != 0) {
-    track.elapsed += ticks_between(track.last_now, now);
-    track.last_now = now;
+    detail::Watch& w = *track.watch;
+    w.elapsed += ticks_between(w.last_now, now);
+    w.last_now = now;
   }
 
   // A note for the snapshot's own dispatch means it ended after the snapshot was taken: the
@@ -143,59 +147,87 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   if (track.seq != 0 && snap.seq != track.seq) {
     // The watched dispatch ended without a note: under its threshold (not a block), or its
     // note was lost (counted by the loop). Only a dispatch already reported is finalised.
-    if (track.reported_block) finalise_estimated(track, now, suppressed);
-    track.seq = 0;
+    if (track.watch->reported_block) {
+      finalise_estimated(track, now, suppressed);
+    } else {
+      stop_watching(track, track.seq);  // not a block; done with it
+    }
   }
   if (!snap.in_dispatch() || snap_ended || snap.seq == track.done_seq) return;
-  if (track.seq == 0) start_watching(track, snap, now);
+  if (track.seq == 0 && !start_watching(track, snap, now)) return;
   step(track, now, suppressed);
 }
 
-void Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept {
+bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept {
+  detail::Watch* free = nullptr;
+  for (std::size_t i = 0; i < max_watches_ && free == nullptr; ++i) {
+    if (watches_[i].owner == nullptr) free = &watches_[i];
+  }
+  if (free == nullptr) {
+    // Every watch is busy with another loop's dispatch: this one goes unsampled until one is
+    // free (its block is still reported when it ends). Counted once per dispatch.
+    if (track.slotless_seq != snap.seq) {
+      track.slotless_seq = snap.seq;
+      detail::bump(watches_busy_);
+    }
+    return false;
+  }
+  detail::Watch& w = *free;
+  w.owner = &track;
+  track.watch = &w;
   track.seq = snap.seq;
-  track.begin = snap.begin;
-  track.event = snap.event;
-  track.limits = track.monitor->limits_for(*snap.event);
+  w.begin = snap.begin;
+  w.event = snap.event;
+  w.limits = track.monitor->limits_for(*snap.event);
   // A begin stamped after `now` (the loop read its clock later than the watchdog did) counts
   // from the begin itself.
   const std::int64_t elapsed = signed_ticks(snap.begin, now);
-  track.elapsed = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0u;
-  track.last_now = elapsed > 0 ? now : snap.begin;
-  track.next_sample = 0;
-  track.armed = false;
-  track.reported_block = false;
-  track.reported_hang = false;
-  track.samples.clear();
-  track.samples_taken = 0;
-  track.samples_missed = 0;
-  track.top_count = 0;
-  track.top_other = 0;
+  w.elapsed = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0u;
+  w.last_now = elapsed > 0 ? now : snap.begin;
+  w.next_sample = 0;
+  w.armed = false;
+  w.reported_block = false;
+  w.reported_hang = false;
+  w.samples.clear();
+  w.samples_taken = 0;
+  w.samples_missed = 0;
+  w.top_count = 0;
+  w.top_other = 0;
+  return true;
+}
+
+void Watchdog::stop_watching(Track& track, std::uint32_t done_seq) noexcept {
+  track.watch->owner = nullptr;
+  track.watch = nullptr;
+  track.done_seq = done_seq;
+  track.seq = 0;
 }
 
 void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
-  const Limits& limits = track.limits;
-  if (!track.armed && track.elapsed >= limits.arm) {
-    track.armed = true;
-    track.next_sample = track.elapsed;
-    read_cpu(track, track.first);
-    track.last = track.first;
-  } else if (track.armed) {
-    read_cpu(track, track.last);
+  detail::Watch& w = *track.watch;
+  const Limits& limits = w.limits;
+  if (!w.armed && w.elapsed >= limits.arm) {
+    w.armed = true;
+    w.next_sample = w.elapsed;
+    read_cpu(track, w.first);
+    w.last = w.first;
+  } else if (w.armed) {
+    read_cpu(track, w.last);
   }
-  if (track.armed && track.elapsed >= track.next_sample) {
+  if (w.armed && w.elapsed >= w.next_sample) {
     take_sample(track, now);
     // Next sample one interval later; a watchdog that fell behind skips the intervals it missed.
-    const std::uint64_t behind = detail::divide(track.elapsed - track.next_sample, limits.interval);
-    track.next_sample += (behind + 1u) * limits.interval;
+    const std::uint64_t behind = detail::divide(w.elapsed - w.next_sample, limits.interval);
+    w.next_sample += (behind + 1u) * limits.interval;
   }
-  if (!track.reported_block && track.elapsed > limits.threshold) {
-    track.reported_block = true;
+  if (!w.reported_block && w.elapsed > limits.threshold) {
+    w.reported_block = true;
     fill_from_track(track, now);
     scratch_.value.phase = Phase::in_progress;
     emit(suppressed);
   }
-  if (!track.reported_hang && track.elapsed > limits.hang) {
-    track.reported_hang = true;
+  if (!w.reported_hang && w.elapsed > limits.hang) {
+    w.reported_hang = true;
     detail::bump(track.monitor->hangs_);
     fill_from_track(track, now);
     scratch_.value.phase = Phase::hang;
@@ -205,7 +237,7 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
 
 void Watchdog::read_cpu(const Track& track, detail::CpuReading& reading) const noexcept {
   using namespace detail;
-  reading.elapsed = track.elapsed;
+  reading.elapsed = track.watch->elapsed;
   reading.valid = 0;
   if (hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &reading.value[kCpuThread])) {
     reading.valid |= 1u << kCpuThread;
@@ -225,6 +257,7 @@ void Watchdog::read_cpu(const Track& track, detail::CpuReading& reading) const n
 
 void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   const Monitor& monitor = *track.monitor;
+  detail::Watch& w = *track.watch;
   Sample sample;
   sample.at = now;
   sample.seq = track.seq;
@@ -251,37 +284,37 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   StampSnapshot after;
   const bool same_dispatch = monitor.snapshot(after) && after.seq == track.seq;
   if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
-    ++track.samples_missed;
+    ++w.samples_missed;
     detail::bump(samples_missed_);
     return;
   }
-  track.samples.push(sample);
-  ++track.samples_taken;
-  count_top(track, sample);
+  w.samples.push(sample);
+  ++w.samples_taken;
+  count_top(w, sample);
 }
 
 // Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
 // else the innermost program counter.
-void Watchdog::count_top(Track& track, const Sample& sample) noexcept {
+void Watchdog::count_top(detail::Watch& w, const Sample& sample) noexcept {
   const bool is_scope = sample.scope_count > 0;
   const Frame frame = sample.frames[0];
-  for (std::uint8_t i = 0; i < track.top_count; ++i) {
-    TopFrame& entry = track.top[i].value;
+  for (std::uint8_t i = 0; i < w.top_count; ++i) {
+    TopFrame& entry = w.top[i].value;
     if (entry.frame == frame && entry.is_scope == is_scope) {
       ++entry.count;
       // Keep the table ordered by count, most frequent first.
-      for (std::uint8_t j = i; j > 0 && track.top[j - 1].value.count < track.top[j].value.count; --j) {
-        const TopFrame swap = track.top[j - 1].value;
-        track.top[j - 1].value = track.top[j].value;
-        track.top[j].value = swap;
+      for (std::uint8_t j = i; j > 0 && w.top[j - 1].value.count < w.top[j].value.count; --j) {
+        const TopFrame swap = w.top[j - 1].value;
+        w.top[j - 1].value = w.top[j].value;
+        w.top[j].value = swap;
       }
       return;
     }
   }
-  if (track.top_count < kTopFrames) {
-    track.top[track.top_count++].value = TopFrame{frame, is_scope, 1};
+  if (w.top_count < kTopFrames) {
+    w.top[w.top_count++].value = TopFrame{frame, is_scope, 1};
   } else {
-    ++track.top_other;
+    ++w.top_other;
   }
 }
 
@@ -304,16 +337,17 @@ void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
 
 // Fills the scratch record from what the watchdog saw of the watched dispatch, up to `now`.
 void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
-  fill_common(track, BlockNote{track.seq, track.begin, now, track.event});
+  const detail::Watch& w = *track.watch;
+  fill_common(track, BlockNote{track.seq, w.begin, now, w.event});
   BlockRecord& r = scratch_.value;
-  r.duration_ticks = track.elapsed;
-  if (track.reported_hang) r.flags |= kFlagHung;
-  if (!track.armed) r.flags |= kFlagUnwatched;
+  r.duration_ticks = w.elapsed;
+  if (w.reported_hang) r.flags |= kFlagHung;
+  if (!w.armed) r.flags |= kFlagUnwatched;
 
-  if (track.armed) {
+  if (w.armed) {
     using namespace detail;
-    const CpuReading& a = track.first;
-    const CpuReading& b = track.last;
+    const CpuReading& a = w.first;
+    const CpuReading& b = w.last;
     r.window_ticks = b.elapsed - a.elapsed;
     // Deltas over the window of the counters read at both ends that did not go backwards.
     std::uint64_t delta[kCpuValues];
@@ -343,14 +377,14 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
     r.cause = classify(evidence, config_.value);
   }
 
-  r.samples_taken = track.samples_taken;
-  r.samples_missed = track.samples_missed;
-  r.samples_overwritten = track.samples.overwritten();
-  r.sample_count = static_cast<std::uint8_t>(track.samples.size());
-  for (std::uint32_t i = 0; i < track.samples.size(); ++i) r.samples[i] = track.samples[i];
-  r.top_count = track.top_count;
-  for (std::uint8_t i = 0; i < track.top_count; ++i) r.top[i] = track.top[i].value;
-  r.top_other = track.top_other;
+  r.samples_taken = w.samples_taken;
+  r.samples_missed = w.samples_missed;
+  r.samples_overwritten = w.samples.overwritten();
+  r.sample_count = static_cast<std::uint8_t>(w.samples.size());
+  for (std::uint32_t i = 0; i < w.samples.size(); ++i) r.samples[i] = w.samples[i];
+  r.top_count = w.top_count;
+  for (std::uint8_t i = 0; i < w.top_count; ++i) r.top[i] = w.top[i].value;
+  r.top_other = w.top_other;
 }
 
 void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept {
@@ -360,9 +394,8 @@ void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool su
   r.end = note.end;
   // Extended duration: elapsed at this poll, less the time since the end stamp.
   const std::int64_t since_end = signed_ticks(note.end, now);
-  r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(track.elapsed) - since_end);
-  track.done_seq = track.seq;
-  track.seq = 0;
+  r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(track.watch->elapsed) - since_end);
+  stop_watching(track, track.seq);
   emit(suppressed);
 }
 
@@ -370,8 +403,7 @@ void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noe
   fill_from_track(track, now);
   scratch_.value.phase = Phase::final;
   scratch_.value.flags |= kFlagEndEstimated;
-  track.done_seq = track.seq;
-  track.seq = 0;
+  stop_watching(track, track.seq);
   emit(suppressed);
 }
 

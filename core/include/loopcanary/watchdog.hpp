@@ -64,6 +64,10 @@ struct WatchdogStats {
   std::uint32_t torn_snapshots = 0;      ///< polls that gave up on a loop's stamps
   std::uint32_t samples_missed = 0;      ///< sample attempts with no usable stack (all loops)
   std::uint32_t suppressed = 0;          ///< reports withheld while a debugger was attached
+  /// Dispatches seen running while every watch slot was busy with other loops (each counted
+  /// once): not sampled until a slot freed; a block among them is still reported at its end.
+  /// Always 0 when the watchdog has a watch per loop (the default).
+  std::uint32_t watches_busy = 0;
 };
 
 /// What the cause rule looks at, over one window of wall time.
@@ -105,13 +109,15 @@ struct CpuReading {
   std::uint8_t valid;
 };
 
-/// What the watchdog knows about the dispatch it watches on one loop. No member initialisers:
-/// Watchdog::add() and start_watching() set every field before it is read, so a
-/// StaticWatchdog costs no start-up code for its tracks.
-struct WatchdogTrack {
-  Monitor* monitor;
-  std::uint32_t seq;        // dispatch watched (odd), 0 when none
-  std::uint32_t done_seq;   // last dispatch finalised, never watched again
+struct WatchdogTrack;
+
+/// A watch: everything the watchdog knows about one long dispatch it is watching (timing,
+/// CPU evidence, stack samples). A StaticWatchdog has one per loop by default, or fewer when
+/// RAM is tight (see StaticWatchdog). No member initialisers: the watchdog's constructor frees
+/// every watch and start_watching() sets every field before it is read, so a StaticWatchdog
+/// costs no start-up code for them.
+struct Watch {
+  const WatchdogTrack* owner;  // the loop whose dispatch this watches; nullptr when free
   tick_t begin;
   const Event* event;
   Limits limits;
@@ -132,6 +138,15 @@ struct WatchdogTrack {
   Slot<TopFrame> top[kTopFrames];  // top[0, top_count), most frequent first
   std::uint8_t top_count;
   std::uint32_t top_other;
+};
+
+/// What the watchdog keeps per loop. Set by Watchdog::add().
+struct WatchdogTrack {
+  Monitor* monitor;
+  std::uint32_t seq;           // dispatch watched (odd), 0 when none
+  std::uint32_t done_seq;      // last dispatch finalised, never watched again
+  std::uint32_t slotless_seq;  // last dispatch that found every watch busy (counted once)
+  Watch* watch;                // while seq != 0
 };
 
 }  // namespace detail
@@ -177,8 +192,11 @@ class Watchdog {
  protected:
   using Track = detail::WatchdogTrack;
 
-  Watchdog(Track* tracks, std::size_t max_loops, SpscRingBase<BlockRecord>& ring) noexcept
-      : tracks_(tracks), max_loops_(max_loops), ring_(ring) {}
+  Watchdog(Track* tracks, std::size_t max_loops, detail::Watch* watches, std::size_t max_watches,
+           SpscRingBase<BlockRecord>& ring) noexcept
+      : tracks_(tracks), max_loops_(max_loops), watches_(watches), max_watches_(max_watches), ring_(ring) {
+    for (std::size_t i = 0; i < max_watches; ++i) watches[i].owner = nullptr;
+  }
   ~Watchdog() = default;
 
  private:
@@ -188,11 +206,12 @@ class Watchdog {
   };
 
   void poll_loop(Track& track, tick_t now, bool suppressed) noexcept;
-  void start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept;
+  bool start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept;
+  void stop_watching(Track& track, std::uint32_t done_seq) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
   void read_cpu(const Track& track, detail::CpuReading& reading) const noexcept;
-  void count_top(Track& track, const Sample& sample) noexcept;
+  void count_top(detail::Watch& watch, const Sample& sample) noexcept;
   void finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept;
   void finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
@@ -202,6 +221,8 @@ class Watchdog {
 
   Track* const tracks_;
   const std::size_t max_loops_;
+  detail::Watch* const watches_;
+  const std::size_t max_watches_;
   SpscRingBase<BlockRecord>& ring_;
   std::size_t loops_ = 0;
   bool initialised_ = false;
@@ -220,26 +241,37 @@ class Watchdog {
   std::atomic<std::uint32_t> torn_snapshots_{0};
   std::atomic<std::uint32_t> samples_missed_{0};
   std::atomic<std::uint32_t> suppressed_{0};
+  std::atomic<std::uint32_t> watches_busy_{0};
 };
 
-/// A watchdog for up to MaxLoops loops whose record ring holds RecordCapacity reports
-/// (a power of two >= 2).
 namespace detail {
 // Storage as a base class constructed before the Watchdog base that points into it.
-template <std::size_t MaxLoops, std::size_t RecordCapacity>
+template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches>
 struct WatchdogStorage {
   WatchdogTrack tracks[MaxLoops];
+  Watch watches[Watches];
   SpscRing<BlockRecord, RecordCapacity> ring;
 };
 }  // namespace detail
 
-template <std::size_t MaxLoops, std::size_t RecordCapacity>
-class StaticWatchdog final : private detail::WatchdogStorage<MaxLoops, RecordCapacity>, public Watchdog {
+/// A watchdog for up to MaxLoops loops (1..255) whose record ring holds RecordCapacity reports
+/// (a power of two >= 2), able to watch (time, sample, report in progress) Watches long
+/// dispatches at once (1..MaxLoops, default one per loop).
+///
+/// RAM: a watch holds a dispatch's samples and CPU evidence (most of a watchdog's size, see
+/// docs/benchmarks.md); per loop there is only a small track. Fewer watches than loops suit a
+/// single-core MCU, where loops rarely block at the same time: a loop that starts a long
+/// dispatch while every watch is busy is counted (WatchdogStats::watches_busy) and sampled once
+/// a watch frees; its block is reported when it ends either way.
+template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches = MaxLoops>
+class StaticWatchdog final : private detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>,
+                             public Watchdog {
   static_assert(MaxLoops >= 1 && MaxLoops <= 255, "StaticWatchdog: MaxLoops must be 1..255");
-  using Storage = detail::WatchdogStorage<MaxLoops, RecordCapacity>;
+  static_assert(Watches >= 1 && Watches <= MaxLoops, "StaticWatchdog: Watches must be 1..MaxLoops");
+  using Storage = detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>;
 
  public:
-  StaticWatchdog() noexcept : Watchdog(Storage::tracks, MaxLoops, Storage::ring) {}
+  StaticWatchdog() noexcept : Watchdog(Storage::tracks, MaxLoops, Storage::watches, Watches, Storage::ring) {}
 };
 
 }  // namespace loopcanary
