@@ -32,10 +32,11 @@ Cause classify(const CpuEvidence& e, const WatchdogConfig& rule) noexcept {
   // Stolen time is machine-wide, so this is an upper bound of what the loop's CPU lost.
   const std::uint64_t window = e.window_us - (e.steal_us < e.window_us ? e.steal_us : e.window_us);
   if (!e.has_cpu || window == 0) return Cause::unknown;
-  if (e.cpu_us * 1000u >= window * rule.running_permille) return Cause::running;
+  // floor(x) >= n exactly when x >= n for a whole n: comparing rounded-down shares is exact.
+  if (permille(e.cpu_us, window) >= rule.running_permille) return Cause::running;
   if (e.has_wait) {
-    const std::uint64_t off_cpu = window - (e.cpu_us < window ? e.cpu_us : window);
-    return e.wait_us * 1000u >= off_cpu * rule.starved_wait_permille ? Cause::starved : Cause::waiting;
+    const std::uint64_t off_cpu = window - e.cpu_us;  // > 0: cpu_us is below the running share
+    return permille(e.wait_us, off_cpu) >= rule.starved_wait_permille ? Cause::starved : Cause::waiting;
   }
   if (e.busy_permille == kUnknownPermille) return Cause::unknown;
   return e.busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
@@ -150,7 +151,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
     if (track.watch->reported_block) {
       finalise_estimated(track, now, suppressed);
     } else {
-      stop_watching(track, track.seq);  // not a block; done with it
+      stop_watching(track);  // not a block (done_seq stays: it may name a later, ended dispatch)
     }
   }
   if (!snap.in_dispatch() || snap_ended || snap.seq == track.done_seq) return;
@@ -196,10 +197,9 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   return true;
 }
 
-void Watchdog::stop_watching(Track& track, std::uint32_t done_seq) noexcept {
+void Watchdog::stop_watching(Track& track) noexcept {
   track.watch->owner = nullptr;
   track.watch = nullptr;
-  track.done_seq = done_seq;
   track.seq = 0;
 }
 
@@ -395,7 +395,8 @@ void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool su
   // Extended duration: elapsed at this poll, less the time since the end stamp.
   const std::int64_t since_end = signed_ticks(note.end, now);
   r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(track.watch->elapsed) - since_end);
-  stop_watching(track, track.seq);
+  track.done_seq = track.seq;
+  stop_watching(track);
   emit(suppressed);
 }
 
@@ -403,7 +404,8 @@ void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noe
   fill_from_track(track, now);
   scratch_.value.phase = Phase::final;
   scratch_.value.flags |= kFlagEndEstimated;
-  stop_watching(track, track.seq);
+  track.done_seq = track.seq;
+  stop_watching(track);
   emit(suppressed);
 }
 

@@ -207,7 +207,7 @@ class Watchdog {
 
   void poll_loop(Track& track, tick_t now, bool suppressed) noexcept;
   bool start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept;
-  void stop_watching(Track& track, std::uint32_t done_seq) noexcept;
+  void stop_watching(Track& track) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
   void read_cpu(const Track& track, detail::CpuReading& reading) const noexcept;
