@@ -116,6 +116,8 @@ DT_TEST(Sizes, per_configuration) {
       {"Monitor", sizeof(lc::Monitor)},
       {"cortex_m::PortMonitor", sizeof(cm::PortMonitor)},
       {"Watchdog per loop (detail::WatchdogTrack)", sizeof(lc::detail::WatchdogTrack)},
+      {"RAM per loop (PortMonitor + WatchdogTrack)", sizeof(cm::PortMonitor) + sizeof(lc::detail::WatchdogTrack)},
+      {"Watchdog per watch (detail::Watch)", sizeof(lc::detail::Watch)},
       {"  of which samples (OverwriteRing<Sample>)", sizeof(lc::OverwriteRing<lc::Sample, lc::kMaxSamples>)},
       {"Sample", sizeof(lc::Sample)},
       {"BlockRecord", sizeof(lc::BlockRecord)},
@@ -132,6 +134,8 @@ DT_TEST(Sizes, per_configuration) {
   print_u64(lc::kNoteCapacity);
   print(" TOP_FRAMES=");
   print_u64(lc::kTopFrames);
+  print(" HISTOGRAM=");
+  print_u64(lc::kHistogram ? 1u : 0u);
   print("\n");
   for (const Size& s : sizes) {
     print("sizeof ");
