@@ -353,7 +353,8 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
     std::uint64_t delta[kCpuValues];
     unsigned valid = a.valid & b.valid;
     for (unsigned i = 0; i < kCpuValues; ++i) {
-      if (b.value[i] < a.value[i]) valid &= ~(1u << i);
+      const unsigned bit = 1u << i;
+      if ((valid & bit) != 0 && b.value[i] < a.value[i]) valid &= ~bit;  // unread values: never looked at
       delta[i] = b.value[i] - a.value[i];
     }
     constexpr unsigned kCounters = (1u << kCpuBusy) | (1u << kCpuTotal) | (1u << kCpuProcess);
