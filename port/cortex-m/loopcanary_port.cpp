@@ -3,6 +3,8 @@
 // accounting, debugger check, report drain.
 #include "loopcanary_port.hpp"
 
+#include <cstring>
+
 #include "loopcanary/format.hpp"
 
 namespace loopcanary::cortex_m {
@@ -14,20 +16,31 @@ namespace {
 
 using detail::reg;
 
-// System control space.
-constexpr std::uintptr_t kSystCsr = 0xE000E010;  // SysTick control and status
-constexpr std::uintptr_t kSystRvr = 0xE000E014;  // SysTick reload value
+#if LOOPCANARY_CORTEX_M_HAS_DWT
+// ARMv7-M: byte access to the priority registers (ARMv6-M has word access only).
+volatile std::uint8_t& reg8(std::uintptr_t address) noexcept {
+  return *reinterpret_cast<volatile std::uint8_t*>(address);
+}
+#endif
+
+// System control space: SysTick, SCB, debug registers, as offsets from its base.
+constexpr std::uintptr_t kScs = 0xE000E000;
+constexpr std::uintptr_t kSystCsr = 0x010;  // SysTick control and status
+constexpr std::uintptr_t kSystRvr = 0x014;  // SysTick reload value
+constexpr std::uintptr_t kSystCvr = detail::kSystCvr - kScs;
 constexpr std::uint32_t kCsrEnable = 1u << 0;
 constexpr std::uint32_t kCsrTickInt = 1u << 1;
 constexpr std::uint32_t kCsrClkSource = 1u << 2;  // processor clock
+constexpr std::uintptr_t kScbIcsr = detail::kScbIcsr - kScs;
 constexpr std::uint32_t kIcsrPendStClr = 1u << 25;
-constexpr std::uintptr_t kScbShpr3 = 0xE000ED20;  // priorities of PendSV (23:16) and SysTick (31:24)
+constexpr std::uintptr_t kScbShpr3 = 0xD20;  // priorities of PendSV (23:16) and SysTick (31:24)
 constexpr std::uint32_t kMaxReload = 0x00FFFFFFu;
 #if LOOPCANARY_CORTEX_M_HAS_DWT
-constexpr std::uintptr_t kDhcsr = 0xE000EDF0;      // debug halting control and status
+constexpr std::uintptr_t kDhcsr = 0xDF0;      // debug halting control and status
 constexpr std::uint32_t kDhcsrCDebugEn = 1u << 0;
-constexpr std::uintptr_t kDemcr = 0xE000EDFC;      // debug exception and monitor control
+constexpr std::uintptr_t kDemcr = 0xDFC;      // debug exception and monitor control
 constexpr std::uint32_t kDemcrTrcEna = 1u << 24;
+// DWT (absolute addresses).
 constexpr std::uintptr_t kDwtCtrl = 0xE0001000;
 constexpr std::uintptr_t kDwtLar = 0xE0001FB0;     // CoreSight lock access (Cortex-M7 locks the DWT)
 constexpr std::uint32_t kLarUnlock = 0xC5ACCE55u;
@@ -42,44 +55,53 @@ constexpr std::uint32_t kExcReturnThread = 1u << 3;  // returning to Thread mode
 constexpr std::size_t kFrameLr = 5;
 constexpr std::size_t kFramePc = 6;
 
-// Everything but the clock. Written by init() (Thread mode, SysTick stopped), then:
-// frame/exc_return, the counters and the 64-bit time totals by the SysTick interrupt only;
-// idle_ticks by idle_wait() only, with interrupts masked (so the interrupt, its only reader,
-// never sees half of it).
+// The PortStats counters in PortState::count.
+enum Counter : std::uint8_t { kTicks, kPolls, kCaptures, kRefusedHandler, kRefusedStack, kIdleWaits, kCounters };
+
+// Everything but the clock, zero until init() succeeds. init() (Thread mode, SysTick stopped)
+// clears it all and sets core_hz and source; attach() sets watchdog. Then frame/exc_return, the
+// tick and poll counters and the 64-bit time totals are written by the SysTick interrupt only;
+// idle_ticks and idle_waits by idle_wait() only, with interrupts masked (so the interrupt, the
+// only other reader, never sees half of them).
 struct PortState {
-  std::uint32_t core_hz = 0;
-  ClockSource source = ClockSource::automatic;  // before init(): none chosen
   std::atomic<Watchdog*> watchdog{nullptr};
+  std::uint32_t core_hz = 0;                    // 0: not initialised (the Hal reports "unavailable")
+  ClockSource source = ClockSource::automatic;  // before init(): none chosen
   const std::uint32_t* frame = nullptr;  // interrupted exception frame, during a poll only
   std::uint32_t exc_return = 0;
   tick_t last_now = 0;                   // clock at the last tick
   std::uint64_t total_ticks = 0;         // clock ticks from init() to last_now
   std::uint64_t idle_ticks = 0;          // ticks spent in idle_wait()
-  std::atomic<std::uint32_t> ticks{0};
-  std::atomic<std::uint32_t> polls{0};
-  std::atomic<std::uint32_t> captures{0};
-  std::atomic<std::uint32_t> refused_handler{0};
-  std::atomic<std::uint32_t> refused_stack{0};
-  std::atomic<tick_t> poll_ticks_max{0};
   std::uint64_t poll_ticks_total = 0;
-  std::atomic<std::uint32_t> idle_waits{0};
+  std::atomic<std::uint32_t> count[kCounters]{};  // PortStats counters, by Counter
+  std::atomic<tick_t> poll_ticks_max{0};
 };
 PortState g_state;
 
+// g_state through a base register: gcc otherwise takes the address of each field from the
+// literal pool as a constant of its own.
+LOOPCANARY_CORTEX_M_INLINE PortState& state() noexcept {
+  PortState* s = &g_state;
+  __asm__("" : "+r"(s));
+  return *s;
+}
+
+// Single writer: load + store, no read-modify-write. Inline: a call costs as much as the body.
 template <class T>
-void bump(std::atomic<T>& word) noexcept {  // single writer: load + store, no read-modify-write
+LOOPCANARY_CORTEX_M_INLINE void bump(std::atomic<T>& word) noexcept {
   word.store(static_cast<T>(word.load(std::memory_order_relaxed) + 1u), std::memory_order_relaxed);
 }
 
 #if LOOPCANARY_CORTEX_M_HAS_DWT
 // Enables CYCCNT at `start` and reports whether it counts (QEMU implements the registers but
-// not the counting: it reads back a constant).
-bool start_cycle_counter(tick_t start) noexcept {
-  reg(kDemcr) = reg(kDemcr) | kDemcrTrcEna;
+// not the counting: it reads back a constant). `scs`: the system control space.
+bool start_cycle_counter(std::uintptr_t scs, tick_t start) noexcept {
+  reg(scs + kDemcr) = reg(scs + kDemcr) | kDemcrTrcEna;
   reg(kDwtLar) = kLarUnlock;  // ignored where the DWT has no software lock
-  if ((reg(kDwtCtrl) & kDwtCtrlNoCycCnt) != 0) return false;
+  const std::uint32_t ctrl = reg(kDwtCtrl);
+  if ((ctrl & kDwtCtrlNoCycCnt) != 0) return false;
   reg(detail::kDwtCyccnt) = start;
-  reg(kDwtCtrl) = reg(kDwtCtrl) | kDwtCtrlCycCntEna;
+  reg(kDwtCtrl) = ctrl | kDwtCtrlCycCntEna;
   const std::uint32_t first = reg(detail::kDwtCyccnt);
   for (int i = 0; i < 16; ++i) __asm__ volatile("nop");
   return reg(detail::kDwtCyccnt) != first;
@@ -90,57 +112,61 @@ bool start_cycle_counter(tick_t start) noexcept {
 // every call site (flash).
 __attribute__((noinline)) tick_t clock_now() noexcept { return Clock::now(); }
 
-// Time since init(), 64-bit, at `now`. SysTick context.
-std::uint64_t total_at(tick_t now) noexcept {
-  return g_state.total_ticks + ticks_between(g_state.last_now, now);
-}
-
 // ---- Hal callbacks (watchdog context: the SysTick interrupt) --------------------------------
 
 std::size_t capture_stack(void* /*context*/, const Monitor& loop, Frame* pcs, std::size_t max) {
-  PortState& s = g_state;
+  PortState& s = state();
   const std::uint32_t* frame = s.frame;
   if (frame == nullptr || max == 0) return 0;  // not called from the SysTick poll
+  // Each sample lands in one counter: refused, or taken (one bump for all three outcomes).
+  std::atomic<std::uint32_t>* outcome;
+  std::size_t n = 0;
+  const auto* loop_context = static_cast<const LoopContext*>(loop.context());
+  const auto sp = reinterpret_cast<std::uintptr_t>(frame);
   if ((s.exc_return & kExcReturnThread) == 0) {
-    bump(s.refused_handler);  // SysTick preempted another handler: not the loop's code
-    return 0;
+    outcome = &s.count[kRefusedHandler];  // SysTick preempted another handler: not the loop's code
+  } else if (loop_context != nullptr && (sp < loop_context->stack_low || sp >= loop_context->stack_high)) {
+    outcome = &s.count[kRefusedStack];  // another task's (or the main) stack
+  } else {
+    outcome = &s.count[kCaptures];
+    pcs[n++] = frame[kFramePc];
+    // The stacked LR: the caller in leaf code, stale in deeper code. Only a Thumb code address
+    // (bit 0 set, not an EXC_RETURN or the reset value 0xFFFFFFFF); stored as the return address.
+    const std::uint32_t lr = frame[kFrameLr];
+    if (n < max && (lr & 1u) != 0 && lr < 0xF0000000u) pcs[n++] = lr & ~1u;
   }
-  if (const auto* loop_context = static_cast<const LoopContext*>(loop.context())) {
-    const auto sp = reinterpret_cast<std::uintptr_t>(frame);
-    if (sp < loop_context->stack_low || sp >= loop_context->stack_high) {
-      bump(s.refused_stack);  // another task's (or the main) stack
-      return 0;
-    }
-  }
-  bump(s.captures);
-  pcs[0] = frame[kFramePc];
-  std::size_t n = 1;
-  // The stacked LR: the caller in leaf code, stale in deeper code. Only a Thumb code address
-  // (bit 0 set, not an EXC_RETURN or the reset value 0xFFFFFFFF); stored as the return address.
-  const std::uint32_t lr = frame[kFrameLr];
-  if (n < max && (lr & 1u) != 0 && lr < 0xF0000000u) pcs[n++] = lr & ~1u;
+  bump(*outcome);
   return n;
 }
 
-// The super-loop's CPU time: everything that was not idle_wait(), interrupts included. A loop
-// with its own LoopContext (an RTOS task) gets none: per-task CPU time is the scheduler's.
-bool thread_cpu_us(void* /*context*/, const Monitor& loop, std::uint64_t* cpu_us) {
-  const PortState& s = g_state;
-  if (loop.context() != nullptr || s.core_hz == 0) return false;
-  const std::uint64_t total = total_at(clock_now());
-  const std::uint64_t busy = total > s.idle_ticks ? total - s.idle_ticks : 0;
-  *cpu_us = us_from_ticks(busy, s.core_hz);
-  return true;
+// Time since init() into *total, then the busy part of it (everything that was not
+// idle_wait(), interrupts included) into *busy; returns core_hz, 0 before init() (nothing
+// written). The one copy of this for both CPU callbacks; `total` and `busy` may be the same
+// place (busy is written last).
+__attribute__((noinline)) std::uint32_t read_cpu_ticks(std::uint64_t* total, std::uint64_t* busy) noexcept {
+  const PortState& s = state();
+  if (s.core_hz == 0) return 0;
+  const tick_t now = clock_now();
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // the state after the call: fewer registers to keep
+  const std::uint64_t t = s.total_ticks + ticks_between(s.last_now, now);
+  *total = t;
+  *busy = t > s.idle_ticks ? t - s.idle_ticks : 0;
+  return s.core_hz;
 }
 
 bool cpu_counters(void* /*context*/, CpuCounters* out) {
-  const PortState& s = g_state;
-  if (s.core_hz == 0) return false;
-  const std::uint64_t total = total_at(clock_now());
-  const std::uint64_t busy = total > s.idle_ticks ? total - s.idle_ticks : 0;
-  out->system_total = total;
-  out->system_busy = busy;
-  out->process = busy;  // the firmware is the only "process"
+  if (read_cpu_ticks(&out->system_total, &out->system_busy) == 0) return false;
+  out->process = out->system_busy;  // the firmware is the only "process"
+  return true;
+}
+
+// The super-loop's CPU time: its busy time in µs. A loop with its own LoopContext (an RTOS
+// task) gets none: per-task CPU time is the scheduler's.
+bool thread_cpu_us(void* /*context*/, const Monitor& loop, std::uint64_t* cpu_us) {
+  if (loop.context() != nullptr) return false;
+  const std::uint32_t hz = read_cpu_ticks(cpu_us, cpu_us);
+  if (hz == 0) return false;
+  *cpu_us = us_from_ticks(*cpu_us, hz);
   return true;
 }
 
@@ -159,13 +185,13 @@ extern "C" {
 // 64-bit totals, then the poll with the frame published for capture_stack.
 [[gnu::used]] void loopcanary_cortex_m_tick(const std::uint32_t* frame, std::uint32_t exc_return) {
   using detail::g_clock;
-  PortState& s = g_state;
+  PortState& s = state();
   g_clock.base.store(static_cast<tick_t>(g_clock.base.load(std::memory_order_relaxed) + g_clock.period),
                      std::memory_order_relaxed);
   const tick_t now = clock_now();
-  s.total_ticks = total_at(now);
+  s.total_ticks += ticks_between(s.last_now, now);
   s.last_now = now;
-  bump(s.ticks);
+  bump(s.count[kTicks]);
   Watchdog* watchdog = s.watchdog.load(std::memory_order_relaxed);
   if (watchdog == nullptr) return;
   s.frame = frame;
@@ -175,25 +201,34 @@ extern "C" {
   const tick_t spent = ticks_between(now, clock_now());
   s.poll_ticks_total += spent;
   if (spent > s.poll_ticks_max.load(std::memory_order_relaxed)) s.poll_ticks_max.store(spent, std::memory_order_relaxed);
-  bump(s.polls);
+  bump(s.count[kPolls]);
 }
 
 // Naked: SP still points at the exception frame (MSP, or PSP when EXC_RETURN bit 2 is set) and
-// LR holds EXC_RETURN; the tick returns through it. ARMv6-M instructions only.
+// LR holds EXC_RETURN; the tick returns through it. r0 = MSP, replaced by PSP when bit 2 is set;
+// r1 = EXC_RETURN.
 __attribute__((naked)) void loopcanary_cortex_m_systick() {
-  __asm__ volatile(
-      "movs r0, #4\n"
-      "mov r1, lr\n"
-      "tst r0, r1\n"
-      "bne 1f\n"
+#if defined(__ARM_ARCH_6M__)
+  __asm__ volatile(  // ARMv6-M: no IT blocks, and B reaches only 2 KiB
       "mrs r0, msp\n"
-      "b 2f\n"
-      "1:\n"
+      "mov r1, lr\n"
+      "movs r2, #4\n"
+      "tst r2, r1\n"
+      "beq 1f\n"
       "mrs r0, psp\n"
-      "2:\n"
+      "1:\n"
       "ldr r2, =loopcanary_cortex_m_tick\n"
       "bx r2\n"
       ".ltorg\n");
+#else
+  __asm__ volatile(
+      "mrs r0, msp\n"
+      "mov r1, lr\n"
+      "lsls r2, r1, #29\n"
+      "it mi\n"
+      "mrsmi r0, psp\n"
+      "b.w loopcanary_cortex_m_tick\n");
+#endif
 }
 
 #if LOOPCANARY_CORTEX_M_OWN_SYSTICK
@@ -222,62 +257,68 @@ const char* describe(PortStatus status) noexcept {
 }
 
 PortStatus init(const Config& config) noexcept {
-  if (config.core_hz == 0) return PortStatus::core_hz_zero;
-  if (config.poll_hz == 0) return PortStatus::poll_hz_zero;
-  if (config.poll_hz > config.core_hz) return PortStatus::poll_hz_above_core_hz;
-  const std::uint32_t period = config.core_hz / config.poll_hz;
-  if (period - 1u > kMaxReload || period < 2u) return PortStatus::poll_period_too_long;
-
-  reg(kSystCsr) = 0;  // stop SysTick (and its interrupt) while reconfiguring
-  PortState& s = g_state;
-  s.watchdog.store(nullptr, std::memory_order_relaxed);
-  s.core_hz = 0;  // not initialised until the end (the Hal callbacks report "unavailable")
-  s.source = ClockSource::automatic;
+  const std::uint32_t core_hz = config.core_hz;
+  const std::uint32_t poll_hz = config.poll_hz;
+  if (core_hz == 0) return PortStatus::core_hz_zero;
+  if (poll_hz == 0) return PortStatus::poll_hz_zero;
+  const std::uint32_t period = core_hz / poll_hz;
+  if (period == 0) return PortStatus::poll_hz_above_core_hz;
+  if (period - 2u > kMaxReload - 1u) return PortStatus::poll_period_too_long;  // reload 1 .. 2^24 - 1
 
   constexpr bool kDwtBuilt = LOOPCANARY_CORTEX_M_HAS_DWT && LOOPCANARY_CORTEX_M_CLOCK != LOOPCANARY_CORTEX_M_CLOCK_SYSTICK;
   constexpr bool kSysTickBuilt = LOOPCANARY_CORTEX_M_CLOCK != LOOPCANARY_CORTEX_M_CLOCK_DWT;
-  if ((config.source == ClockSource::dwt_cyccnt && !kDwtBuilt) ||
-      (config.source == ClockSource::systick && !kSysTickBuilt)) {
+  const ClockSource source = config.source;
+  if ((source == ClockSource::dwt_cyccnt && !kDwtBuilt) || (source == ClockSource::systick && !kSysTickBuilt)) {
     return PortStatus::source_not_built;
   }
+  // Every refusal above leaves the port as it was.
+
+  // The system control space through one base register (gcc would rebuild the constant
+  // address for each access).
+  std::uintptr_t scs = kScs;
+  __asm__("" : "+r"(scs));
+  reg(scs + kSystCsr) = 0;  // stop SysTick (and its interrupt) while reconfiguring
+  PortState& s = state();
+  s.watchdog.store(nullptr, std::memory_order_relaxed);  // a SysTick still pending polls nothing
   bool use_dwt = false;
 #if LOOPCANARY_CORTEX_M_HAS_DWT
-  if (kDwtBuilt && config.source != ClockSource::systick) use_dwt = start_cycle_counter(config.start);
+  if (kDwtBuilt && source != ClockSource::systick) use_dwt = start_cycle_counter(scs, config.start);
 #endif
-  if ((config.source == ClockSource::dwt_cyccnt || !kSysTickBuilt) && !use_dwt) return PortStatus::dwt_unavailable;
 
   using detail::g_clock;
-  g_clock.use_dwt = use_dwt;
   g_clock.reload = period - 1u;
   g_clock.period = period;
-  reg(kSystRvr) = period - 1u;
-  reg(detail::kSystCvr) = 0;
-  reg(kScbShpr3) = (reg(kScbShpr3) & 0x00FFFFFFu) | (std::uint32_t{config.systick_priority} << 24);
+  reg(scs + kSystRvr) = period - 1u;
+  reg(scs + kSystCvr) = 0;
+#if LOOPCANARY_CORTEX_M_HAS_DWT
+  reg8(scs + kScbShpr3 + 3) = config.systick_priority;  // ARMv7-M: the priority byte on its own
+#else
+  reg(scs + kScbShpr3) = (reg(scs + kScbShpr3) & 0x00FFFFFFu) | (std::uint32_t{config.systick_priority} << 24);
+#endif
   // Run without the interrupt until the counter has loaded its reload value (writing CVR
   // cleared it to 0), drop a wrap that may have pended meanwhile, then anchor the clock: from
-  // here on the value is base + (reload - CVR).
-  reg(kSystCsr) = kCsrClkSource | kCsrEnable;
-  for (std::uint32_t spin = 0; reg(detail::kSystCvr) == 0 && spin < (1u << 26); ++spin) {
+  // here on the value is base + (reload - CVR). Silicon loads it on the next clock edge, QEMU
+  // within a few dozen iterations in real time (1 under -icount); the bound only keeps a
+  // missing SysTick from hanging init().
+  reg(scs + kSystCsr) = kCsrClkSource | kCsrEnable;
+  for (std::uint32_t spin = 1u << 16; reg(scs + kSystCvr) == 0 && spin != 0; --spin) {
   }
-  reg(detail::kScbIcsr) = kIcsrPendStClr;
+  reg(scs + kScbIcsr) = kIcsrPendStClr;
   g_clock.base.store(config.start, std::memory_order_relaxed);
 
-  s.core_hz = config.core_hz;
+  // From here on the port is as before any init(): no watchdog, the Hal callbacks report
+  // "unavailable", every counter and total 0.
+  std::memset(static_cast<void*>(&s), 0, sizeof s);  // PortState{}: all of it zero
+  if ((source == ClockSource::dwt_cyccnt || !kSysTickBuilt) && !use_dwt) {
+    reg(scs + kSystCsr) = 0;
+    return PortStatus::dwt_unavailable;
+  }
+  g_clock.use_dwt = use_dwt;
+  s.core_hz = core_hz;
   s.source = use_dwt ? ClockSource::dwt_cyccnt : ClockSource::systick;
-  s.frame = nullptr;
   s.last_now = clock_now();
-  s.total_ticks = 0;
-  s.idle_ticks = 0;
-  s.ticks.store(0, std::memory_order_relaxed);
-  s.polls.store(0, std::memory_order_relaxed);
-  s.captures.store(0, std::memory_order_relaxed);
-  s.refused_handler.store(0, std::memory_order_relaxed);
-  s.refused_stack.store(0, std::memory_order_relaxed);
-  s.poll_ticks_max.store(0, std::memory_order_relaxed);
-  s.poll_ticks_total = 0;
-  s.idle_waits.store(0, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  reg(kSystCsr) = kCsrClkSource | kCsrTickInt | kCsrEnable;
+  reg(scs + kSystCsr) = kCsrClkSource | kCsrTickInt | kCsrEnable;
   return PortStatus::ok;
 }
 
@@ -288,71 +329,72 @@ tick_t poll_period() noexcept { return detail::g_clock.period; }
 void attach(Watchdog* watchdog) noexcept { g_state.watchdog.store(watchdog, std::memory_order_relaxed); }
 
 Hal make_hal() noexcept {
-  Hal hal{};
-  hal.context = &g_state;
+  Hal hal;  // every field set below (a Hal{} would be cleared first)
+  hal.context = nullptr;  // the callbacks keep their state in g_state
   hal.capture_stack = &capture_stack;
   hal.thread_cpu_us = &thread_cpu_us;
   hal.cpu_counters = &cpu_counters;
 #if LOOPCANARY_CORTEX_M_HAS_DWT
   hal.debugger_attached = &debugger;
+#else
+  hal.debugger_attached = nullptr;  // software cannot read DHCSR on ARMv6-M
 #endif
+  hal.thread_wait_us = nullptr;
   return hal;
 }
 
 void idle_wait() noexcept {
-  PortState& s = g_state;
+  PortState& s = state();
   std::uint32_t primask;
   __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
-  if (s.core_hz == 0) {
-    __asm__ volatile("dsb\n wfi" ::: "memory");  // before init(): just sleep
-  } else {
-    const tick_t asleep = clock_now();
-    __asm__ volatile("dsb\n wfi" ::: "memory");  // wakes on a pending interrupt even while masked
-    s.idle_ticks += ticks_between(asleep, clock_now());
-    bump(s.idle_waits);
-  }
+  // Before init() the clock reads nonsense and the sums are junk: init() clears them.
+  const tick_t asleep = clock_now();
+  __asm__ volatile("dsb\n wfi" ::: "memory");  // wakes on a pending interrupt even while masked
+  s.idle_ticks += ticks_between(asleep, clock_now());
+  bump(s.count[kIdleWaits]);
   __asm__ volatile("msr primask, %0" ::"r"(primask) : "memory");  // the waking interrupt runs here
 }
 
 bool debugger_attached() noexcept {
 #if LOOPCANARY_CORTEX_M_HAS_DWT
-  return (reg(kDhcsr) & kDhcsrCDebugEn) != 0;
+  return (reg(kScs + kDhcsr) & kDhcsrCDebugEn) != 0;
 #else
   return false;
 #endif
 }
 
 PortStats stats() noexcept {
-  const PortState& s = g_state;
-  PortStats out;
-  out.ticks = s.ticks.load(std::memory_order_relaxed);
-  out.polls = s.polls.load(std::memory_order_relaxed);
-  out.captures = s.captures.load(std::memory_order_relaxed);
-  out.refused_handler = s.refused_handler.load(std::memory_order_relaxed);
-  out.refused_stack = s.refused_stack.load(std::memory_order_relaxed);
-  out.poll_ticks_max = s.poll_ticks_max.load(std::memory_order_relaxed);
-  // 64-bit, written by the SysTick interrupt: read again if a tick ran meanwhile (the reader
-  // never preempts the writer here, so this ends; from the interrupt itself it reads once).
+  const PortState& s = state();
+  // poll_ticks_total is 64-bit, written by the SysTick interrupt: read again if a tick ran
+  // meanwhile (the reader never preempts the writer here, so this ends; from the interrupt
+  // itself it reads once).
   std::uint32_t ticks;
+  std::uint64_t poll_ticks_total;
   do {
-    ticks = s.ticks.load(std::memory_order_relaxed);
+    ticks = s.count[kTicks].load(std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    out.poll_ticks_total = s.poll_ticks_total;
+    poll_ticks_total = s.poll_ticks_total;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-  } while (s.ticks.load(std::memory_order_relaxed) != ticks);
-  out.idle_waits = s.idle_waits.load(std::memory_order_relaxed);
-  return out;
+  } while (s.count[kTicks].load(std::memory_order_relaxed) != ticks);
+  return PortStats{ticks,
+                   s.count[kPolls].load(std::memory_order_relaxed),
+                   s.count[kCaptures].load(std::memory_order_relaxed),
+                   s.count[kRefusedHandler].load(std::memory_order_relaxed),
+                   s.count[kRefusedStack].load(std::memory_order_relaxed),
+                   s.poll_ticks_max.load(std::memory_order_relaxed),
+                   poll_ticks_total,
+                   s.count[kIdleWaits].load(std::memory_order_relaxed)};
 }
 
 std::uint32_t drain(Watchdog& watchdog, const Sink& sink, Format format, char* buffer, std::size_t size) noexcept {
   if (sink.write == nullptr || buffer == nullptr || size == 0) return 0;
   std::uint32_t written = 0;
-  BlockRecord record;
-  while (watchdog.pop(record)) {
+  loopcanary::detail::Slot<BlockRecord> record;  // written by pop() before it is read: not constructed
+  while (watchdog.pop(record.value)) {
     if (format == Format::json) {
-      format_json(record, buffer, size);
+      format_json(record.value, buffer, size);
     } else {
-      format_text(record, buffer, size);
+      format_text(record.value, buffer, size);
     }
     sink.write(sink.context, buffer);
     ++written;

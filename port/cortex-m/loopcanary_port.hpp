@@ -120,7 +120,9 @@ struct PortStats {
 
 /// Stops SysTick, selects the clock source, programs SysTick to interrupt at poll_hz and starts
 /// it (the clock runs from then on, no watchdog polled yet). Privileged Thread mode, before
-/// any monitor stamps. Calling it again restarts the clock and clears the counters.
+/// any monitor stamps. Calling it again restarts the clock and clears the counters. A refused
+/// Config field leaves the port as it was; dwt_unavailable leaves it uninitialised (SysTick
+/// stopped, no watchdog attached).
 PortStatus init(const Config& config) noexcept;
 
 /// The source init() selected (automatic before a successful init()).

@@ -80,6 +80,10 @@ DT_TEST(PortInit, dwt_source_counts_or_is_refused) {
   } else if (LOOPCANARY_CORTEX_M_HAS_DWT) {  // QEMU: the registers exist, the counter does not count
     DT_EXPECT_EQ(status, cm::PortStatus::dwt_unavailable);
     DT_EXPECT(contains(cm::describe(status), "dwt_cyccnt"));
+    // Refused after the hardware was touched: SysTick stopped, the port uninitialised.
+    DT_EXPECT_EQ(cm::detail::reg(0xE000E010) & 1u, 0u);  // SYST_CSR.ENABLE
+    DT_EXPECT_EQ(cm::tick_hz(), 0u);
+    DT_EXPECT_EQ(cm::clock_source(), cm::ClockSource::automatic);
   } else {  // ARMv6-M: no cycle counter in the build
     DT_EXPECT_EQ(status, cm::PortStatus::source_not_built);
   }
