@@ -8,6 +8,11 @@ namespace {
 
 constexpr std::uint8_t kMaxSnapshotAttempts = 8;
 
+// Watch::top is copied into BlockRecord::top with one memcpy.
+static_assert(sizeof(detail::Slot<TopFrame>) == sizeof(TopFrame) &&
+                  alignof(detail::Slot<TopFrame>) == alignof(TopFrame),
+              "Slot<TopFrame> must be laid out as a TopFrame");
+
 // Signed distance from `from` to `to` in ticks: negative when `to` is earlier. Valid for
 // intervals shorter than half the wrap period.
 std::int64_t signed_ticks(tick_t from, tick_t to) noexcept {
@@ -384,7 +389,7 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
   r.sample_count = static_cast<std::uint8_t>(w.samples.size());
   for (std::uint32_t i = 0; i < w.samples.size(); ++i) r.samples[i] = w.samples[i];
   r.top_count = w.top_count;
-  for (std::uint8_t i = 0; i < w.top_count; ++i) r.top[i] = w.top[i].value;
+  std::memcpy(r.top, w.top, w.top_count * sizeof(TopFrame));  // a Slot<TopFrame> is a TopFrame
   r.top_other = w.top_other;
 }
 
