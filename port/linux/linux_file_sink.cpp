@@ -417,7 +417,9 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     w.puts(clock_name);
     w.puts(" @ ");
     w.u64(r.tick_hz);
-    w.puts(" Hz\n");
+    w.puts(" Hz");
+    if (clock.tick_offset_hook) w.puts(" (test build: tick offset hook)");
+    w.put('\n');
     return w.overflowed() ? kOverflow : w.length();
   }
   const bool json = part == Part::json;
@@ -445,6 +447,7 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     w.json_string(when);
     w.puts(",\"clock\":");
     w.json_string(clock_name);
+    if (clock.tick_offset_hook) w.puts(",\"tick_offset_hook\":true");
     w.puts(",\"frames\":[");
   } else if (count > 0) {
     w.puts("symbols:\n");

@@ -28,9 +28,20 @@ namespace loopcanary::port_linux {
 
 namespace detail {
 std::atomic<std::uint32_t> g_clock_word{0};
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+std::atomic<std::uint32_t> g_tick_offset{0};
+#endif
 }  // namespace detail
 
 namespace {
+
+// Every reason of a build with the tick offset hook says so, so a log cannot be mistaken for
+// one of a product build.
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+#define LOOPCANARY_REASON(text) text " [test build: Clock::now() adds a tick offset]"
+#else
+#define LOOPCANARY_REASON(text) text
+#endif
 
 std::mutex g_clock_mutex;
 ClockInfo g_clock_info;                 // written once, under g_clock_mutex, before g_clock_ready
@@ -183,28 +194,32 @@ bool select_clock(ClockChoice choice) noexcept {
   }
 
   if (wanted == ClockChoice::monotonic) {
-    set_monotonic(info, from_environment ? "LOOPCANARY_CLOCK=monotonic" : "selected by select_clock(monotonic)");
+    set_monotonic(info, from_environment ? LOOPCANARY_REASON("LOOPCANARY_CLOCK=monotonic")
+                                         : LOOPCANARY_REASON("selected by select_clock(monotonic)"));
   } else if (!LOOPCANARY_LINUX_HAS_TSC) {
     if (!from_environment && wanted == ClockChoice::tsc) return false;
-    set_monotonic(info, "no TSC on this architecture");
+    set_monotonic(info, LOOPCANARY_REASON("no TSC on this architecture"));
   } else if (!invariant_tsc()) {
     if (!from_environment && wanted == ClockChoice::tsc) return false;
-    set_monotonic(info, "the TSC is not invariant (no constant_tsc + nonstop_tsc)");
+    set_monotonic(info, LOOPCANARY_REASON("the TSC is not invariant (no constant_tsc + nonstop_tsc)"));
   } else if (wanted == ClockChoice::automatic && std::strcmp(info.kernel_clocksource, "tsc") != 0) {
-    set_monotonic(info, "the kernel's clocksource is not tsc, so the TSCs of all CPUs are not known to agree");
+    set_monotonic(info, LOOPCANARY_REASON(
+                            "the kernel's clocksource is not tsc, so the TSCs of all CPUs are not known to agree"));
   } else {
     const std::uint64_t hz = calibrate_tsc();
     if (hz == 0) {
       if (!from_environment && wanted == ClockChoice::tsc) return false;
-      set_monotonic(info, "TSC calibration against CLOCK_MONOTONIC gave an implausible rate");
+      set_monotonic(info, LOOPCANARY_REASON("TSC calibration against CLOCK_MONOTONIC gave an implausible rate"));
     } else {
       set_tsc(info, hz,
               wanted == ClockChoice::tsc
-                  ? (from_environment ? "LOOPCANARY_CLOCK=tsc (invariant TSC)" : "selected by select_clock(tsc) (invariant TSC)")
-                  : "invariant TSC, and the kernel uses it as its clocksource");
+                  ? (from_environment ? LOOPCANARY_REASON("LOOPCANARY_CLOCK=tsc (invariant TSC)")
+                                      : LOOPCANARY_REASON("selected by select_clock(tsc) (invariant TSC)"))
+                  : LOOPCANARY_REASON("invariant TSC, and the kernel uses it as its clocksource"));
     }
   }
   info.wrap_seconds = static_cast<std::uint32_t>((std::uint64_t{1} << 32) / info.tick_hz);
+  info.tick_offset_hook = LOOPCANARY_LINUX_TICK_OFFSET_HOOK != 0;
   g_clock_info = info;
   g_clock_ready.store(true, std::memory_order_release);
   const std::uint32_t word = info.source == ClockSource::tsc ? (detail::kClockTsc | info.tsc_shift) : detail::kClockMonotonic;
@@ -219,8 +234,17 @@ const ClockInfo& clock_info() noexcept {
 
 tick_t detail::now_first_use() noexcept {
   select_clock(ClockChoice::automatic);
-  return Clock::now();
+  return detail::source_now();
 }
+
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+void set_tick_offset(tick_t offset_ticks) noexcept {
+  clock_info();  // select (and calibrate) first, so the offset applies to the clock in use
+  detail::g_tick_offset.store(offset_ticks, std::memory_order_relaxed);
+}
+
+tick_t tick_offset() noexcept { return detail::g_tick_offset.load(std::memory_order_relaxed); }
+#endif
 
 // ---- Statuses ------------------------------------------------------------------------------
 

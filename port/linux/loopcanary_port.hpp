@@ -30,6 +30,14 @@
 
 #include "loopcanary/instrument.hpp"
 
+// Test hook (test builds only, never in a product): 1 makes Clock::now() add a settable tick
+// offset (set_tick_offset()), so tests can start the 32-bit tick counter just before it wraps.
+// It must be the same in every translation unit of a program that reads the clock: it is set
+// PUBLIC on the test-only library loopcanary_port_linux_tick_offset, never by hand.
+#if !defined(LOOPCANARY_LINUX_TICK_OFFSET_HOOK)
+#define LOOPCANARY_LINUX_TICK_OFFSET_HOOK 0
+#endif
+
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #define LOOPCANARY_LINUX_HAS_TSC 1
@@ -59,6 +67,10 @@ struct ClockInfo {
   std::uint32_t wrap_seconds = 0;        ///< 2^32 ticks, in seconds
   const char* reason = "";               ///< why this source, one static sentence
   char kernel_clocksource[24] = {};      ///< /sys/.../current_clocksource, "" when unreadable
+  /// True only in a test build with the tick offset hook compiled in (LOOPCANARY_LINUX_TICK_
+  /// OFFSET_HOOK): Clock::now() is then the source's tick plus tick_offset(). The reason says
+  /// so too, and the file sink marks every record it writes.
+  bool tick_offset_hook = false;
 };
 
 namespace detail {
@@ -90,6 +102,20 @@ inline std::uint64_t read_tsc() noexcept {
 /// Out of line: selects the clock automatically (first use only), then reads it.
 tick_t now_first_use() noexcept;
 
+/// The selected source's tick (selecting it on first use).
+inline tick_t source_now() noexcept {
+  const std::uint32_t word = g_clock_word.load(std::memory_order_relaxed);
+#if LOOPCANARY_LINUX_HAS_TSC
+  if ((word & kClockTsc) != 0) return static_cast<tick_t>(read_tsc() >> (word & kClockShiftMask));
+#endif
+  if ((word & kClockMonotonic) != 0) return monotonic_us();
+  return now_first_use();
+}
+
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+extern std::atomic<std::uint32_t> g_tick_offset;  // test hook: added to every Clock::now()
+#endif
+
 }  // namespace detail
 
 /// Hot-tier clock of the Linux port. Callable from any thread, and from a signal handler once
@@ -97,16 +123,25 @@ tick_t now_first_use() noexcept;
 /// call clock_info() or tick_hz() during start-up).
 struct Clock {
   static tick_t now() noexcept {
-    const std::uint32_t word = detail::g_clock_word.load(std::memory_order_relaxed);
-#if LOOPCANARY_LINUX_HAS_TSC
-    if ((word & detail::kClockTsc) != 0) {
-      return static_cast<tick_t>(detail::read_tsc() >> (word & detail::kClockShiftMask));
-    }
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+    return static_cast<tick_t>(detail::source_now() + detail::g_tick_offset.load(std::memory_order_relaxed));
+#else
+    return detail::source_now();
 #endif
-    if ((word & detail::kClockMonotonic) != 0) return detail::monotonic_us();
-    return detail::now_first_use();
   }
 };
+
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+/// Test hook: from now on Clock::now() returns the source's tick plus `offset_ticks` (in ticks
+/// of tick_hz(), modulo 2^32), e.g. to start a test just before the counter wraps. Call it only
+/// while nothing stamps or compares ticks (no monitor in a dispatch, no watchdog polling: test
+/// set-up and tear-down): moving the clock under a running dispatch is a jump in time, not a
+/// wrap. Selects the clock first if needed. Any thread.
+void set_tick_offset(tick_t offset_ticks) noexcept;
+
+/// Test hook: the offset Clock::now() adds (0 until set_tick_offset()).
+tick_t tick_offset() noexcept;
+#endif
 
 /// Selects the clock, once per process; thread-safe. The TSC needs a ~10 ms calibration.
 /// Returns true when the clock in use is the one asked for (`automatic` always matches); false

@@ -307,6 +307,12 @@ TEST(LinuxBlock, LoopThreadBlockingTheSignalIsAMissedSampleNeverAHang) {
     rig.monitor.begin(kCompute);
     lc_test_spin_for(200'000'000);
     rig.monitor.end();
+    // Unblock only once the watchdog has stopped: a capture it began just before end() would
+    // otherwise find the signal unblocked and be answered (then dropped by the watchdog, the
+    // dispatch being over), and this test counts answers.
+    lc::BlockRecord ended;
+    rig.collector.wait_for_phase(lc::Phase::final, ended);
+    rig.runner.stop();
     // The one signal left pending runs the handler now; it finds no request for this thread.
     pthread_sigmask(SIG_UNBLOCK, &block, nullptr);
   });

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The hot-tier clock: which source, at what rate, how it agrees with CLOCK_MONOTONIC, and what
 // hang limits its 32-bit wrap allows. Also run with LOOPCANARY_CLOCK=monotonic (see
-// CMakeLists.txt), so both sources are tested on a machine that has an invariant TSC.
+// CMakeLists.txt), so both sources are tested on a machine that has an invariant TSC, and from
+// just before the 32-bit wrap (wrap.*, tick_wrap_main.cpp).
 #include <gtest/gtest.h>
 #include <time.h>
 
@@ -44,6 +45,7 @@ TEST(LinuxClock, ChoiceIsVisibleAndConsistent) {
     EXPECT_EQ(info.source, lx::ClockSource::monotonic);
   }
   EXPECT_STRNE(info.reason, "");
+  EXPECT_EQ(info.tick_offset_hook, LOOPCANARY_LINUX_TICK_OFFSET_HOOK != 0) << "only test builds have the hook";
   EXPECT_EQ(lx::tick_hz(), info.tick_hz);
   if (info.source == lx::ClockSource::tsc) {
     EXPECT_STREQ(info.name, "tsc");

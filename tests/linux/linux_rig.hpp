@@ -20,6 +20,7 @@
 #include "linux_watchdog_thread.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary_port.hpp"
+#include "tick_wrap.hpp"
 
 namespace lctest {
 
@@ -45,6 +46,9 @@ class Collector {
   std::function<void(const lc::BlockRecord&)> on_record;
 
   static void intercept(void* self, const lc::BlockRecord& record) {
+#if LOOPCANARY_LINUX_TICK_OFFSET_HOOK
+    wrap::witness(record);  // the wrap reruns check that some record spans the wrap
+#endif
     auto* c = static_cast<Collector*>(self);
     if (c->on_record) c->on_record(record);
     {
