@@ -34,7 +34,7 @@ std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
 }  // namespace
 
 Cause classify(const CpuEvidence& e, const WatchdogConfig& rule) noexcept {
-  // Stolen time is machine-wide, so this is an upper bound of what the loop's CPU lost.
+  // Stolen time per CPU: what the loop thread's CPU lost on average (at most the whole window).
   const std::uint64_t window = e.window_us - (e.steal_us < e.window_us ? e.steal_us : e.window_us);
   if (!e.has_cpu || window == 0) return Cause::unknown;
   // floor(x) >= n exactly when x >= n for a whole n: comparing rounded-down shares is exact.

@@ -174,6 +174,7 @@ class Platform {
   std::uint32_t timeout_us_ = 5'000;
   std::uint32_t debugger_check_ms_ = 100;
   std::uint64_t us_per_clock_tick_ = 10'000;  // /proc/stat unit (USER_HZ), from sysconf at init
+  std::uint64_t cpus_ = 1;                    // online CPUs, from sysconf at init (steal per CPU)
   bool scan_ = true;
 
   // TracerPid cache: any thread may ask (the watchdog through the Hal, the application).

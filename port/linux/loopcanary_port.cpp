@@ -370,6 +370,8 @@ Result Platform::init(const PlatformConfig& config) noexcept {
   debugger_check_ms_ = config.debugger_check_ms != 0 ? config.debugger_check_ms : 100u;
   const long clock_ticks = sysconf(_SC_CLK_TCK);
   us_per_clock_tick_ = clock_ticks > 0 ? 1'000'000u / static_cast<std::uint64_t>(clock_ticks) : 10'000u;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  cpus_ = cpus > 0 ? static_cast<std::uint64_t>(cpus) : 1u;
   scan_ = !config.no_stack_scan;
   initialised_ = true;
   return Result{};
@@ -477,7 +479,8 @@ bool Platform::cpu_counters(CpuCounters& out) noexcept {
   out.system_busy = cpu.busy();
   out.system_total = cpu.total();
   out.process = self.utime + self.stime;
-  out.steal_us = cpu.steal * us_per_clock_tick_;
+  // /proc/stat's steal sums all CPUs; the loop thread runs on one of them at a time.
+  out.steal_us = cpu.steal * us_per_clock_tick_ / cpus_;
   return true;
 }
 

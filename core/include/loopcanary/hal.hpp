@@ -20,9 +20,10 @@ struct CpuCounters {
   std::uint64_t system_busy = 0;   ///< time any CPU spent not idle
   std::uint64_t system_total = 0;  ///< total CPU time (all CPUs)
   std::uint64_t process = 0;       ///< time spent by this process (0 when not applicable)
-  /// Time a hypervisor ran something else on this machine's CPUs, in MICROSECONDS summed over
-  /// the CPUs (unlike the fields above, an absolute unit); 0 when not applicable. The cause
-  /// rule takes it off the window: a loop thread whose CPU was stolen did not wait.
+  /// Time a hypervisor ran something else on this machine's CPUs, in MICROSECONDS PER CPU (the
+  /// machine's total divided by its CPU count; unlike the fields above, an absolute unit): what
+  /// one thread's CPU lost on average. 0 when not applicable. The cause rule takes it off the
+  /// window: a loop thread whose CPU was stolen did not wait.
   std::uint64_t steal_us = 0;
 };
 

@@ -79,7 +79,7 @@ struct BlockRecord {
   bool has_thread_wait = false;
   std::uint16_t system_busy_permille = kUnknownPermille;  ///< machine busy share in the window
   std::uint16_t process_permille = kUnknownPermille;      ///< this process's share in the window
-  std::uint64_t steal_us = 0;         ///< CPU time stolen by a hypervisor in the window (all CPUs)
+  std::uint64_t steal_us = 0;         ///< CPU time stolen by a hypervisor in the window, per CPU
 
   // Stack evidence.
   std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)

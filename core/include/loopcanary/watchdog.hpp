@@ -78,7 +78,7 @@ struct CpuEvidence {
   bool has_wait = false;
   std::uint64_t wait_us = 0;     ///< loop thread run-queue wait in the window
   std::uint16_t busy_permille = kUnknownPermille;  ///< machine busy share in the window
-  std::uint64_t steal_us = 0;    ///< CPU time stolen by a hypervisor in the window (all CPUs)
+  std::uint64_t steal_us = 0;    ///< CPU time stolen by a hypervisor in the window, per CPU
 };
 
 /// The cause rule (docs/design.md): the window less the stolen time (at most all of it) is what
