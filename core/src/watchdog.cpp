@@ -85,7 +85,7 @@ Status Watchdog::add(Monitor& monitor) noexcept {
   track.monitor = &monitor;
   track.seq = 0;
   track.done_seq = 0;
-  track.slotless_seq = 0;
+  track.no_watch_seq = 0;
   track.watch = nullptr;
   monitor.watchdog_ = this;
   return Status::ok;
@@ -165,20 +165,20 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
 }
 
 bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept {
-  detail::Watch* free = nullptr;
-  for (std::size_t i = 0; i < max_watches_ && free == nullptr; ++i) {
-    if (watches_[i].owner == nullptr) free = &watches_[i];
+  detail::Watch* spare = nullptr;
+  for (std::size_t i = 0; i < max_watches_ && spare == nullptr; ++i) {
+    if (watches_[i].owner == nullptr) spare = &watches_[i];
   }
-  if (free == nullptr) {
-    // Every watch is busy with another loop's dispatch: this one goes unsampled until one is
-    // free (its block is still reported when it ends). Counted once per dispatch.
-    if (track.slotless_seq != snap.seq) {
-      track.slotless_seq = snap.seq;
+  if (spare == nullptr) {
+    // Every watch is busy with another loop's dispatch: this one goes unsampled until a watch
+    // is released (its block is still reported when it ends). Counted once per dispatch.
+    if (track.no_watch_seq != snap.seq) {
+      track.no_watch_seq = snap.seq;
       detail::bump(watches_busy_);
     }
     return false;
   }
-  detail::Watch& w = *free;
+  detail::Watch& w = *spare;
   w.owner = &track;
   track.watch = &w;
   track.seq = snap.seq;

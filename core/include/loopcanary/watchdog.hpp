@@ -117,7 +117,7 @@ struct WatchdogTrack;
 /// every watch and start_watching() sets every field before it is read, so a StaticWatchdog
 /// costs no start-up code for them.
 struct Watch {
-  const WatchdogTrack* owner;  // the loop whose dispatch this watches; nullptr when free
+  const WatchdogTrack* owner;  // the loop whose dispatch this watches; nullptr when unused
   tick_t begin;
   const Event* event;
   Limits limits;
@@ -145,13 +145,13 @@ struct WatchdogTrack {
   Monitor* monitor;
   std::uint32_t seq;           // dispatch watched (odd), 0 when none
   std::uint32_t done_seq;      // last dispatch finalised, never watched again
-  std::uint32_t slotless_seq;  // last dispatch that found every watch busy (counted once)
+  std::uint32_t no_watch_seq;  // last dispatch that found every watch busy (counted once)
   Watch* watch;                // while seq != 0
 };
 
 }  // namespace detail
 
-/// The watchdog logic, capacity-free; instantiate StaticWatchdog<MaxLoops, RecordCapacity>.
+/// The watchdog logic, capacity-free; instantiate StaticWatchdog<MaxLoops, RecordCapacity, Watches>.
 class Watchdog {
  public:
   Watchdog(const Watchdog&) = delete;
