@@ -694,7 +694,7 @@ TEST_P(WatchdogTest, HandlerOffTheCpuOnASaturatedMachineIsStarved) {
   EXPECT_EQ(r->process_permille, 0u);
 }
 
-// With the thread's run-queue wait (Hal::thread_wait_us) the rule judges by what the loop
+// With the thread's run-queue wait (kCpuWaitUs from Hal::read_cpu) the rule judges by what the loop
 // thread went through: a loop that sleeps on a saturated machine is waiting, not starved.
 TEST_P(WatchdogTest, WithRunQueueWaitASleepingLoopOnASaturatedMachineIsWaiting) {
   ASSERT_TRUE(start_100ms());

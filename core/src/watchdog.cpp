@@ -240,24 +240,10 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   }
 }
 
-void Watchdog::read_cpu(const Track& track, detail::CpuReading& reading) const noexcept {
-  using namespace detail;
+void Watchdog::read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept {
   reading.elapsed = track.watch->elapsed;
-  reading.valid = 0;
-  if (hal_.thread_cpu_us != nullptr && hal_.thread_cpu_us(hal_.context, *track.monitor, &reading.value[kCpuThread])) {
-    reading.valid |= 1u << kCpuThread;
-  }
-  if (hal_.thread_wait_us != nullptr && hal_.thread_wait_us(hal_.context, *track.monitor, &reading.value[kCpuWait])) {
-    reading.valid |= 1u << kCpuWait;
-  }
-  CpuCounters c;
-  if (hal_.cpu_counters != nullptr && hal_.cpu_counters(hal_.context, &c)) {
-    reading.value[kCpuBusy] = c.system_busy;
-    reading.value[kCpuTotal] = c.system_total;
-    reading.value[kCpuProcess] = c.process;
-    reading.value[kCpuSteal] = c.steal_us;
-    reading.valid |= (1u << kCpuBusy) | (1u << kCpuTotal) | (1u << kCpuProcess) | (1u << kCpuSteal);
-  }
+  reading.counters.valid = 0;
+  if (hal_.read_cpu != nullptr) hal_.read_cpu(hal_.context, *track.monitor, &reading.counters);
 }
 
 void Watchdog::take_sample(Track& track, tick_t now) noexcept {
@@ -350,10 +336,9 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
   if (!w.armed) r.flags |= kFlagUnwatched;
 
   if (w.armed) {
-    using namespace detail;
-    const CpuReading& a = w.first;
-    const CpuReading& b = w.last;
-    r.window_ticks = b.elapsed - a.elapsed;
+    const CpuReading& a = w.first.counters;
+    const CpuReading& b = w.last.counters;
+    r.window_ticks = w.last.elapsed - w.first.elapsed;
     // Deltas over the window of the counters read at both ends that did not go backwards.
     std::uint64_t delta[kCpuValues];
     unsigned valid = a.valid & b.valid;
@@ -363,14 +348,14 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
       delta[i] = b.value[i] - a.value[i];
     }
     constexpr unsigned kCounters = (1u << kCpuBusy) | (1u << kCpuTotal) | (1u << kCpuProcess);
-    r.has_thread_cpu = (valid & (1u << kCpuThread)) != 0;
-    r.thread_cpu_us = r.has_thread_cpu ? delta[kCpuThread] : 0u;
-    r.has_thread_wait = (valid & (1u << kCpuWait)) != 0;
-    r.thread_wait_us = r.has_thread_wait ? delta[kCpuWait] : 0u;
+    r.has_thread_cpu = (valid & (1u << kCpuThreadUs)) != 0;
+    r.thread_cpu_us = r.has_thread_cpu ? delta[kCpuThreadUs] : 0u;
+    r.has_thread_wait = (valid & (1u << kCpuWaitUs)) != 0;
+    r.thread_wait_us = r.has_thread_wait ? delta[kCpuWaitUs] : 0u;
     if ((valid & kCounters) == kCounters) {
       r.system_busy_permille = permille(delta[kCpuBusy], delta[kCpuTotal]);
       r.process_permille = permille(delta[kCpuProcess], delta[kCpuTotal]);
-      r.steal_us = (valid & (1u << kCpuSteal)) != 0 ? delta[kCpuSteal] : 0u;
+      r.steal_us = (valid & (1u << kCpuStealUs)) != 0 ? delta[kCpuStealUs] : 0u;
     }
     CpuEvidence evidence;
     evidence.window_us = us_from_ticks(r.window_ticks, r.tick_hz);

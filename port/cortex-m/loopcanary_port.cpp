@@ -139,35 +139,21 @@ std::size_t capture_stack(void* /*context*/, const Monitor& loop, Frame* pcs, st
   return n;
 }
 
-// Time since init() into *total, then the busy part of it (everything that was not
-// idle_wait(), interrupts included) into *busy; returns core_hz, 0 before init() (nothing
-// written). The one copy of this for both CPU callbacks; `total` and `busy` may be the same
-// place (busy is written last).
-__attribute__((noinline)) std::uint32_t read_cpu_ticks(std::uint64_t* total, std::uint64_t* busy) noexcept {
+// CPU load from idle_wait(): the time since init() is the total, everything that was not
+// idle_wait() (interrupts included) is busy, and the firmware is the only "process". The
+// super-loop's CPU time is that busy time, in µs; a loop with its own LoopContext (an RTOS task)
+// gets none: per-task CPU time is the scheduler's. Nothing before init().
+void read_cpu(void* /*context*/, const Monitor& loop, CpuReading* out) {
   const PortState& s = state();
-  if (s.core_hz == 0) return 0;
+  if (s.core_hz == 0) return;
   const tick_t now = clock_now();
   std::atomic_signal_fence(std::memory_order_seq_cst);  // the state after the call: fewer registers to keep
-  const std::uint64_t t = s.total_ticks + ticks_between(s.last_now, now);
-  *total = t;
-  *busy = t > s.idle_ticks ? t - s.idle_ticks : 0;
-  return s.core_hz;
-}
-
-bool cpu_counters(void* /*context*/, CpuCounters* out) {
-  if (read_cpu_ticks(&out->system_total, &out->system_busy) == 0) return false;
-  out->process = out->system_busy;  // the firmware is the only "process"
-  return true;
-}
-
-// The super-loop's CPU time: its busy time in µs. A loop with its own LoopContext (an RTOS
-// task) gets none: per-task CPU time is the scheduler's.
-bool thread_cpu_us(void* /*context*/, const Monitor& loop, std::uint64_t* cpu_us) {
-  if (loop.context() != nullptr) return false;
-  const std::uint32_t hz = read_cpu_ticks(cpu_us, cpu_us);
-  if (hz == 0) return false;
-  *cpu_us = us_from_ticks(*cpu_us, hz);
-  return true;
+  const std::uint64_t total = s.total_ticks + ticks_between(s.last_now, now);
+  const std::uint64_t busy = total > s.idle_ticks ? total - s.idle_ticks : 0;
+  out->set(kCpuBusy, busy);
+  out->set(kCpuTotal, total);
+  out->set(kCpuProcess, busy);
+  if (loop.context() == nullptr) out->set(kCpuThreadUs, us_from_ticks(busy, s.core_hz));
 }
 
 #if LOOPCANARY_CORTEX_M_HAS_DWT
@@ -332,14 +318,12 @@ Hal make_hal() noexcept {
   Hal hal;  // every field set below (a Hal{} would be cleared first)
   hal.context = nullptr;  // the callbacks keep their state in g_state
   hal.capture_stack = &capture_stack;
-  hal.thread_cpu_us = &thread_cpu_us;
-  hal.cpu_counters = &cpu_counters;
+  hal.read_cpu = &read_cpu;
 #if LOOPCANARY_CORTEX_M_HAS_DWT
   hal.debugger_attached = &debugger;
 #else
   hal.debugger_attached = nullptr;  // software cannot read DHCSR on ARMv6-M
 #endif
-  hal.thread_wait_us = nullptr;
   return hal;
 }
 

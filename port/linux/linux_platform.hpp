@@ -5,9 +5,9 @@
 //               stack range. Pass its address as MonitorConfig::context.
 //   Platform    init() installs the sample signal handler; hal() is the loopcanary::Hal:
 //                 capture_stack      signal round trip to the loop thread (see below)
-//                 thread_cpu_us      clock_gettime on the loop thread's CPU-time clock
-//                 thread_wait_us     run-queue wait from /proc/self/task/<tid>/schedstat
-//                 cpu_counters       /proc/stat (machine) and /proc/self/stat (process)
+//                 read_cpu           the loop thread's CPU time (clock_gettime on its CPU-time
+//                                    clock) and run-queue wait (/proc/self/task/<tid>/schedstat),
+//                                    /proc/stat (machine, steal) and /proc/self/stat (process)
 //                 debugger_attached  TracerPid of /proc/self/status, re-read at most every
 //                                    debugger_check_ms
 //
@@ -151,9 +151,10 @@ class Platform {
   /// Run-queue wait of `thread` so far (µs), from /proc/self/task/<tid>/schedstat; false when
   /// the thread is detached or the kernel lacks scheduler statistics.
   bool thread_wait_us(const LoopThread& thread, std::uint64_t& wait_us) noexcept;
-  /// Machine busy/total from /proc/stat and this process's time from /proc/self/stat, all in
-  /// USER_HZ ticks.
-  bool cpu_counters(CpuCounters& out) noexcept;
+  /// Sets kCpuBusy and kCpuTotal of the machine from /proc/stat and kCpuProcess from
+  /// /proc/self/stat (all in USER_HZ ticks), and kCpuStealUs; false (nothing set) when either
+  /// file cannot be read.
+  bool cpu_counters(CpuReading& out) noexcept;
   /// True while a tracer is attached (TracerPid != 0), cached for debugger_check_ms. Any thread.
   bool debugger_attached() noexcept;
 
@@ -164,9 +165,7 @@ class Platform {
 
  private:
   static std::size_t hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
-  static bool hal_thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us);
-  static bool hal_thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us);
-  static bool hal_counters(void* context, CpuCounters* out);
+  static void hal_read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool hal_debugger(void* context);
 
   bool initialised_ = false;

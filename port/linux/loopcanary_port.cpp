@@ -381,9 +381,7 @@ Hal Platform::hal() noexcept {
   Hal h{};
   h.context = this;
   h.capture_stack = &Platform::hal_capture;
-  h.thread_cpu_us = &Platform::hal_thread_cpu;
-  h.thread_wait_us = &Platform::hal_thread_wait;
-  h.cpu_counters = &Platform::hal_counters;
+  h.read_cpu = &Platform::hal_read_cpu;
   h.debugger_attached = &Platform::hal_debugger;
   return h;
 }
@@ -469,18 +467,18 @@ bool Platform::thread_wait_us(const LoopThread& thread, std::uint64_t& wait_us) 
   return true;
 }
 
-bool Platform::cpu_counters(CpuCounters& out) noexcept {
+bool Platform::cpu_counters(CpuReading& out) noexcept {
   ProcStatCpu cpu;
   ProcPidStat self;
   if (!read_proc_stat(cpu) || !read_self_stat(self)) {
     bump(counter_failures_);
     return false;
   }
-  out.system_busy = cpu.busy();
-  out.system_total = cpu.total();
-  out.process = self.utime + self.stime;
+  out.set(kCpuBusy, cpu.busy());
+  out.set(kCpuTotal, cpu.total());
+  out.set(kCpuProcess, self.utime + self.stime);
   // /proc/stat's steal sums all CPUs; the loop thread runs on one of them at a time.
-  out.steal_us = cpu.steal * us_per_clock_tick_ / cpus_;
+  out.set(kCpuStealUs, cpu.steal * us_per_clock_tick_ / cpus_);
   return true;
 }
 
@@ -522,18 +520,14 @@ std::size_t Platform::hal_capture(void* context, const Monitor& loop, Frame* pcs
   return self->capture_stack(*thread, pcs, max);
 }
 
-bool Platform::hal_thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us) {
-  const auto* thread = static_cast<const LoopThread*>(loop.context());
-  return thread != nullptr && static_cast<Platform*>(context)->thread_cpu_us(*thread, *cpu_us);
-}
-
-bool Platform::hal_thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us) {
-  const auto* thread = static_cast<const LoopThread*>(loop.context());
-  return thread != nullptr && static_cast<Platform*>(context)->thread_wait_us(*thread, *wait_us);
-}
-
-bool Platform::hal_counters(void* context, CpuCounters* out) {
-  return static_cast<Platform*>(context)->cpu_counters(*out);
+void Platform::hal_read_cpu(void* context, const Monitor& loop, CpuReading* out) {
+  auto* self = static_cast<Platform*>(context);
+  if (const auto* thread = static_cast<const LoopThread*>(loop.context()); thread != nullptr) {
+    std::uint64_t us = 0;
+    if (self->thread_cpu_us(*thread, us)) out->set(kCpuThreadUs, us);
+    if (self->thread_wait_us(*thread, us)) out->set(kCpuWaitUs, us);
+  }
+  self->cpu_counters(*out);
 }
 
 bool Platform::hal_debugger(void* context) { return static_cast<Platform*>(context)->debugger_attached(); }

@@ -7,10 +7,8 @@ Hal Machine::hal() noexcept {
   Hal h{};
   h.context = this;
   h.capture_stack = &Machine::capture;
-  h.thread_cpu_us = &Machine::thread_cpu;
-  h.cpu_counters = &Machine::counters;
+  h.read_cpu = &Machine::read_cpu;
   h.debugger_attached = &Machine::debugger;
-  h.thread_wait_us = &Machine::thread_wait;
   return h;
 }
 
@@ -38,29 +36,17 @@ std::size_t Machine::capture(void* context, const Monitor& loop, Frame* pcs, std
   return 1;
 }
 
-bool Machine::thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us) {
+void Machine::read_cpu(void* context, const Monitor& loop, CpuReading* out) {
   const auto* self = static_cast<const Machine*>(context);
   const auto* thread = static_cast<const Thread*>(loop.context());
-  if (!self->counters_available_ || thread == nullptr) return false;
-  *cpu_us = thread->cpu_ticks * 1'000'000u / kTickHz;
-  return true;
-}
-
-bool Machine::thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us) {
-  const auto* self = static_cast<const Machine*>(context);
-  const auto* thread = static_cast<const Thread*>(loop.context());
-  if (!self->counters_available_ || !self->thread_wait_available_ || thread == nullptr) return false;
-  *wait_us = thread->wait_ticks * 1'000'000u / kTickHz;
-  return true;
-}
-
-bool Machine::counters(void* context, CpuCounters* out) {
-  const auto* self = static_cast<const Machine*>(context);
-  if (!self->counters_available_) return false;
-  out->system_busy = self->busy_permille_ticks_ / 1000u;
-  out->system_total = self->total_ticks_;
-  out->process = self->process_ticks_;
-  return true;
+  if (!self->counters_available_) return;
+  if (thread != nullptr) {
+    out->set(kCpuThreadUs, thread->cpu_ticks * 1'000'000u / kTickHz);
+    if (self->thread_wait_available_) out->set(kCpuWaitUs, thread->wait_ticks * 1'000'000u / kTickHz);
+  }
+  out->set(kCpuBusy, self->busy_permille_ticks_ / 1000u);
+  out->set(kCpuTotal, self->total_ticks_);
+  out->set(kCpuProcess, self->process_ticks_);
 }
 
 bool Machine::debugger(void* context) { return static_cast<const Machine*>(context)->debugger_attached_; }

@@ -89,7 +89,7 @@ class Machine {
   void set_debugger_attached(bool attached) noexcept { debugger_attached_ = attached; }
   /// Share of the machine other work keeps busy while the loop is off the CPU, per mille.
   void set_other_load_permille(std::uint16_t permille) noexcept { other_load_permille_ = permille; }
-  /// true: the HAL reports each thread's run-queue wait (Hal::thread_wait_us), as an OS with
+  /// true: the HAL reports each thread's run-queue wait (kCpuWaitUs in Hal::read_cpu), as an OS with
   /// scheduler statistics does; false (default): it does not, and the cause rule falls back to
   /// the machine's load.
   void set_thread_wait_available(bool available) noexcept { thread_wait_available_ = available; }
@@ -102,9 +102,7 @@ class Machine {
 
  private:
   static std::size_t capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
-  static bool thread_cpu(void* context, const Monitor& loop, std::uint64_t* cpu_us);
-  static bool thread_wait(void* context, const Monitor& loop, std::uint64_t* wait_us);
-  static bool counters(void* context, CpuCounters* out);
+  static void read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool debugger(void* context);
 
   bool counters_available_ = true;

@@ -11,15 +11,11 @@ std::size_t capture_stack(void* /*context*/, const Monitor& /*loop*/, Frame* /*p
   return 0;
 }
 
-// TODO(port): the loop thread's CPU time in microseconds (false when unavailable).
-bool thread_cpu_us(void* /*context*/, const Monitor& /*loop*/, std::uint64_t* /*cpu_us*/) { return false; }
-
-// TODO(port): the loop thread's run-queue wait in microseconds, if your OS tracks it (false
-// when unavailable: the cause rule then uses the machine's load).
-bool thread_wait_us(void* /*context*/, const Monitor& /*loop*/, std::uint64_t* /*wait_us*/) { return false; }
-
-// TODO(port): cumulative busy/total (and process) counters in one unit (false when unavailable).
-bool cpu_counters(void* /*context*/, CpuCounters* /*out*/) { return false; }
+// TODO(port): the CPU counters you have, each with out->set(): the loop thread's CPU time
+// (kCpuThreadUs) and run-queue wait (kCpuWaitUs) in microseconds, cumulative busy/total/process
+// counters of the machine in one unit (kCpuBusy, kCpuTotal, kCpuProcess). Set nothing when
+// there are none: the cause is then "unknown".
+void read_cpu(void* /*context*/, const Monitor& /*loop*/, CpuReading* /*out*/) {}
 
 // TODO(port): true while a debugger is attached (e.g. DHCSR.C_DEBUGEN on Cortex-M).
 bool debugger_attached(void* /*context*/) { return false; }
@@ -30,10 +26,8 @@ Hal make_hal() noexcept {
   Hal hal{};
   hal.context = nullptr;  // TODO(port): state your callbacks need
   hal.capture_stack = &capture_stack;
-  hal.thread_cpu_us = &thread_cpu_us;
-  hal.cpu_counters = &cpu_counters;
+  hal.read_cpu = &read_cpu;
   hal.debugger_attached = &debugger_attached;
-  hal.thread_wait_us = &thread_wait_us;
   return hal;
 }
 

@@ -162,32 +162,50 @@ DT_TEST(Clock, counts_a_pending_wrap_while_masked) {
 DT_TEST(Idle, counters_tell_idle_from_busy) {
   DT_ASSERT_EQ(cm::init(port_config()), cm::PortStatus::ok);
   const lc::Hal hal = cm::make_hal();
-  DT_ASSERT(hal.cpu_counters != nullptr);
-  lc::CpuCounters c0{};
-  lc::CpuCounters c1{};
-  lc::CpuCounters c2{};
+  DT_ASSERT(hal.read_cpu != nullptr);
+  lc::Monitor super_loop;  // no LoopContext: the bare-metal super-loop, whose CPU time is the busy time
+  lc::CpuReading c0{};
+  lc::CpuReading c1{};
+  lc::CpuReading c2{};
   // The callbacks run in the SysTick interrupt normally; mask interrupts to call them here.
   mask_interrupts();
-  DT_EXPECT(hal.cpu_counters(hal.context, &c0));
+  hal.read_cpu(hal.context, super_loop, &c0);
   unmask_interrupts();
   sleep_ticks(20);
   mask_interrupts();
-  DT_EXPECT(hal.cpu_counters(hal.context, &c1));
+  hal.read_cpu(hal.context, super_loop, &c1);
   unmask_interrupts();
   spin_ticks(20);
   mask_interrupts();
-  DT_EXPECT(hal.cpu_counters(hal.context, &c2));
+  hal.read_cpu(hal.context, super_loop, &c2);
   unmask_interrupts();
-  const std::uint64_t idle_total = c1.system_total - c0.system_total;
-  const std::uint64_t idle_busy = c1.system_busy - c0.system_busy;
-  const std::uint64_t spin_total = c2.system_total - c1.system_total;
-  const std::uint64_t spin_busy = c2.system_busy - c1.system_busy;
+  constexpr unsigned kRead = (1u << lc::kCpuThreadUs) | (1u << lc::kCpuBusy) | (1u << lc::kCpuTotal) | (1u << lc::kCpuProcess);
+  DT_EXPECT_EQ(c0.valid, kRead);
+  DT_EXPECT_EQ(c2.valid, kRead);
+  const std::uint64_t idle_total = c1.value[lc::kCpuTotal] - c0.value[lc::kCpuTotal];
+  const std::uint64_t idle_busy = c1.value[lc::kCpuBusy] - c0.value[lc::kCpuBusy];
+  const std::uint64_t spin_total = c2.value[lc::kCpuTotal] - c1.value[lc::kCpuTotal];
+  const std::uint64_t spin_busy = c2.value[lc::kCpuBusy] - c1.value[lc::kCpuBusy];
   DT_EXPECT_GE(idle_total, 19u * kPeriod);
   DT_EXPECT_LT(idle_busy * 10u, idle_total);        // sleeping: under 10 % busy
   DT_EXPECT_GE(spin_total, 19u * kPeriod);
   DT_EXPECT_EQ(spin_busy, spin_total);              // spinning: all busy
-  DT_EXPECT_EQ(c2.process, c2.system_busy);
+  DT_EXPECT_EQ(c2.value[lc::kCpuProcess], c2.value[lc::kCpuBusy]);
+  DT_EXPECT_EQ(c2.value[lc::kCpuThreadUs], lc::us_from_ticks(c2.value[lc::kCpuBusy], cm::tick_hz()));
   DT_EXPECT_GE(cm::stats().idle_waits, 19u);
+
+  // A loop on its own stack (an RTOS task): no thread CPU time, the machine counters still.
+  static cm::LoopContext task{0x20000000u, 0x20001000u};
+  lc::MonitorConfig config;
+  config.tick_hz = cm::tick_hz();
+  config.context = &task;
+  lc::Monitor rtos_task;
+  DT_ASSERT_EQ(rtos_task.init(config), lc::Status::ok);
+  lc::CpuReading c3{};
+  mask_interrupts();
+  hal.read_cpu(hal.context, rtos_task, &c3);
+  unmask_interrupts();
+  DT_EXPECT_EQ(c3.valid, kRead & ~(1u << lc::kCpuThreadUs));
 }
 
 DT_TEST(Debugger, not_attached_under_qemu) {

@@ -70,6 +70,15 @@
 #define LOOPCANARY_INLINE inline
 #endif
 
+/// Keeps a header-defined helper that several cold paths call as one out-of-line copy (flash),
+/// where the compiler would otherwise inline it into each of them. Constant evaluation is
+/// unaffected.
+#if defined(__GNUC__) || defined(__clang__)
+#define LOOPCANARY_NOINLINE __attribute__((noinline))
+#else
+#define LOOPCANARY_NOINLINE
+#endif
+
 namespace loopcanary {
 
 /// Raw port ticks. One unsigned width everywhere: durations are `later - earlier` in this type,

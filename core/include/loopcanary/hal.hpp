@@ -15,16 +15,37 @@ namespace loopcanary {
 
 class Monitor;
 
-/// Cumulative CPU counters, all in one unit (jiffies on Linux, idle-counter ticks on an MCU).
-struct CpuCounters {
-  std::uint64_t system_busy = 0;   ///< time any CPU spent not idle
-  std::uint64_t system_total = 0;  ///< total CPU time (all CPUs)
-  std::uint64_t process = 0;       ///< time spent by this process (0 when not applicable)
-  /// Time a hypervisor ran something else on this machine's CPUs, in MICROSECONDS PER CPU (the
-  /// machine's total divided by its CPU count; unlike the fields above, an absolute unit): what
-  /// one thread's CPU lost on average. 0 when not applicable. The cause rule takes it off the
-  /// window: a loop thread whose CPU was stolen did not wait.
-  std::uint64_t steal_us = 0;
+/// The cumulative counters of one CPU reading, by index into CpuReading::value. Each is
+/// monotonic; the watchdog uses only their differences over a window.
+enum CpuValue : std::uint8_t {
+  kCpuThreadUs,  ///< CPU time the loop's thread has consumed, microseconds
+  kCpuWaitUs,    ///< time the loop's thread spent runnable but waiting for a CPU, microseconds
+  // kCpuBusy, kCpuTotal and kCpuProcess share one unit of the port's choice (jiffies,
+  // idle-counter ticks): only their ratios are used.
+  kCpuBusy,     ///< time any CPU spent not idle
+  kCpuTotal,    ///< CPU time of all CPUs together
+  kCpuProcess,  ///< time this process spent on any CPU (0 when not applicable)
+  /// Time a hypervisor ran something else on this machine's CPUs, MICROSECONDS PER CPU (the
+  /// machine's total divided by its CPU count): what one thread's CPU lost on average. The
+  /// cause rule takes it off the window: a loop thread whose CPU was stolen did not wait.
+  kCpuStealUs,
+  kCpuValues
+};
+
+/// One reading of the CPU counters of a loop and its machine, taken at one instant. Only the
+/// values whose bit is set in `valid` were read; the machine shares need kCpuBusy, kCpuTotal
+/// and kCpuProcess all valid (kCpuProcess = kCpuBusy where there is only one "process").
+struct CpuReading {
+  std::uint64_t value[kCpuValues];  ///< by CpuValue
+  std::uint8_t valid;               ///< bit (1 << CpuValue) set: that value was read
+
+  /// Stores `v` as value `which` and marks it read.
+  void set(CpuValue which, std::uint64_t v) noexcept {
+    value[which] = v;
+    valid = static_cast<std::uint8_t>(valid | (1u << which));
+  }
+  /// True when value `which` was read.
+  bool has(CpuValue which) const noexcept { return (valid & (1u << which)) != 0; }
 };
 
 /// Platform services, every one optional. All callbacks run in watchdog context (a thread or
@@ -39,22 +60,15 @@ struct Hal {
   /// identifies the loop's thread or execution context.
   std::size_t (*capture_stack)(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
 
-  /// Stores the CPU time `loop`'s thread has consumed so far, in microseconds, monotonic;
-  /// returns false when unavailable.
-  bool (*thread_cpu_us)(void* context, const Monitor& loop, std::uint64_t* cpu_us);
-
-  /// Stores the cumulative machine and process counters; returns false when unavailable.
-  bool (*cpu_counters)(void* context, CpuCounters* out);
+  /// Reads the CPU counters of `loop` (its thread) and of the machine into `*out`, whose
+  /// `valid` is 0 on entry: CpuReading::set() each value the platform has, leave out the rest
+  /// (nothing set: no CPU evidence for this reading). Called at the arming poll of a watched
+  /// dispatch and at every poll after it while the dispatch runs.
+  void (*read_cpu)(void* context, const Monitor& loop, CpuReading* out);
 
   /// True while a debugger is attached (reports are then suppressed and counted when
   /// WatchdogConfig::stop_when_debugging is set).
   bool (*debugger_attached)(void* context);
-
-  /// Stores the time `loop`'s thread has spent runnable but waiting for a CPU (run-queue
-  /// delay) so far, in microseconds, monotonic; returns false when unavailable. With it the
-  /// cause rule tells *starved* from *waiting* by what the loop thread itself went through,
-  /// not by how busy the machine was (a sleeping loop on a busy machine is still *waiting*).
-  bool (*thread_wait_us)(void* context, const Monitor& loop, std::uint64_t* wait_us);
 };
 
 }  // namespace loopcanary

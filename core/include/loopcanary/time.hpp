@@ -55,7 +55,7 @@ constexpr std::uint64_t divide(std::uint64_t n, std::uint32_t d) noexcept {
 
 /// Microseconds to ticks at `tick_hz`, rounded down; exact for us below 2^32 seconds. Any
 /// context; off the hot path (a 64-by-32 division).
-constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
+LOOPCANARY_NOINLINE constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
   // Whole seconds and the remainder separately, so no intermediate product overflows.
   const std::uint64_t whole_s = detail::divide(us, 1'000'000u);
   const std::uint64_t rest_us = us - whole_s * 1'000'000u;
@@ -63,7 +63,7 @@ constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) n
 }
 
 /// Ticks to microseconds at `tick_hz` (> 0), rounded down. Any context; off the hot path.
-constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz) noexcept {
+LOOPCANARY_NOINLINE constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz) noexcept {
   const std::uint64_t whole_s = detail::divide(ticks, tick_hz);
   const std::uint64_t rest = ticks - whole_s * tick_hz;
   return whole_s * 1'000'000u + detail::divide(rest * 1'000'000u, tick_hz);

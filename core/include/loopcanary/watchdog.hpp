@@ -90,23 +90,11 @@ Cause classify(const CpuEvidence& evidence, const WatchdogConfig& rule) noexcept
 
 namespace detail {
 
-/// The cumulative counters one CPU reading holds, in CpuReading::value order.
-enum CpuValue : std::uint8_t {
-  kCpuThread,   ///< Hal::thread_cpu_us
-  kCpuWait,     ///< Hal::thread_wait_us
-  kCpuBusy,     ///< CpuCounters::system_busy   (kCpuBusy..kCpuSteal come from one
-  kCpuTotal,    ///< CpuCounters::system_total   Hal::cpu_counters call and are valid
-  kCpuProcess,  ///< CpuCounters::process        together)
-  kCpuSteal,    ///< CpuCounters::steal_us
-  kCpuValues
-};
-
-/// One reading of the CPU evidence, at `elapsed` ticks into the dispatch. Bit i of `valid`
-/// says value[i] was read. Written whole by Watchdog::read_cpu before it is read.
-struct CpuReading {
+/// A CPU reading at `elapsed` ticks into the watched dispatch. Written whole by
+/// Watchdog::read_cpu before it is read.
+struct TimedCpuReading {
   std::uint64_t elapsed;
-  std::uint64_t value[kCpuValues];
-  std::uint8_t valid;
+  CpuReading counters;
 };
 
 struct WatchdogTrack;
@@ -129,8 +117,8 @@ struct Watch {
   bool reported_hang;
   // CPU evidence: read at the arm point and again at every poll while the dispatch runs, so
   // the window [first, last] lies inside the dispatch.
-  CpuReading first;
-  CpuReading last;
+  TimedCpuReading first;
+  TimedCpuReading last;
   // Stack evidence.
   OverwriteRing<Sample, kMaxSamples> samples;
   std::uint32_t samples_taken;
@@ -210,7 +198,7 @@ class Watchdog {
   void stop_watching(Track& track) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
-  void read_cpu(const Track& track, detail::CpuReading& reading) const noexcept;
+  void read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept;
   void count_top(detail::Watch& watch, const Sample& sample) noexcept;
   void finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept;
   void finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept;

@@ -60,8 +60,9 @@ void write_hex_line(const char* label, std::uint32_t value) noexcept {
 
 extern "C" {
 
-// Called by the reset handler with the main stack set up by the hardware from vector 0.
-[[noreturn]] void loopcanary_board_start() {
+// Called by the reset handler with the main stack set up by the hardware from vector 0. Used:
+// only the naked handler's assembly names it, which link-time optimisation cannot see.
+[[noreturn, gnu::used]] void loopcanary_board_start() {
   std::memcpy(__data_start, __data_load,
               static_cast<std::size_t>(reinterpret_cast<char*>(__data_end) - reinterpret_cast<char*>(__data_start)));
   std::memset(__bss_start, 0,
@@ -89,7 +90,8 @@ extern "C" {
 }
 
 // Unhandled exceptions and faults: name the exception (IPSR) and the stacked PC, then exit.
-void loopcanary_board_fault(const std::uint32_t* frame, std::uint32_t exc_return) {
+// Used: reached only from Default_Handler's assembly.
+[[gnu::used]] void loopcanary_board_fault(const std::uint32_t* frame, std::uint32_t exc_return) {
   std::uint32_t ipsr;
   __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
   ipsr &= 0x1FFu;
