@@ -2,6 +2,7 @@
 #include "loopcanary/watchdog.hpp"
 
 #include <cstring>
+#include <new>
 
 namespace loopcanary {
 namespace {
@@ -143,7 +144,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   while (monitor.notes_.pop(note)) {
     if (consistent && note.seq == snap.seq) snap_ended = true;
     if (track.seq != 0 && note.seq == track.seq) {
-      finalise(track, note, now, suppressed);
+      report_watched(track, Phase::final, &note, now, suppressed);
     } else {
       report_unwatched(track, note, suppressed);
     }
@@ -154,7 +155,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
     // The watched dispatch ended without a note: under its threshold (not a block), or its
     // note was lost (counted by the loop). Only a dispatch already reported is finalised.
     if (track.watch->reported_block) {
-      finalise_estimated(track, now, suppressed);
+      report_watched(track, Phase::final, nullptr, now, suppressed);  // at an estimated end
     } else {
       stop_watching(track);  // not a block (done_seq stays: it may name a later, ended dispatch)
     }
@@ -227,16 +228,12 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   }
   if (!w.reported_block && w.elapsed > limits.threshold) {
     w.reported_block = true;
-    fill_from_track(track, now);
-    scratch_.value.phase = Phase::in_progress;
-    emit(suppressed);
+    report_watched(track, Phase::in_progress, nullptr, now, suppressed);
   }
   if (!w.reported_hang && w.elapsed > limits.hang) {
     w.reported_hang = true;
     detail::bump(track.monitor->hangs_);
-    fill_from_track(track, now);
-    scratch_.value.phase = Phase::hang;
-    emit(suppressed);
+    report_watched(track, Phase::hang, nullptr, now, suppressed);
   }
 }
 
@@ -309,9 +306,11 @@ void Watchdog::count_top(detail::Watch& w, const Sample& sample) noexcept {
   }
 }
 
-void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
-  scratch_.value = BlockRecord{};  // every field not set below keeps its documented default
-  BlockRecord& r = scratch_.value;
+void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept {
+  // Built where it lies (an assignment from BlockRecord{} would build a temporary on the
+  // stack: 456 bytes of a timer ISR's stack on Cortex-M3). Every field not set below keeps its
+  // documented default.
+  BlockRecord& r = *::new (static_cast<void*>(&scratch_.value)) BlockRecord{};
   const Monitor& monitor = *track.monitor;
   r.loop_index = static_cast<std::uint8_t>(&track - tracks_);
   r.qualifier = qualifier_;
@@ -326,11 +325,14 @@ void Watchdog::fill_common(const Track& track, const BlockNote& note) noexcept {
   r.notes_dropped = detail::load_relaxed(monitor.notes_dropped_);
 }
 
-// Fills the scratch record from what the watchdog saw of the watched dispatch, up to `now`.
-void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
+// Reports the watched dispatch of `track` from what the watchdog saw of it up to `now`:
+// in_progress or hang while it runs; final once it ended, at the note's end stamp when `ended`
+// is given, else at an estimated end (this poll). A final report releases the watch.
+void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, tick_t now, bool suppressed) noexcept {
   const detail::Watch& w = *track.watch;
-  fill_common(track, BlockNote{track.seq, w.begin, now, w.event});
+  begin_record(track, BlockNote{track.seq, w.begin, now, w.event});
   BlockRecord& r = scratch_.value;
+  r.phase = phase;
   r.duration_ticks = w.elapsed;
   if (w.reported_hang) r.flags |= kFlagHung;
   if (!w.armed) r.flags |= kFlagUnwatched;
@@ -376,32 +378,23 @@ void Watchdog::fill_from_track(const Track& track, tick_t now) noexcept {
   r.top_count = w.top_count;
   std::memcpy(r.top, w.top, w.top_count * sizeof(TopFrame));  // a Slot<TopFrame> is a TopFrame
   r.top_other = w.top_other;
-}
 
-void Watchdog::finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept {
-  fill_from_track(track, now);
-  BlockRecord& r = scratch_.value;
-  r.phase = Phase::final;
-  r.end = note.end;
-  // Extended duration: elapsed at this poll, less the time since the end stamp.
-  const std::int64_t since_end = signed_ticks(note.end, now);
-  r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(track.watch->elapsed) - since_end);
-  track.done_seq = track.seq;
-  stop_watching(track);
-  emit(suppressed);
-}
-
-void Watchdog::finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept {
-  fill_from_track(track, now);
-  scratch_.value.phase = Phase::final;
-  scratch_.value.flags |= kFlagEndEstimated;
-  track.done_seq = track.seq;
-  stop_watching(track);
+  if (phase == Phase::final) {
+    if (ended != nullptr) {
+      r.end = ended->end;
+      // Extended duration: elapsed at this poll, less the time since the end stamp.
+      r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(w.elapsed) - signed_ticks(ended->end, now));
+    } else {
+      r.flags |= kFlagEndEstimated;
+    }
+    track.done_seq = track.seq;
+    stop_watching(track);
+  }
   emit(suppressed);
 }
 
 void Watchdog::report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept {
-  fill_common(track, note);
+  begin_record(track, note);
   scratch_.value.flags = kFlagUnwatched;
   track.done_seq = note.seq;  // its end may not be published yet: never watch it afterwards
   emit(suppressed);

@@ -200,11 +200,9 @@ class Watchdog {
   void take_sample(Track& track, tick_t now) noexcept;
   void read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept;
   void count_top(detail::Watch& watch, const Sample& sample) noexcept;
-  void finalise(Track& track, const BlockNote& note, tick_t now, bool suppressed) noexcept;
-  void finalise_estimated(Track& track, tick_t now, bool suppressed) noexcept;
+  void report_watched(Track& track, Phase phase, const BlockNote* ended, tick_t now, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
-  void fill_from_track(const Track& track, tick_t now) noexcept;
-  void fill_common(const Track& track, const BlockNote& note) noexcept;
+  void begin_record(const Track& track, const BlockNote& note) noexcept;
   void emit(bool suppressed) noexcept;
 
   Track* const tracks_;
