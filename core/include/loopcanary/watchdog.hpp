@@ -46,7 +46,7 @@ struct WatchdogConfig {
   bool stop_when_debugging = true;
   /// Cause rule: thread CPU at least this share of wall time (per mille) is *running*. 1..1000.
   std::uint16_t running_permille = 700;
-  /// Cause rule without a run-queue counter (Hal::thread_wait_us): below the running share, a
+  /// Cause rule without a run-queue counter (kCpuWaitUs of Hal::read_cpu): below the running share, a
   /// machine busy at least this share (per mille) over the window is *starved*, otherwise
   /// *waiting*. 1..1000.
   std::uint16_t starved_busy_permille = 900;
