@@ -131,9 +131,10 @@ std::size_t capture_stack(void* /*context*/, const Monitor& loop, Frame* pcs, st
     outcome = &s.count[kCaptures];
     pcs[n++] = frame[kFramePc];
     // The stacked LR: the caller in leaf code, stale in deeper code. Only a Thumb code address
-    // (bit 0 set, not an EXC_RETURN or the reset value 0xFFFFFFFF); stored as the return address.
+    // (bit 0 set, not an EXC_RETURN or the reset value 0xFFFFFFFF); stored as the return address
+    // (bit 0 cleared: lr - 1 here, a SUBS where lr & ~1 needs a 32-bit BIC).
     const std::uint32_t lr = frame[kFrameLr];
-    if (n < max && (lr & 1u) != 0 && lr < 0xF0000000u) pcs[n++] = lr & ~1u;
+    if (n < max && (lr & 1u) != 0 && lr < 0xF0000000u) pcs[n++] = lr - 1u;
   }
   bump(*outcome);
   return n;
