@@ -167,12 +167,15 @@ bool debugger(void* /*context*/) { return debugger_attached(); }
 
 extern "C" {
 
-// The port's tick, reached from loopcanary_cortex_m_systick with the interrupted frame. Order:
-// the clock's period first (so every read in this interrupt is on the new period), then the
-// 64-bit totals, then the poll with the frame published for capture_stack.
+// The port's tick, reached from loopcanary_cortex_m_systick with the interrupted frame. The
+// frame is published for capture_stack from entry to exit (stored at once, so the arguments need
+// not be kept across calls; one clear at the shared end). Order: the clock's period first (so
+// every read in this interrupt is on the new period), then the 64-bit totals, then the poll.
 [[gnu::used]] void loopcanary_cortex_m_tick(const std::uint32_t* frame, std::uint32_t exc_return) {
   using detail::g_clock;
   PortState& s = state();
+  s.frame = frame;
+  s.exc_return = exc_return;
   g_clock.base.store(static_cast<tick_t>(g_clock.base.load(std::memory_order_relaxed) + g_clock.period),
                      std::memory_order_relaxed);
   const tick_t now = clock_now();
@@ -180,15 +183,14 @@ extern "C" {
   s.last_now = now;
   bump(s.count[kTicks]);
   Watchdog* watchdog = s.watchdog.load(std::memory_order_relaxed);
-  if (watchdog == nullptr) return;
-  s.frame = frame;
-  s.exc_return = exc_return;
-  watchdog->poll(now);
+  if (watchdog != nullptr) {
+    watchdog->poll(now);
+    const tick_t spent = ticks_between(now, clock_now());
+    s.poll_ticks_total += spent;
+    if (spent > s.poll_ticks_max.load(std::memory_order_relaxed)) s.poll_ticks_max.store(spent, std::memory_order_relaxed);
+    bump(s.count[kPolls]);
+  }
   s.frame = nullptr;
-  const tick_t spent = ticks_between(now, clock_now());
-  s.poll_ticks_total += spent;
-  if (spent > s.poll_ticks_max.load(std::memory_order_relaxed)) s.poll_ticks_max.store(spent, std::memory_order_relaxed);
-  bump(s.count[kPolls]);
 }
 
 // Naked: SP still points at the exception frame (MSP, or PSP when EXC_RETURN bit 2 is set) and
