@@ -307,9 +307,9 @@ void Watchdog::count_top(detail::Watch& w, const Sample& sample) noexcept {
 }
 
 void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept {
-  // Built where it lies (an assignment from BlockRecord{} would build a temporary on the
-  // stack: 456 bytes of a timer ISR's stack on Cortex-M3). Every field not set below keeps its
-  // documented default.
+  // Placement new: value-initialises the record in its existing slot and allocates nothing (an
+  // assignment from BlockRecord{} would build a temporary on the stack: 456 bytes of a timer
+  // ISR's stack on Cortex-M3). Every field not set below keeps its documented default.
   BlockRecord& r = *::new (static_cast<void*>(&scratch_.value)) BlockRecord{};
   const Monitor& monitor = *track.monitor;
   r.loop_index = static_cast<std::uint8_t>(&track - tracks_);
@@ -342,22 +342,21 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
     const CpuReading& b = w.last.counters;
     r.window_ticks = w.last.elapsed - w.first.elapsed;
     // Deltas over the window of the counters read at both ends that did not go backwards.
-    std::uint64_t delta[kCpuValues];
-    unsigned valid = a.valid & b.valid;
+    CpuReading delta;
+    delta.valid = static_cast<std::uint8_t>(a.valid & b.valid);
     for (unsigned i = 0; i < kCpuValues; ++i) {
-      const unsigned bit = 1u << i;
-      if ((valid & bit) != 0 && b.value[i] < a.value[i]) valid &= ~bit;  // unread values: never looked at
-      delta[i] = b.value[i] - a.value[i];
+      const auto which = static_cast<CpuValue>(i);
+      if (delta.has(which) && b.value[i] < a.value[i]) delta.valid = static_cast<std::uint8_t>(delta.valid & ~(1u << i));
+      delta.value[i] = b.value[i] - a.value[i];  // unread values: subtracted, never looked at
     }
-    constexpr unsigned kCounters = (1u << kCpuBusy) | (1u << kCpuTotal) | (1u << kCpuProcess);
-    r.has_thread_cpu = (valid & (1u << kCpuThreadUs)) != 0;
-    r.thread_cpu_us = r.has_thread_cpu ? delta[kCpuThreadUs] : 0u;
-    r.has_thread_wait = (valid & (1u << kCpuWaitUs)) != 0;
-    r.thread_wait_us = r.has_thread_wait ? delta[kCpuWaitUs] : 0u;
-    if ((valid & kCounters) == kCounters) {
-      r.system_busy_permille = permille(delta[kCpuBusy], delta[kCpuTotal]);
-      r.process_permille = permille(delta[kCpuProcess], delta[kCpuTotal]);
-      r.steal_us = (valid & (1u << kCpuStealUs)) != 0 ? delta[kCpuStealUs] : 0u;
+    r.has_thread_cpu = delta.has(kCpuThreadUs);
+    r.thread_cpu_us = r.has_thread_cpu ? delta.value[kCpuThreadUs] : 0u;
+    r.has_thread_wait = delta.has(kCpuWaitUs);
+    r.thread_wait_us = r.has_thread_wait ? delta.value[kCpuWaitUs] : 0u;
+    if (delta.has(kCpuBusy) && delta.has(kCpuTotal) && delta.has(kCpuProcess)) {
+      r.system_busy_permille = permille(delta.value[kCpuBusy], delta.value[kCpuTotal]);
+      r.process_permille = permille(delta.value[kCpuProcess], delta.value[kCpuTotal]);
+      r.steal_us = delta.has(kCpuStealUs) ? delta.value[kCpuStealUs] : 0u;
     }
     CpuEvidence evidence;
     evidence.window_us = us_from_ticks(r.window_ticks, r.tick_hz);
