@@ -137,7 +137,7 @@ void watchdog_poll(benchmark::State& state, bool in_dispatch) {
   std::vector<std::unique_ptr<lc::Monitor>> monitors;
   auto watchdog = std::make_unique<lc::StaticWatchdog<kMaxLoops, 8>>();
   if (watchdog->init(lc::WatchdogConfig{}) != lc::Status::ok) {
-    state.SkipWithError("Watchdog::init failed");
+    state.SkipWithError("StaticWatchdog::init failed");
     return;
   }
   const lc::tick_t now = 1'000;

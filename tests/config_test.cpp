@@ -308,6 +308,21 @@ TEST(WatchdogConfig, QualifierIsCopiedAtInit) {
 
 // ---- Watchdog registration ---------------------------------------------------------------------
 
+// A static watchdog is constant-initialised (no start-up code): this only compiles if it can be.
+constexpr lc::StaticWatchdog<2, 4, 1> kUnstarted;
+
+TEST(Watchdog, BeforeInitHoldsNothing) {
+  EXPECT_EQ(kUnstarted.loop_count(), 0u);
+  EXPECT_EQ(kUnstarted.pending(), 0u);
+  EXPECT_EQ(kUnstarted.stats().polls, 0u);
+  // poll() does nothing and pop() finds nothing before init().
+  lc::StaticWatchdog<1, 2> dog;
+  dog.poll(1000);
+  lc::BlockRecord record;
+  EXPECT_FALSE(dog.pop(record));
+  EXPECT_EQ(dog.stats().polls, 0u);
+}
+
 TEST(WatchdogAdd, BeforeWatchdogInitIsRefused) {
   lc::Monitor m;
   ASSERT_STATUS(m.init(valid_monitor_config()), Status::ok);

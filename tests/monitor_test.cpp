@@ -367,11 +367,40 @@ TEST(Monitor, LimitsForCapAnEventThresholdAndHangAtHalfTheWrap) {
   EXPECT_EQ(l.hang, lc::kMaxIntervalTicks);
 }
 
-TEST(Monitor, LimitsOfAnUninitialisedMonitorNeverBlock) {
-  Monitor m;
+// A static Monitor is constant-initialised (no start-up code): this only compiles if it can be.
+constexpr Monitor kUnconfigured;
+
+TEST(Monitor, UninitialisedMonitorIsAllZero) {
   constexpr lc::Event kOwn{"own", 1'000};
-  EXPECT_EQ(m.limits_for(kPlain).threshold, 0xFFFF'FFFFu);
-  EXPECT_EQ(m.limits_for(kOwn).threshold, 0xFFFF'FFFFu);
+  for (const lc::Event* e : {&kPlain, &kOwn}) {
+    const lc::Limits l = kUnconfigured.limits_for(*e);
+    EXPECT_EQ(l.threshold, 0u) << e->name;
+    EXPECT_EQ(l.arm, 0u) << e->name;
+    EXPECT_EQ(l.interval, 0u) << e->name;
+    EXPECT_EQ(l.hang, 0u) << e->name;
+  }
+  EXPECT_EQ(kUnconfigured.name(), nullptr);
+  EXPECT_EQ(kUnconfigured.tick_hz(), 0u);
+  EXPECT_FALSE(kUnconfigured.initialised());
+  EXPECT_EQ(kUnconfigured.stats().dispatches, 0u);
+}
+
+TEST(Monitor, EndWithoutBeginOnAFreshMonitorIsUnbalanced) {
+  Monitor m;
+  m.end_at(5);
+  LoopStats s = m.stats();
+  EXPECT_EQ(s.unbalanced_ends, 1u);
+  EXPECT_EQ(s.dispatches, 0u);
+  lc::StampSnapshot snap;
+  ASSERT_TRUE(m.snapshot(snap));
+  EXPECT_FALSE(snap.in_dispatch());
+  // Initialised, still the same: the first dispatch is the first one counted.
+  ASSERT_NO_FATAL_FAILURE(init_monitor(m, config_at(kMHz)));
+  m.end_at(6);
+  dispatch(m, 10, 20);
+  s = m.stats();
+  EXPECT_EQ(s.unbalanced_ends, 2u);
+  EXPECT_EQ(s.dispatches, 1u);
 }
 
 // ---- Named scopes ---------------------------------------------------------------------------

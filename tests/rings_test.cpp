@@ -19,7 +19,6 @@
 namespace {
 
 using loopcanary::OverwriteRing;
-using loopcanary::OverwriteRingBase;
 using loopcanary::SpscRing;
 using loopcanary::SpscRingBase;
 
@@ -80,6 +79,31 @@ std::uint32_t run_against_model(SpscRingBase<Item>& ring, std::uint32_t operatio
     }
   }
   return passed;
+}
+
+// Constant-initialisable: a static ring of either kind costs no start-up code.
+constexpr loopcanary::detail::LateBoundSpscRing<Item> kUnboundRing;
+constexpr OverwriteRing<Item, 4> kEmptyOverwriteRing;
+static_assert(OverwriteRing<Item, 4>::capacity() == 4u);
+
+TEST(SpscRing, UnboundRingRefusesPushAndIsEmptyUntilBound) {
+  loopcanary::detail::LateBoundSpscRing<Item> ring;
+  EXPECT_EQ(kUnboundRing.capacity(), 0u);
+  EXPECT_EQ(ring.capacity(), 0u);
+  EXPECT_FALSE(ring.push(make_item(1)));
+  Item out = make_item(77);
+  EXPECT_FALSE(ring.pop(out));
+  EXPECT_TRUE(out == make_item(77));
+  EXPECT_EQ(ring.size(), 0u);
+
+  loopcanary::detail::Slot<Item> slots[2];
+  ring.bind(slots, 2);
+  EXPECT_EQ(ring.capacity(), 2u);
+  EXPECT_EQ(fill(ring, 5), 2u);
+  ring.bind(slots, 2);  // the same storage again: the contents stay
+  ASSERT_TRUE(ring.pop(out));
+  EXPECT_TRUE(out == make_item(5));
+  EXPECT_EQ(ring.size(), 1u);
 }
 
 TEST(SpscRing, PopFromEmptyFailsAndLeavesOutputUntouched) {
@@ -196,14 +220,15 @@ TEST(SpscRing, WorksThroughTheCapacityFreeBase) {
 // ---- OverwriteRing ------------------------------------------------------------------------
 
 // Every element of `ring`, oldest first, through operator[].
-template <class T>
-std::deque<T> contents(const OverwriteRingBase<T>& ring) {
+template <class T, std::size_t N>
+std::deque<T> contents(const OverwriteRing<T, N>& ring) {
   std::deque<T> out;
   for (std::uint32_t i = 0; i < ring.size(); ++i) out.push_back(ring[i]);
   return out;
 }
 
 TEST(OverwriteRing, StartsEmpty) {
+  EXPECT_TRUE(kEmptyOverwriteRing.empty());
   OverwriteRing<int, 4> ring;
   EXPECT_TRUE(ring.empty());
   EXPECT_EQ(ring.size(), 0u);
@@ -216,7 +241,7 @@ TEST(OverwriteRing, BelowCapacityKeepsEverythingOldestFirst) {
   for (int v : {10, 20, 30}) ring.push(v);
   EXPECT_EQ(ring.size(), 3u);
   EXPECT_EQ(ring.overwritten(), 0u);
-  EXPECT_EQ(contents<int>(ring), (std::deque<int>{10, 20, 30}));
+  EXPECT_EQ(contents(ring), (std::deque<int>{10, 20, 30}));
   EXPECT_EQ(ring.back(), 30);
 }
 
@@ -226,7 +251,7 @@ TEST(OverwriteRing, FullRingKeepsTheLatestAndCountsOverwrites) {
   // 10 pushes into 4 slots: the latest 4 survive, 6 were overwritten.
   EXPECT_EQ(ring.size(), 4u);
   EXPECT_EQ(ring.overwritten(), 6u);
-  EXPECT_EQ(contents<int>(ring), (std::deque<int>{7, 8, 9, 10}));
+  EXPECT_EQ(contents(ring), (std::deque<int>{7, 8, 9, 10}));
   EXPECT_EQ(ring.back(), 10);
 }
 
@@ -241,7 +266,7 @@ TEST(OverwriteRing, ClearEmptiesAndResetsTheCount) {
   // After clear, the ring fills from scratch: nothing of before shows through.
   ring.push(42);
   ring.push(43);
-  EXPECT_EQ(contents<int>(ring), (std::deque<int>{42, 43}));
+  EXPECT_EQ(contents(ring), (std::deque<int>{42, 43}));
   EXPECT_EQ(ring.back(), 43);
   EXPECT_EQ(ring.overwritten(), 0u);
 }
@@ -259,9 +284,8 @@ TEST(OverwriteRing, CapacityOneKeepsOnlyTheNewest) {
   EXPECT_EQ(ring.back(), 7);
 }
 
-TEST(OverwriteRing, LongRunMatchesASlidingWindowThroughTheBase) {
-  OverwriteRing<Item, 8> storage;
-  OverwriteRingBase<Item>& ring = storage;
+TEST(OverwriteRing, LongRunMatchesASlidingWindow) {
+  OverwriteRing<Item, 8> ring;
   std::deque<Item> model;
   std::uint32_t lost = 0;
   for (std::uint32_t id = 0; id < 100'000u; ++id) {
@@ -282,7 +306,7 @@ TEST(OverwriteRing, LongRunMatchesASlidingWindowThroughTheBase) {
     ASSERT_TRUE(ring.back() == model.back());
     ASSERT_TRUE(ring[0] == model.front()) << "id " << id;
   }
-  const std::deque<Item> kept = contents<Item>(ring);
+  const std::deque<Item> kept = contents(ring);
   ASSERT_EQ(kept.size(), model.size());
   for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(kept[i] == model[i]) << i;
 }

@@ -48,12 +48,13 @@ Status Monitor::init(const MonitorConfig& config) noexcept {
   tick_hz_ = config.tick_hz;
   name_ = config.name;
   context_ = config.context;
+  notes_.bind(note_slots_, kNoteCapacity);
   return Status::ok;
 }
 
 Limits Monitor::limits_for(const Event& event) const noexcept {
   Limits l{threshold_ticks_, arm_ticks_, interval_ticks_, hang_ticks_};
-  if (event.threshold_us == 0 || tick_hz_ == 0) return l;
+  if (event.threshold_us == 0 || tick_hz_ == 0) return l;  // tick_hz_ 0: not initialised
   std::uint64_t t = ticks_from_us(event.threshold_us, tick_hz_);
   if (t <= threshold_ticks_) return l;  // the loop's threshold is the floor
   if (t > kMaxIntervalTicks) t = kMaxIntervalTicks;  // and half the wrap the ceiling
@@ -70,13 +71,14 @@ void Monitor::end_unusual(std::uint32_t seq) noexcept {
     detail::bump(unbalanced_ends_);  // no dispatch running
     return;
   }
-  open_seq_ -= 2u;                        // closes one nesting level
-  if (open_seq_ == 0) open_seq_ = seq;    // back in the outermost dispatch
+  // Closes one nesting level; the last one returns to the outermost dispatch.
+  open_end_ = open_end_ == 1u ? seq + 1u : open_end_ - 2u;
 }
 
 void Monitor::end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept {
   const Event* event = detail::load_relaxed(event_);
-  if (ticks_between(begin, end) > limits_for(*event).threshold) {
+  // Before init() the threshold is 0 and every dispatch comes here: none is a block.
+  if (initialised() && ticks_between(begin, end) > limits_for(*event).threshold) {
     detail::bump(blocks_);
     if (!notes_.push(BlockNote{seq, begin, end, event})) detail::bump(notes_dropped_);
   }

@@ -48,7 +48,7 @@ Cause classify(const CpuEvidence& e, const WatchdogConfig& rule) noexcept {
   return e.busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
 }
 
-Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
+Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage) noexcept {
   if (config.qualifier == nullptr) return Status::qualifier_missing;
   const std::size_t length = std::strlen(config.qualifier);
   if (length > kQualifierMax) return Status::qualifier_too_long;
@@ -73,6 +73,11 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal) noexcept {
   std::memcpy(qualifier_, config.qualifier, length + 1);
   config_.value.qualifier = qualifier_;
   hal_ = hal;
+  tracks_ = storage.tracks;
+  max_loops_ = storage.max_loops;
+  watches_ = storage.watches;
+  max_watches_ = storage.max_watches;
+  ring_.bind(storage.records, storage.record_capacity);
   initialised_ = true;
   return Status::ok;
 }

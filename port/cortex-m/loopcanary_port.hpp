@@ -136,7 +136,7 @@ tick_t poll_period() noexcept;
 /// null stops polling. Any context.
 void attach(Watchdog* watchdog) noexcept;
 
-/// The cold tier, bound to the port's state. Pass to Watchdog::init().
+/// The cold tier, bound to the port's state. Pass to StaticWatchdog::init().
 Hal make_hal() noexcept;
 
 /// The loop's sleep: waits for the next interrupt (WFI) with interrupts masked around it, and

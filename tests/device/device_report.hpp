@@ -21,7 +21,7 @@ void print_record(const BlockRecord& record) noexcept;
 
 /// `hal` with a capture_stack that also remembers the program counter of every sample it
 /// returns (a spy for the tests: the record keeps only the latest samples and a bounded
-/// top-frame table). Pass the result to Watchdog::init.
+/// top-frame table). Pass the result to StaticWatchdog::init.
 Hal recording_hal(const Hal& hal) noexcept;
 
 /// Every sampled program counter so far, for check_firmware.cmake: "lc-pc 0x<pc> <count>" per

@@ -252,7 +252,7 @@ void spin_dispatch(void* argument) {
 
 // One dispatch that spins in dt_spin_until until the block is reported in progress, on MSP or
 // on PSP; returns the final record. 20 ms threshold, sampling from the first poll every 1 ms.
-bool run_capture(lc::Watchdog& watchdog, cm::PortMonitor& monitor, const cm::LoopContext* context,
+bool run_capture(lc::StaticWatchdog<1, 4>& watchdog, cm::PortMonitor& monitor, const cm::LoopContext* context,
                  void* psp_top) {
   if (cm::init(port_config()) != cm::PortStatus::ok) return false;
   lc::MonitorConfig config;

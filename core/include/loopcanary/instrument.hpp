@@ -35,7 +35,8 @@ class ClockedMonitor : public Monitor {
                 "(static or member) returning loopcanary::tick_t; see docs/porting.md");
 
  public:
-  explicit ClockedMonitor(Clock clock = Clock{}) noexcept : clock_(clock) {}
+  /// Constexpr when Clock is: a static monitor then costs no start-up code.
+  constexpr explicit ClockedMonitor(Clock clock = Clock{}) noexcept : clock_(clock) {}
 
   /// begin_at(event, clock.now()). Loop context only.
   LOOPCANARY_INLINE void begin(const Event& event) noexcept { begin_at(event, clock_.now()); }

@@ -132,15 +132,16 @@ struct LoopStats {
 };
 
 /// The stamps, statistics and scope stack of one event loop. Not copyable; give it static
-/// storage (or any storage that outlives its registration with a watchdog).
+/// storage (or any storage that outlives its registration with a watchdog). Constexpr and all
+/// zero until init(): a static Monitor costs no start-up code and no initialised data.
 class Monitor : private detail::HistogramCounters<kHistogram> {
  public:
-  Monitor() noexcept = default;
+  constexpr Monitor() noexcept = default;
   Monitor(const Monitor&) = delete;
   Monitor& operator=(const Monitor&) = delete;
 
-  /// Validates `config` and applies it. Loop context, before the first dispatch and before
-  /// the monitor is added to a watchdog. Returns Status::ok, or the status naming the first
+  /// Validates `config` and applies it. Loop context, before the monitor is added to a
+  /// watchdog (dispatches before init() are counted, never reported as blocks). Returns Status::ok, or the status naming the first
   /// invalid field (the monitor then keeps its previous configuration), or
   /// Status::already_initialised once a watchdog watches this monitor.
   Status init(const MonitorConfig& config) noexcept;
@@ -156,7 +157,7 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   LOOPCANARY_INLINE void begin_at(const Event& event, tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
     if ((s & 1u) != 0) {
-      open_seq_ = (open_seq_ & 1u) != 0 ? 2u : open_seq_ + 2u;  // one nesting level deeper
+      open_end_ = (open_end_ & 1u) == 0 ? 1u : open_end_ + 2u;  // one nesting level deeper
       detail::bump(nested_);
       return;
     }
@@ -164,7 +165,7 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
     detail::store_relaxed(begin_, now);
     detail::store_relaxed(event_, &event);
     detail::store_release(seq_, s + 1u);
-    open_seq_ = s + 1u;
+    open_end_ = s + 2u;
   }
 
   /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
@@ -172,7 +173,7 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   /// running is counted in LoopStats::unbalanced_ends and otherwise ignored.
   LOOPCANARY_INLINE void end_at(tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
-    if (s != open_seq_) {  // no dispatch running, or a nested one: one compare decides both
+    if (s + 1u != open_end_) {  // no dispatch running, or a nested one: one compare decides both
       end_unusual(s);
       return;
     }
@@ -245,9 +246,11 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   /// Statistics, counter by counter (see LoopStats). Any context.
   LoopStats stats() const noexcept;
 
-  /// Limits for `event` on this loop (its own threshold or the loop's). Any context.
+  /// Limits for `event` on this loop (its own threshold or the loop's). Any context. All zero
+  /// before init().
   Limits limits_for(const Event& event) const noexcept;
 
+  /// MonitorConfig::name; null before init().
   const char* name() const noexcept { return name_; }
   void* context() const noexcept { return context_; }
   std::uint32_t tick_hz() const noexcept { return tick_hz_; }
@@ -277,11 +280,12 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   std::atomic<std::uint32_t> seq_{0};
   std::atomic<tick_t> begin_{0};
   std::atomic<const Event*> event_{nullptr};
-  // Loop-private: equal to seq_ exactly while an outermost dispatch runs with nothing nested,
-  // so end() tests one word. Odd (a past dispatch's seq) while idle; 2 x the nesting depth
-  // (even, never equal to the odd seq_) while nested begin()s are open.
-  std::uint32_t open_seq_ = 1;
-  tick_t threshold_ticks_ = ~tick_t{0};  // never a block before init()
+  // Loop-private: the seq that ends the open dispatch (seq_ + 1, even) exactly while an
+  // outermost dispatch runs with nothing nested, so end() tests one word. While idle it is
+  // a past end (even: never seq_ + 1, which is odd then; 0 before the first dispatch), and
+  // 2 x the nesting depth - 1 (odd, never the even seq_ + 1) while nested begin()s are open.
+  std::uint32_t open_end_ = 0;
+  tick_t threshold_ticks_ = 0;  // 0 before init(): every dispatch takes end_over_threshold()
 
   // Statistics: written by the loop only, except hangs_ (the watchdog only). The dispatch
   // count is seq_ / 2.
@@ -299,16 +303,18 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   std::atomic<std::uint32_t> scope_word_{0};
   std::atomic<const char*> scopes_[kScopeDepth] = {};
 
-  // Blocks for the watchdog: the loop produces, the watchdog consumes.
-  SpscRing<BlockNote, kNoteCapacity> notes_;
+  // Blocks for the watchdog: the loop produces, the watchdog consumes. init() binds the slots.
+  detail::LateBoundSpscRing<BlockNote> notes_;
+  detail::Slot<BlockNote> note_slots_[kNoteCapacity];
 
-  // Configuration, fixed between init() and registration (threshold_ticks_ is above).
+  // Configuration, fixed between init() and registration (threshold_ticks_ is above); all
+  // zero (name_ null) before init().
   tick_t arm_ticks_ = 0;
-  tick_t interval_ticks_ = 1;
-  tick_t hang_ticks_ = ~tick_t{0};
+  tick_t interval_ticks_ = 0;
+  tick_t hang_ticks_ = 0;
   std::uint32_t tick_hz_ = 0;
   std::uint16_t arm_permille_ = 0;
-  const char* name_ = "loop";
+  const char* name_ = nullptr;
   void* context_ = nullptr;
   const Watchdog* watchdog_ = nullptr;  // set while a watchdog watches this monitor
 };

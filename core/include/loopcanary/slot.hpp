@@ -3,9 +3,10 @@
 //
 // Ring slots and the report being built are written before they are ever read, so
 // constructing them up front is wasted work: a StaticWatchdog's record ring holds several
-// BlockRecords, whose default member initialisers cost start-up code proportional to the ring
-// (376 bytes of constructor on Cortex-M3 before slots). A slot costs nothing: static instances
-// stay in .bss and the constructor emits no code.
+// BlockRecords, whose default member initialisers would cost start-up code proportional to the
+// ring (376 bytes of constructor on Cortex-M3). A slot costs nothing: its constructor is
+// constexpr and touches no byte of the value, so a static object holding slots is constant-
+// initialised to zero (.bss, no start-up code) and an automatic one is left as it is.
 #pragma once
 
 #include <type_traits>
@@ -19,7 +20,10 @@ template <class T>
 union Slot {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
                 "Slot<T> needs a trivially copyable, trivially destructible T");
-  Slot() noexcept {}  // NOLINT(modernize-use-equals-default): `= default` would be deleted
+  // C++17 wants a constexpr constructor of a union to initialise one member: the empty one.
+  constexpr Slot() noexcept : unset() {}
+  struct Unset {};
+  Unset unset;
   T value;
 };
 

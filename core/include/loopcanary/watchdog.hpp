@@ -101,9 +101,8 @@ struct WatchdogTrack;
 
 /// A watch: everything the watchdog knows about one long dispatch it is watching (timing,
 /// CPU evidence, stack samples). A StaticWatchdog has one per loop by default, or fewer when
-/// RAM is tight (see StaticWatchdog). No member initialisers: the watchdog's constructor frees
-/// every watch and start_watching() sets every field before it is read, so a StaticWatchdog
-/// costs no start-up code for them.
+/// RAM is tight (see StaticWatchdog). Free while `owner` is null (as constructed: all zero);
+/// start_watching() sets every other field before it is read.
 struct Watch {
   const WatchdogTrack* owner;  // the loop whose dispatch this watches; nullptr when unused
   tick_t begin;
@@ -139,16 +138,13 @@ struct WatchdogTrack {
 
 }  // namespace detail
 
-/// The watchdog logic, capacity-free; instantiate StaticWatchdog<MaxLoops, RecordCapacity, Watches>.
+/// The watchdog logic, capacity-free; instantiate StaticWatchdog<MaxLoops, RecordCapacity, Watches>
+/// (its init() hands this logic the storage). Every call below is safe before init(): add()
+/// and add_interceptor() refuse, poll() does nothing, pop() finds nothing.
 class Watchdog {
  public:
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
-
-  /// Validates and applies `config` and the platform services `hal` (copied). Call before
-  /// add() and poll(), from the context that will own the watchdog. Returns Status::ok or the
-  /// status naming the first invalid field (nothing is changed then).
-  Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept;
 
   /// Starts watching `monitor` (initialised, not watched by any watchdog, stamped at the same
   /// tick rate as the loops already added: poll() takes one `now` for all). Before polling
@@ -180,12 +176,23 @@ class Watchdog {
  protected:
   using Track = detail::WatchdogTrack;
 
-  Watchdog(Track* tracks, std::size_t max_loops, detail::Watch* watches, std::size_t max_watches,
-           SpscRingBase<BlockRecord>& ring) noexcept
-      : tracks_(tracks), max_loops_(max_loops), watches_(watches), max_watches_(max_watches), ring_(ring) {
-    for (std::size_t i = 0; i < max_watches; ++i) watches[i].owner = nullptr;
-  }
+  /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null) and record slots.
+  struct Storage {
+    Track* tracks;
+    std::size_t max_loops;
+    detail::Watch* watches;
+    std::size_t max_watches;
+    detail::Slot<BlockRecord>* records;
+    std::uint32_t record_capacity;  // a power of two >= 2
+  };
+
+  // Constexpr and all zero: a static watchdog costs no start-up code and no initialised data.
+  constexpr Watchdog() noexcept = default;
   ~Watchdog() = default;
+
+  /// StaticWatchdog::init(), with the storage it owns (bound on success; the same storage
+  /// every time).
+  Status init(const WatchdogConfig& config, const Hal& hal, const Storage& storage) noexcept;
 
  private:
   struct Chained {
@@ -205,18 +212,18 @@ class Watchdog {
   void begin_record(const Track& track, const BlockNote& note) noexcept;
   void emit(bool suppressed) noexcept;
 
-  Track* const tracks_;
-  const std::size_t max_loops_;
-  detail::Watch* const watches_;
-  const std::size_t max_watches_;
-  SpscRingBase<BlockRecord>& ring_;
+  // Set by init(), read only once initialised_.
+  Track* tracks_ = nullptr;
+  std::size_t max_loops_ = 0;
+  detail::Watch* watches_ = nullptr;
+  std::size_t max_watches_ = 0;
+  detail::LateBoundSpscRing<BlockRecord> ring_;
   std::size_t loops_ = 0;
   bool initialised_ = false;
-  // Set by init(), read only once initialised_ (so a StaticWatchdog needs no start-up code).
   detail::Slot<WatchdogConfig> config_;
-  Hal hal_;
+  Hal hal_{};
   char qualifier_[kQualifierMax + 1] = {};
-  Chained chain_[kMaxInterceptors];
+  Chained chain_[kMaxInterceptors] = {};
   std::size_t chain_size_ = 0;
   std::uint32_t last_report_ = 0;
   detail::Slot<BlockRecord> scratch_;  // the report being built (off the caller's stack: it is large)
@@ -231,12 +238,13 @@ class Watchdog {
 };
 
 namespace detail {
-// Storage as a base class constructed before the Watchdog base that points into it.
+// The storage of a StaticWatchdog, which its init() binds to the Watchdog logic. Every watch
+// starts free (owner null); record slots are not constructed (see slot.hpp).
 template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches>
 struct WatchdogStorage {
-  WatchdogTrack tracks[MaxLoops];
-  Watch watches[Watches];
-  SpscRing<BlockRecord, RecordCapacity> ring;
+  WatchdogTrack tracks[MaxLoops] = {};
+  Watch watches[Watches] = {};
+  Slot<BlockRecord> records[RecordCapacity];
 };
 }  // namespace detail
 
@@ -249,15 +257,29 @@ struct WatchdogStorage {
 /// single-core MCU, where loops rarely block at the same time: a loop that starts a long
 /// dispatch while every watch is busy is counted (WatchdogStats::watches_busy) and sampled once
 /// a watch frees; its block is reported when it ends either way.
+///
+/// Constexpr and all zero until init(): a static StaticWatchdog is in .bss with no start-up code.
 template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches = MaxLoops>
 class StaticWatchdog final : private detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>,
                              public Watchdog {
   static_assert(MaxLoops >= 1 && MaxLoops <= 255, "StaticWatchdog: MaxLoops must be 1..255");
   static_assert(Watches >= 1 && Watches <= MaxLoops, "StaticWatchdog: Watches must be 1..MaxLoops");
-  using Storage = detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>;
+  static_assert(RecordCapacity >= 2 && RecordCapacity <= (std::size_t{1} << 31) &&
+                    (RecordCapacity & (RecordCapacity - 1)) == 0,
+                "StaticWatchdog: RecordCapacity must be a power of two, 2..2^31");
+  using Own = detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>;
 
  public:
-  StaticWatchdog() noexcept : Watchdog(Storage::tracks, MaxLoops, Storage::watches, Watches, Storage::ring) {}
+  constexpr StaticWatchdog() noexcept = default;
+
+  /// Validates and applies `config` and the platform services `hal` (copied). Call before
+  /// add() and poll(), from the context that will own the watchdog. Returns Status::ok or the
+  /// status naming the first invalid field (nothing is changed then).
+  Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept {
+    return Watchdog::init(config, hal,
+                          Storage{Own::tracks, MaxLoops, Own::watches, Watches, Own::records,
+                                  static_cast<std::uint32_t>(RecordCapacity)});
+  }
 };
 
 }  // namespace loopcanary

@@ -140,7 +140,7 @@ class Board {
 
   /// Tick rate of now(): MonitorConfig::tick_hz.
   virtual std::uint32_t tick_hz() const noexcept = 0;
-  /// The platform services for Watchdog::init.
+  /// The platform services for StaticWatchdog::init.
   virtual Hal hal() noexcept = 0;
   /// MonitorConfig::context of the loop.
   virtual void* loop_context() noexcept = 0;
