@@ -141,9 +141,10 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   Monitor& operator=(const Monitor&) = delete;
 
   /// Validates `config` and applies it. Loop context, before the monitor is added to a
-  /// watchdog (dispatches before init() are counted, never reported as blocks). Returns Status::ok, or the status naming the first
-  /// invalid field (the monitor then keeps its previous configuration), or
-  /// Status::already_initialised once a watchdog watches this monitor.
+  /// watchdog (dispatches before init() are counted, never reported as blocks). Returns
+  /// Status::ok, or the status naming the first invalid field (the monitor then keeps its
+  /// previous configuration), or Status::already_initialised once a watchdog watches this
+  /// monitor.
   Status init(const MonitorConfig& config) noexcept;
 
   /// True after a successful init().
