@@ -901,19 +901,22 @@ TEST_P(WatchdogTest, NestedDispatchIsFoldedIntoTheOuterBlock) {
 
 namespace {
 
-lc::CpuEvidence evidence(std::uint64_t window, std::uint64_t cpu, std::uint16_t busy) {
-  lc::CpuEvidence e;
-  e.window_us = window;
-  e.has_cpu = true;
-  e.cpu_us = cpu;
-  e.busy_permille = busy;
-  return e;
+// A record whose CPU evidence is `cpu` us of thread time over a `window` us window, with the
+// machine `busy` per mille (ticks are microseconds here).
+BlockRecord evidence(std::uint64_t window, std::uint64_t cpu, std::uint16_t busy) {
+  BlockRecord r;
+  r.tick_hz = 1'000'000;
+  r.window_ticks = window;
+  r.has_thread_cpu = true;
+  r.thread_cpu_us = cpu;
+  r.system_busy_permille = busy;
+  return r;
 }
 
-lc::CpuEvidence with_wait(lc::CpuEvidence e, std::uint64_t wait) {
-  e.has_wait = true;
-  e.wait_us = wait;
-  return e;
+BlockRecord with_wait(BlockRecord r, std::uint64_t wait) {
+  r.has_thread_wait = true;
+  r.thread_wait_us = wait;
+  return r;
 }
 
 }  // namespace
@@ -923,8 +926,8 @@ TEST(Classify, FollowsTheDocumentedRuleAtItsEdges) {
   ASSERT_EQ(rule.running_permille, 700u);
   ASSERT_EQ(rule.starved_busy_permille, 900u);
   ASSERT_EQ(rule.starved_wait_permille, 500u);
-  lc::CpuEvidence no_cpu = evidence(1000, 1000, 0);
-  no_cpu.has_cpu = false;
+  BlockRecord no_cpu = evidence(1000, 1000, 0);
+  no_cpu.has_thread_cpu = false;
   EXPECT_EQ(lc::classify(no_cpu, rule), Cause::unknown);
   EXPECT_EQ(lc::classify(evidence(0, 0, 0), rule), Cause::unknown) << "empty window";
   EXPECT_EQ(lc::classify(evidence(1000, 700, 0), rule), Cause::running);
@@ -938,11 +941,20 @@ TEST(Classify, FollowsTheDocumentedRuleAtItsEdges) {
   EXPECT_EQ(lc::classify(with_wait(evidence(1000, 600, lc::kUnknownPermille), 0), rule), Cause::waiting);
 }
 
+TEST(Classify, TakesTheWindowInTicksAtTheRecordsTickRate) {
+  const lc::WatchdogConfig rule;
+  BlockRecord r = evidence(2000, 700, 0);
+  r.tick_hz = 2'000'000;  // 2000 ticks = 1000 us: 700 us of thread CPU is 70 %
+  EXPECT_EQ(lc::classify(r, rule), Cause::running);
+  r.tick_hz = 1'000'000;  // 2000 us: 35 %
+  EXPECT_EQ(lc::classify(r, rule), Cause::waiting);
+}
+
 TEST(Classify, StolenTimeIsTakenOffTheWindow) {
   const lc::WatchdogConfig rule;
   // 185 ms window, 115 ms of thread CPU, no run-queue wait: waiting on its own; with 63 ms
   // stolen from the machine's CPUs the thread ran 115 of at most 122 ms it could have: running.
-  lc::CpuEvidence e = with_wait(evidence(185'000, 115'000, 540), 0);
+  BlockRecord e = with_wait(evidence(185'000, 115'000, 540), 0);
   EXPECT_EQ(lc::classify(e, rule), Cause::waiting);
   e.steal_us = 63'000;
   EXPECT_EQ(lc::classify(e, rule), Cause::running);

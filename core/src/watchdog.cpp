@@ -32,20 +32,31 @@ std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
   return static_cast<std::uint16_t>(detail::divide(part * 1000u, static_cast<std::uint32_t>(whole)));
 }
 
+// The growth of CPU counter `which` over the watch's window into `out`: false (`out` untouched)
+// unless both readings have it and it did not go backwards.
+bool cpu_delta(const detail::Watch& w, CpuValue which, std::uint64_t& out) noexcept {
+  const CpuReading& a = w.first.counters;
+  const CpuReading& b = w.last.counters;
+  if (!a.has(which) || !b.has(which) || b.value[which] < a.value[which]) return false;
+  out = b.value[which] - a.value[which];
+  return true;
+}
+
 }  // namespace
 
-Cause classify(const CpuEvidence& e, const WatchdogConfig& rule) noexcept {
+Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
   // Stolen time per CPU: what the loop thread's CPU lost on average (at most the whole window).
-  const std::uint64_t window = e.window_us - (e.steal_us < e.window_us ? e.steal_us : e.window_us);
-  if (!e.has_cpu || window == 0) return Cause::unknown;
+  const std::uint64_t wall = us_from_ticks(r.window_ticks, r.tick_hz);
+  const std::uint64_t window = wall - (r.steal_us < wall ? r.steal_us : wall);
+  if (!r.has_thread_cpu || window == 0) return Cause::unknown;
   // floor(x) >= n exactly when x >= n for a whole n: comparing rounded-down shares is exact.
-  if (permille(e.cpu_us, window) >= rule.running_permille) return Cause::running;
-  if (e.has_wait) {
-    const std::uint64_t off_cpu = window - e.cpu_us;  // > 0: cpu_us is below the running share
-    return permille(e.wait_us, off_cpu) >= rule.starved_wait_permille ? Cause::starved : Cause::waiting;
+  if (permille(r.thread_cpu_us, window) >= rule.running_permille) return Cause::running;
+  if (r.has_thread_wait) {
+    const std::uint64_t off_cpu = window - r.thread_cpu_us;  // > 0: below the running share
+    return permille(r.thread_wait_us, off_cpu) >= rule.starved_wait_permille ? Cause::starved : Cause::waiting;
   }
-  if (e.busy_permille == kUnknownPermille) return Cause::unknown;
-  return e.busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
+  if (r.system_busy_permille == kUnknownPermille) return Cause::unknown;
+  return r.system_busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
 }
 
 Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage) noexcept {
@@ -343,35 +354,18 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
   if (!w.armed) r.flags |= kFlagUnwatched;
 
   if (w.armed) {
-    const CpuReading& a = w.first.counters;
-    const CpuReading& b = w.last.counters;
     r.window_ticks = w.last.elapsed - w.first.elapsed;
-    // Deltas over the window of the counters read at both ends that did not go backwards.
-    CpuReading delta;
-    delta.valid = static_cast<std::uint8_t>(a.valid & b.valid);
-    for (unsigned i = 0; i < kCpuValues; ++i) {
-      const auto which = static_cast<CpuValue>(i);
-      if (delta.has(which) && b.value[i] < a.value[i]) delta.valid = static_cast<std::uint8_t>(delta.valid & ~(1u << i));
-      delta.value[i] = b.value[i] - a.value[i];  // unread values: subtracted, never looked at
+    r.has_thread_cpu = cpu_delta(w, kCpuThreadUs, r.thread_cpu_us);
+    r.has_thread_wait = cpu_delta(w, kCpuWaitUs, r.thread_wait_us);
+    std::uint64_t busy = 0;
+    std::uint64_t total = 0;
+    std::uint64_t process = 0;
+    if (cpu_delta(w, kCpuBusy, busy) && cpu_delta(w, kCpuTotal, total) && cpu_delta(w, kCpuProcess, process)) {
+      r.system_busy_permille = permille(busy, total);
+      r.process_permille = permille(process, total);
+      cpu_delta(w, kCpuStealUs, r.steal_us);
     }
-    r.has_thread_cpu = delta.has(kCpuThreadUs);
-    r.thread_cpu_us = r.has_thread_cpu ? delta.value[kCpuThreadUs] : 0u;
-    r.has_thread_wait = delta.has(kCpuWaitUs);
-    r.thread_wait_us = r.has_thread_wait ? delta.value[kCpuWaitUs] : 0u;
-    if (delta.has(kCpuBusy) && delta.has(kCpuTotal) && delta.has(kCpuProcess)) {
-      r.system_busy_permille = permille(delta.value[kCpuBusy], delta.value[kCpuTotal]);
-      r.process_permille = permille(delta.value[kCpuProcess], delta.value[kCpuTotal]);
-      r.steal_us = delta.has(kCpuStealUs) ? delta.value[kCpuStealUs] : 0u;
-    }
-    CpuEvidence evidence;
-    evidence.window_us = us_from_ticks(r.window_ticks, r.tick_hz);
-    evidence.has_cpu = r.has_thread_cpu;
-    evidence.cpu_us = r.thread_cpu_us;
-    evidence.has_wait = r.has_thread_wait;
-    evidence.wait_us = r.thread_wait_us;
-    evidence.busy_permille = r.system_busy_permille;
-    evidence.steal_us = r.steal_us;
-    r.cause = classify(evidence, config_.value);
+    r.cause = classify(r, config_.value);
   }
 
   r.samples_taken = w.samples_taken;

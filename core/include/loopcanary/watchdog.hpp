@@ -70,23 +70,13 @@ struct WatchdogStats {
   std::uint32_t watches_busy = 0;
 };
 
-/// What the cause rule looks at, over one window of wall time.
-struct CpuEvidence {
-  std::uint64_t window_us = 0;   ///< wall time of the window
-  bool has_cpu = false;
-  std::uint64_t cpu_us = 0;      ///< loop thread CPU time in the window
-  bool has_wait = false;
-  std::uint64_t wait_us = 0;     ///< loop thread run-queue wait in the window
-  std::uint16_t busy_permille = kUnknownPermille;  ///< machine busy share in the window
-  std::uint64_t steal_us = 0;    ///< CPU time stolen by a hypervisor in the window, per CPU
-};
-
-/// The cause rule (docs/design.md): the window less the stolen time (at most all of it) is what
-/// the thread could have run; unknown without CPU time; running when the thread's CPU
-/// time is at least running_permille of that; otherwise starved or waiting, by the
-/// thread's run-queue wait when known (starved_wait_permille of its off-CPU time), else by the
-/// machine's load (starved_busy_permille), else unknown. Any context.
-Cause classify(const CpuEvidence& evidence, const WatchdogConfig& rule) noexcept;
+/// The cause rule (docs/design.md) on a record's CPU evidence: the window (window_ticks at
+/// tick_hz) less the stolen time (steal_us, at most all of it) is what the thread could have
+/// run; unknown without thread CPU time; running when thread_cpu_us is at least
+/// running_permille of that; otherwise starved or waiting, by the thread's run-queue wait when
+/// known (starved_wait_permille of its off-CPU time), else by system_busy_permille
+/// (starved_busy_permille), else unknown. Reads only those fields. Any context.
+Cause classify(const BlockRecord& record, const WatchdogConfig& rule) noexcept;
 
 namespace detail {
 
