@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// SpscRing (lock-free single-producer single-consumer queue) and OverwriteRing (keeps the
-// latest N), exercised single-threaded against a reference model. The concurrent behaviour of
-// the SPSC ring is the concurrency suite's business.
+// SpscRing (lock-free single-producer single-consumer queue), exercised single-threaded
+// against a reference model. Its concurrent behaviour is the concurrency suite's business.
 //
-// Index wrap: both rings use free-running 32-bit counters, and neither has a hook to start them
+// Index wrap: the ring uses free-running 32-bit counters, and has no hook to start them
 // near UINT32_MAX, so the 2^32 wrap itself is not reached here (that would take ~4.3e9 pushes).
 // The long runs below wrap the slot index (counter & mask) more than a hundred thousand times, at
 // every fill level, which is where a wrong mask or a wrong fullness test would show.
@@ -13,12 +12,10 @@
 
 #include <gtest/gtest.h>
 
-#include "loopcanary/overwrite_ring.hpp"
 #include "loopcanary/spsc_ring.hpp"
 
 namespace {
 
-using loopcanary::OverwriteRing;
 using loopcanary::SpscRing;
 using loopcanary::SpscRingBase;
 
@@ -81,10 +78,8 @@ std::uint32_t run_against_model(SpscRingBase<Item>& ring, std::uint32_t operatio
   return passed;
 }
 
-// Constant-initialisable: a static ring of either kind costs no start-up code.
+// Constant-initialisable: a static ring costs no start-up code.
 constexpr loopcanary::detail::LateBoundSpscRing<Item> kUnboundRing;
-constexpr OverwriteRing<Item, 4> kEmptyOverwriteRing;
-static_assert(OverwriteRing<Item, 4>::capacity() == 4u);
 
 TEST(SpscRing, UnboundRingRefusesPushAndIsEmptyUntilBound) {
   loopcanary::detail::LateBoundSpscRing<Item> ring;
@@ -215,100 +210,6 @@ TEST(SpscRing, WorksThroughTheCapacityFreeBase) {
   }
   EXPECT_FALSE(b.pop(out));
   EXPECT_GT(run_against_model(b, 10'000), 0u);
-}
-
-// ---- OverwriteRing ------------------------------------------------------------------------
-
-// Every element of `ring`, oldest first, through operator[].
-template <class T, std::size_t N>
-std::deque<T> contents(const OverwriteRing<T, N>& ring) {
-  std::deque<T> out;
-  for (std::uint32_t i = 0; i < ring.size(); ++i) out.push_back(ring[i]);
-  return out;
-}
-
-TEST(OverwriteRing, StartsEmpty) {
-  EXPECT_TRUE(kEmptyOverwriteRing.empty());
-  OverwriteRing<int, 4> ring;
-  EXPECT_TRUE(ring.empty());
-  EXPECT_EQ(ring.size(), 0u);
-  EXPECT_EQ(ring.capacity(), 4u);
-  EXPECT_EQ(ring.overwritten(), 0u);
-}
-
-TEST(OverwriteRing, BelowCapacityKeepsEverythingOldestFirst) {
-  OverwriteRing<int, 4> ring;
-  for (int v : {10, 20, 30}) ring.push(v);
-  EXPECT_EQ(ring.size(), 3u);
-  EXPECT_EQ(ring.overwritten(), 0u);
-  EXPECT_EQ(contents(ring), (std::deque<int>{10, 20, 30}));
-  EXPECT_EQ(ring.back(), 30);
-}
-
-TEST(OverwriteRing, FullRingKeepsTheLatestAndCountsOverwrites) {
-  OverwriteRing<int, 4> ring;
-  for (int v = 1; v <= 10; ++v) ring.push(v);
-  // 10 pushes into 4 slots: the latest 4 survive, 6 were overwritten.
-  EXPECT_EQ(ring.size(), 4u);
-  EXPECT_EQ(ring.overwritten(), 6u);
-  EXPECT_EQ(contents(ring), (std::deque<int>{7, 8, 9, 10}));
-  EXPECT_EQ(ring.back(), 10);
-}
-
-TEST(OverwriteRing, ClearEmptiesAndResetsTheCount) {
-  OverwriteRing<int, 4> ring;
-  for (int v = 1; v <= 7; ++v) ring.push(v);
-  ASSERT_EQ(ring.overwritten(), 3u);
-  ring.clear();
-  EXPECT_TRUE(ring.empty());
-  EXPECT_EQ(ring.size(), 0u);
-  EXPECT_EQ(ring.overwritten(), 0u);
-  // After clear, the ring fills from scratch: nothing of before shows through.
-  ring.push(42);
-  ring.push(43);
-  EXPECT_EQ(contents(ring), (std::deque<int>{42, 43}));
-  EXPECT_EQ(ring.back(), 43);
-  EXPECT_EQ(ring.overwritten(), 0u);
-}
-
-TEST(OverwriteRing, CapacityOneKeepsOnlyTheNewest) {
-  OverwriteRing<int, 1> ring;
-  ring.push(5);
-  EXPECT_EQ(ring.size(), 1u);
-  EXPECT_EQ(ring.overwritten(), 0u);
-  ring.push(6);
-  ring.push(7);
-  EXPECT_EQ(ring.size(), 1u);
-  EXPECT_EQ(ring.overwritten(), 2u);
-  EXPECT_EQ(ring[0], 7);
-  EXPECT_EQ(ring.back(), 7);
-}
-
-TEST(OverwriteRing, LongRunMatchesASlidingWindow) {
-  OverwriteRing<Item, 8> ring;
-  std::deque<Item> model;
-  std::uint32_t lost = 0;
-  for (std::uint32_t id = 0; id < 100'000u; ++id) {
-    // Clear now and then, so the window restarts at every slot position.
-    if (id % 997u == 0) {
-      ring.clear();
-      model.clear();
-      lost = 0;
-    }
-    ring.push(make_item(id));
-    model.push_back(make_item(id));
-    if (model.size() > ring.capacity()) {
-      model.pop_front();
-      ++lost;
-    }
-    ASSERT_EQ(ring.size(), model.size());
-    ASSERT_EQ(ring.overwritten(), lost);
-    ASSERT_TRUE(ring.back() == model.back());
-    ASSERT_TRUE(ring[0] == model.front()) << "id " << id;
-  }
-  const std::deque<Item> kept = contents(ring);
-  ASSERT_EQ(kept.size(), model.size());
-  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(kept[i] == model[i]) << i;
 }
 
 }  // namespace

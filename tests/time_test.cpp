@@ -53,6 +53,18 @@ TEST(Divide, IsAConstantExpression) {
   SUCCEED();
 }
 
+TEST(Scale, MultipliesBeforeDividingWithoutFormingTheProduct) {
+  using lc::detail::scale;
+  static_assert(scale(0xFFFF'FFFF'FFFF'FFFFu, 0xFFFF'FFFFu, 0xFFFF'FFFFu) == 0xFFFF'FFFF'FFFF'FFFFu);
+  EXPECT_EQ(scale(10u, 3u, 4u), 7u) << "7.5 rounds down";
+  EXPECT_EQ(scale(0u, 7u, 3u), 0u);
+  // x * mul is 2^72 here: the whole and the remainder are scaled separately.
+  EXPECT_EQ(scale(std::uint64_t{1} << 40, 1u << 31, 1u << 30), std::uint64_t{1} << 41);
+  const std::uint64_t x = (std::uint64_t{1} << 40) + 5u;  // here x * 1000 fits: the plain formula is the oracle
+  EXPECT_EQ(scale(x, 1000u, 3u), x * 1000u / 3u);
+  EXPECT_EQ(scale(x, 3u, 1000u), x * 3u / 1000u);
+}
+
 TEST(Conversions, TicksFromMicrosecondsRoundsDownWithoutOverflow) {
   EXPECT_EQ(lc::ticks_from_us(0u, 1'000'000u), 0u);
   EXPECT_EQ(lc::ticks_from_us(1u, 1'953'125u), 1u);         // 1.953125 ticks

@@ -609,6 +609,38 @@ TEST_P(WatchdogTest, EachRecordHoldsOnlyTheSamplesOfItsOwnDispatch) {
   }
 }
 
+TEST_P(WatchdogTest, RecordKeepsTheLatestSamplesOldestFirst) {
+  ASSERT_TRUE(start_100ms());
+  // Aligned dispatches sampled at every poll from the arming poll (30 ms): n samples take
+  // 30 + 10 (n - 1) ms. Below, at and past the capacity, and past it twice over, so the
+  // watch's oldest sample sits at every kind of position when the record is made.
+  constexpr std::uint32_t kKept = lc::kMaxSamples;
+  const std::uint32_t counts[] = {kKept - 1u, kKept, kKept + 1u, 2u * kKept, 2u * kKept + 3u};
+  std::uint32_t number = 0;
+  for (const std::uint32_t taken : counts) {
+    if (30u + 10u * (taken - 1u) <= 100u) continue;  // not a block: capacity configured small
+    SCOPED_TRACE("samples taken " + std::to_string(taken));
+    rig.align();
+    const tick_t begin = rig.dispatch(kWork, [&] {
+      LOOPCANARY_SCOPE(rig.monitor, "handler");  // what each sample holds
+      rig.compute(ms(30 + 10 * (taken - 1u)));
+    });
+    rig.idle(kPeriod);
+    const std::optional<BlockRecord> r = rig.find(++number, Phase::final);
+    ASSERT_TRUE(r.has_value());
+    expect_own_samples(*r);
+    ASSERT_EQ(r->samples_taken, taken);
+    const std::uint32_t kept = taken < kKept ? taken : kKept;
+    ASSERT_EQ(r->sample_count, kept);
+    EXPECT_EQ(r->samples_overwritten, taken - kept);
+    // The first kept sample is the (overwritten + 1)-th taken; each next one a poll later.
+    for (std::uint32_t i = 0; i < kept; ++i) {
+      EXPECT_EQ(r->samples[i].at, later(begin, ms(30 + 10 * (r->samples_overwritten + i)))) << "sample " << i;
+    }
+    EXPECT_EQ(r->top[0].count, taken) << "the histogram counts every sample, overwritten or not";
+  }
+}
+
 // ---- Per-event thresholds -----------------------------------------------------------------
 
 TEST_P(WatchdogTest, PerEventThresholdsRaiseButNeverLowerTheLoopThreshold) {

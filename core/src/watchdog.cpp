@@ -9,11 +9,6 @@ namespace {
 
 constexpr std::uint8_t kMaxSnapshotAttempts = 8;
 
-// Watch::top is copied into BlockRecord::top with one memcpy.
-static_assert(sizeof(detail::Slot<TopFrame>) == sizeof(TopFrame) &&
-                  alignof(detail::Slot<TopFrame>) == alignof(TopFrame),
-              "Slot<TopFrame> must be laid out as a TopFrame");
-
 // Signed distance from `from` to `to` in ticks: negative when `to` is earlier. Valid for
 // intervals shorter than half the wrap period.
 std::int64_t signed_ticks(tick_t from, tick_t to) noexcept {
@@ -211,11 +206,13 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   w.armed = false;
   w.reported_block = false;
   w.reported_hang = false;
-  w.samples.clear();
-  w.samples_taken = 0;
-  w.samples_missed = 0;
-  w.top_count = 0;
-  w.top_other = 0;
+  w.stack.samples_taken = 0;
+  w.stack.samples_missed = 0;
+  w.stack.samples_overwritten = 0;
+  w.stack.sample_count = 0;
+  w.stack.top_count = 0;
+  w.stack.top_other = 0;
+  w.oldest_sample = 0;
   return true;
 }
 
@@ -288,37 +285,47 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   StampSnapshot after;
   const bool same_dispatch = monitor.snapshot(after) && after.seq == track.seq;
   if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
-    ++w.samples_missed;
+    ++w.stack.samples_missed;
     detail::bump(samples_missed_);
     return;
   }
-  w.samples.push(sample);
-  ++w.samples_taken;
-  count_top(w, sample);
+  StackEvidence& stack = w.stack;
+  std::size_t slot = stack.sample_count;
+  if (slot < kMaxSamples) {
+    ++stack.sample_count;
+  } else {  // full: the newest replaces the oldest (report_watched puts them back in order)
+    slot = w.oldest_sample;
+    w.oldest_sample = static_cast<std::uint8_t>((slot + 1u) % kMaxSamples);
+    ++stack.samples_overwritten;
+  }
+  stack.samples[slot] = sample;
+  ++stack.samples_taken;
+  count_top(stack, sample);
 }
 
 // Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
 // else the innermost program counter.
-void Watchdog::count_top(detail::Watch& w, const Sample& sample) noexcept {
+void Watchdog::count_top(StackEvidence& stack, const Sample& sample) noexcept {
   const bool is_scope = sample.scope_count > 0;
   const Frame frame = sample.frames[0];
-  for (std::uint8_t i = 0; i < w.top_count; ++i) {
-    TopFrame& entry = w.top[i].value;
+  TopFrame* const top = stack.top;
+  for (std::uint8_t i = 0; i < stack.top_count; ++i) {
+    TopFrame& entry = top[i];
     if (entry.frame == frame && entry.is_scope == is_scope) {
       ++entry.count;
       // Keep the table ordered by count, most frequent first.
-      for (std::uint8_t j = i; j > 0 && w.top[j - 1].value.count < w.top[j].value.count; --j) {
-        const TopFrame swap = w.top[j - 1].value;
-        w.top[j - 1].value = w.top[j].value;
-        w.top[j].value = swap;
+      for (std::uint8_t j = i; j > 0 && top[j - 1].count < top[j].count; --j) {
+        const TopFrame swap = top[j - 1];
+        top[j - 1] = top[j];
+        top[j] = swap;
       }
       return;
     }
   }
-  if (w.top_count < kTopFrames) {
-    w.top[w.top_count++].value = TopFrame{frame, is_scope, 1};
+  if (stack.top_count < kTopFrames) {
+    top[stack.top_count++] = TopFrame{frame, is_scope, 1};
   } else {
-    ++w.top_other;
+    ++stack.top_other;
   }
 }
 
@@ -368,14 +375,12 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
     r.cause = classify(r, config_.value);
   }
 
-  r.samples_taken = w.samples_taken;
-  r.samples_missed = w.samples_missed;
-  r.samples_overwritten = w.samples.overwritten();
-  r.sample_count = static_cast<std::uint8_t>(w.samples.size());
-  for (std::uint32_t i = 0; i < w.samples.size(); ++i) r.samples[i] = w.samples[i];
-  r.top_count = w.top_count;
-  std::memcpy(r.top, w.top, w.top_count * sizeof(TopFrame));  // a Slot<TopFrame> is a TopFrame
-  r.top_other = w.top_other;
+  static_cast<StackEvidence&>(r) = w.stack;
+  if (w.oldest_sample != 0) {  // the watch's samples wrapped: oldest first in the record
+    const std::size_t older = kMaxSamples - w.oldest_sample;
+    std::memcpy(&r.samples[0], &w.stack.samples[w.oldest_sample], older * sizeof(Sample));
+    std::memcpy(&r.samples[older], &w.stack.samples[0], w.oldest_sample * sizeof(Sample));
+  }
 
   if (phase == Phase::final) {
     if (ended != nullptr) {

@@ -118,7 +118,7 @@ DT_TEST(Sizes, per_configuration) {
       {"Watchdog per loop (detail::WatchdogTrack)", sizeof(lc::detail::WatchdogTrack)},
       {"RAM per loop (PortMonitor + WatchdogTrack)", sizeof(cm::PortMonitor) + sizeof(lc::detail::WatchdogTrack)},
       {"Watchdog per watch (detail::Watch)", sizeof(lc::detail::Watch)},
-      {"  of which samples (OverwriteRing<Sample>)", sizeof(lc::OverwriteRing<lc::Sample, lc::kMaxSamples>)},
+      {"  of which stack evidence (StackEvidence)", sizeof(lc::StackEvidence)},
       {"Sample", sizeof(lc::Sample)},
       {"BlockRecord", sizeof(lc::BlockRecord)},
       {"Watchdog (capacity-free part)", sizeof(lc::Watchdog)},

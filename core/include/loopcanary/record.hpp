@@ -44,6 +44,20 @@ struct TopFrame {
   std::uint32_t count = 0;
 };
 
+/// What the watchdog sampled of one dispatch's stack: the latest samples and the frames most
+/// often on top. A BlockRecord carries it as its base (record.samples_taken, record.top, ...);
+/// the watchdog collects it in this form while it watches the dispatch.
+struct StackEvidence {
+  std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)
+  std::uint32_t samples_missed = 0;       ///< sample attempts that produced no usable stack
+  std::uint32_t samples_overwritten = 0;  ///< older samples not kept (only the latest are)
+  std::uint8_t sample_count = 0;          ///< samples[0, sample_count), oldest first
+  std::uint8_t top_count = 0;             ///< top[0, top_count), most frequent first
+  std::uint32_t top_other = 0;            ///< samples whose top frame did not fit in top[]
+  Sample samples[kMaxSamples] = {};
+  TopFrame top[kTopFrames] = {};
+};
+
 /// Record flags.
 enum RecordFlag : std::uint8_t {
   kFlagHung = 1u << 0,           ///< the dispatch had been reported as a hang
@@ -51,9 +65,10 @@ enum RecordFlag : std::uint8_t {
   kFlagEndEstimated = 1u << 2,   ///< end not stamped by the loop (note lost): end = first poll after
 };
 
-/// Everything one report says about one block. A plain value: copy it anywhere. Name pointers
-/// refer to static strings (loop and event names) and to the watchdog's qualifier copy.
-struct BlockRecord {
+/// Everything one report says about one block: the fields below plus its StackEvidence. A plain
+/// value (an aggregate): copy it anywhere. Name pointers refer to static strings (loop and
+/// event names) and to the watchdog's qualifier copy.
+struct BlockRecord : StackEvidence {
   std::uint32_t report = 0;      ///< watchdog-wide report number, from 1; gaps mean dropped records
   Phase phase = Phase::final;
   Cause cause = Cause::unknown;
@@ -80,16 +95,6 @@ struct BlockRecord {
   std::uint16_t system_busy_permille = kUnknownPermille;  ///< machine busy share in the window
   std::uint16_t process_permille = kUnknownPermille;      ///< this process's share in the window
   std::uint64_t steal_us = 0;         ///< CPU time stolen by a hypervisor in the window, per CPU
-
-  // Stack evidence.
-  std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)
-  std::uint32_t samples_missed = 0;       ///< sample attempts that produced no usable stack
-  std::uint32_t samples_overwritten = 0;  ///< older samples not kept (only the latest are)
-  std::uint8_t sample_count = 0;          ///< samples[0, sample_count), oldest first
-  std::uint8_t top_count = 0;             ///< top[0, top_count), most frequent first
-  std::uint32_t top_other = 0;            ///< samples whose top frame did not fit in top[]
-  Sample samples[kMaxSamples] = {};
-  TopFrame top[kTopFrames] = {};
 
   // Loss accounting, so nothing disappears silently.
   std::uint32_t records_dropped = 0;  ///< records the watchdog's ring refused so far (all loops)

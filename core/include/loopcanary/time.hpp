@@ -51,22 +51,26 @@ constexpr std::uint64_t divide(std::uint64_t n, std::uint32_t d) noexcept {
 #endif
 }
 
+/// x * mul / div for div > 0, rounded down, without forming the 64-bit product x * mul: exact
+/// whenever the result fits 64 bits (x = whole * div + rest, and rest * mul < 2^64). Any
+/// context; off the hot path. One out-of-line copy serves both unit conversions below.
+LOOPCANARY_NOINLINE constexpr std::uint64_t scale(std::uint64_t x, std::uint32_t mul, std::uint32_t div) noexcept {
+  const std::uint64_t whole = divide(x, div);
+  const std::uint64_t rest = x - whole * div;
+  return whole * mul + divide(rest * mul, div);
+}
+
 }  // namespace detail
 
 /// Microseconds to ticks at `tick_hz`, rounded down; exact for us below 2^32 seconds. Any
-/// context; off the hot path (a 64-by-32 division).
-LOOPCANARY_NOINLINE constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
-  // Whole seconds and the remainder separately, so no intermediate product overflows.
-  const std::uint64_t whole_s = detail::divide(us, 1'000'000u);
-  const std::uint64_t rest_us = us - whole_s * 1'000'000u;
-  return whole_s * tick_hz + detail::divide(rest_us * tick_hz, 1'000'000u);
+/// context; off the hot path (64-by-32 divisions).
+constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
+  return detail::scale(us, tick_hz, 1'000'000u);
 }
 
 /// Ticks to microseconds at `tick_hz` (> 0), rounded down. Any context; off the hot path.
-LOOPCANARY_NOINLINE constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz) noexcept {
-  const std::uint64_t whole_s = detail::divide(ticks, tick_hz);
-  const std::uint64_t rest = ticks - whole_s * tick_hz;
-  return whole_s * 1'000'000u + detail::divide(rest * 1'000'000u, tick_hz);
+constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz) noexcept {
+  return detail::scale(ticks, 1'000'000u, tick_hz);
 }
 
 /// The longest interval init() accepts for a hang limit: half the counter's wrap period, so a

@@ -18,7 +18,6 @@
 #include "loopcanary/config.hpp"
 #include "loopcanary/hal.hpp"
 #include "loopcanary/monitor.hpp"
-#include "loopcanary/overwrite_ring.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/slot.hpp"
 #include "loopcanary/spsc_ring.hpp"
@@ -108,13 +107,10 @@ struct Watch {
   // the window [first, last] lies inside the dispatch.
   TimedCpuReading first;
   TimedCpuReading last;
-  // Stack evidence.
-  OverwriteRing<Sample, kMaxSamples> samples;
-  std::uint32_t samples_taken;
-  std::uint32_t samples_missed;
-  Slot<TopFrame> top[kTopFrames];  // top[0, top_count), most frequent first
-  std::uint8_t top_count;
-  std::uint32_t top_other;
+  // Stack evidence, as the record carries it except for the order of the samples: once full,
+  // samples[oldest_sample] is the oldest.
+  StackEvidence stack;
+  std::uint8_t oldest_sample;
 };
 
 /// What the watchdog keeps per loop. Set by Watchdog::add().
@@ -196,7 +192,7 @@ class Watchdog {
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
   void read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept;
-  void count_top(detail::Watch& watch, const Sample& sample) noexcept;
+  void count_top(StackEvidence& stack, const Sample& sample) noexcept;
   void report_watched(Track& track, Phase phase, const BlockNote* ended, tick_t now, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
   void begin_record(const Track& track, const BlockNote& note) noexcept;
