@@ -144,8 +144,8 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
 
   if (track.seq != 0) {
     detail::Watch& w = *track.watch;
-    w.elapsed += ticks_between(w.last_now, now);
-    w.last_now = now;
+    w.elapsed += ticks_between(w.dispatch.end, now);
+    w.dispatch.end = now;
   }
 
   // A note for the snapshot's own dispatch means it ended after the snapshot was taken: the
@@ -155,7 +155,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   while (monitor.notes_.pop(note)) {
     if (consistent && note.seq == snap.seq) snap_ended = true;
     if (track.seq != 0 && note.seq == track.seq) {
-      report_watched(track, Phase::final, &note, now, suppressed);
+      report_watched(track, Phase::final, &note, suppressed);
     } else {
       report_unwatched(track, note, suppressed);
     }
@@ -166,7 +166,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
     // The watched dispatch ended without a note: under its threshold (not a block), or its
     // note was lost (counted by the loop). Only a dispatch already reported is finalised.
     if (track.watch->reported_block) {
-      report_watched(track, Phase::final, nullptr, now, suppressed);  // at an estimated end
+      report_watched(track, Phase::final, nullptr, suppressed);  // at an estimated end
     } else {
       stop_watching(track);  // not a block (done_seq stays: it may name a later, ended dispatch)
     }
@@ -194,14 +194,12 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   w.owner = &track;
   track.watch = &w;
   track.seq = snap.seq;
-  w.begin = snap.begin;
-  w.event = snap.event;
   w.limits = track.monitor->limits_for(*snap.event);
   // A begin stamped after `now` (the loop read its clock later than the watchdog did) counts
   // from the begin itself.
   const std::int64_t elapsed = signed_ticks(snap.begin, now);
   w.elapsed = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0u;
-  w.last_now = elapsed > 0 ? now : snap.begin;
+  w.dispatch = BlockNote{snap.seq, snap.begin, elapsed > 0 ? now : snap.begin, snap.event};
   w.next_sample = 0;
   w.armed = false;
   w.reported_block = false;
@@ -241,12 +239,12 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   }
   if (!w.reported_block && w.elapsed > limits.threshold) {
     w.reported_block = true;
-    report_watched(track, Phase::in_progress, nullptr, now, suppressed);
+    report_watched(track, Phase::in_progress, nullptr, suppressed);
   }
   if (!w.reported_hang && w.elapsed > limits.hang) {
     w.reported_hang = true;
     detail::bump(track.monitor->hangs_);
-    report_watched(track, Phase::hang, nullptr, now, suppressed);
+    report_watched(track, Phase::hang, nullptr, suppressed);
   }
 }
 
@@ -348,19 +346,20 @@ void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept 
   r.notes_dropped = detail::load_relaxed(monitor.notes_dropped_);
 }
 
-// Reports the watched dispatch of `track` from what the watchdog saw of it up to `now`:
+// Reports the watched dispatch of `track` from what the watchdog saw of it up to this poll:
 // in_progress or hang while it runs; final once it ended, at the note's end stamp when `ended`
 // is given, else at an estimated end (this poll). A final report releases the watch.
-void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, tick_t now, bool suppressed) noexcept {
+void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept {
   const detail::Watch& w = *track.watch;
-  begin_record(track, BlockNote{track.seq, w.begin, now, w.event});
+  begin_record(track, w.dispatch);  // end: this poll
   BlockRecord& r = scratch_.value;
   r.phase = phase;
   r.duration_ticks = w.elapsed;
-  if (w.reported_hang) r.flags |= kFlagHung;
-  if (!w.armed) r.flags |= kFlagUnwatched;
-
-  if (w.armed) {
+  std::uint8_t flags = 0;
+  if (w.reported_hang) flags |= kFlagHung;
+  if (!w.armed) {
+    flags |= kFlagUnwatched;
+  } else {
     r.window_ticks = w.last.elapsed - w.first.elapsed;
     r.has_thread_cpu = cpu_delta(w, kCpuThreadUs, r.thread_cpu_us);
     r.has_thread_wait = cpu_delta(w, kCpuWaitUs, r.thread_wait_us);
@@ -386,13 +385,14 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
     if (ended != nullptr) {
       r.end = ended->end;
       // Extended duration: elapsed at this poll, less the time since the end stamp.
-      r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(w.elapsed) - signed_ticks(ended->end, now));
+      r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(w.elapsed) - signed_ticks(ended->end, w.dispatch.end));
     } else {
-      r.flags |= kFlagEndEstimated;
+      flags |= kFlagEndEstimated;
     }
     track.done_seq = track.seq;
     stop_watching(track);
   }
+  r.flags = flags;
   emit(suppressed);
 }
 

@@ -94,11 +94,9 @@ struct WatchdogTrack;
 /// start_watching() sets every other field before it is read.
 struct Watch {
   const WatchdogTrack* owner;  // the loop whose dispatch this watches; nullptr when unused
-  tick_t begin;
-  const Event* event;
+  BlockNote dispatch;         // its seq, begin and event; end: time of the last poll that saw it
   Limits limits;
-  tick_t last_now;
-  std::uint64_t elapsed;      // begin .. last_now, extended past the tick width
+  std::uint64_t elapsed;      // dispatch.begin .. dispatch.end, extended past the tick width
   std::uint64_t next_sample;  // elapsed time of the next sample
   bool armed;
   bool reported_block;
@@ -193,7 +191,7 @@ class Watchdog {
   void take_sample(Track& track, tick_t now) noexcept;
   void read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept;
   void count_top(StackEvidence& stack, const Sample& sample) noexcept;
-  void report_watched(Track& track, Phase phase, const BlockNote* ended, tick_t now, bool suppressed) noexcept;
+  void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
   void begin_record(const Track& track, const BlockNote& note) noexcept;
   void emit(bool suppressed) noexcept;
