@@ -263,12 +263,11 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   const std::size_t max = config_.value.max_frames;
 
   const char* names[kMaxFrames];
-  std::size_t scope_count = 0;
+  std::size_t scope_count = 0;  // stays 0 when every read is torn
   bool scopes_read = false;
   for (std::uint8_t attempt = 0; attempt < config_.value.snapshot_attempts && !scopes_read; ++attempt) {
     scopes_read = monitor.scope_snapshot(names, max, scope_count);
   }
-  if (!scopes_read) scope_count = 0;
   for (std::size_t i = 0; i < scope_count; ++i) sample.frames[i] = reinterpret_cast<Frame>(names[i]);
   sample.scope_count = static_cast<std::uint8_t>(scope_count);
 
@@ -409,9 +408,10 @@ void Watchdog::emit(bool suppressed) noexcept {
     return;
   }
   BlockRecord& r = scratch_.value;
-  r.report = ++last_report_;
+  // Only this context writes the counter: the report number is its new value.
+  r.report = detail::load_relaxed(reports_) + 1u;
+  detail::store_relaxed(reports_, r.report);
   r.records_dropped = detail::load_relaxed(records_dropped_);
-  detail::bump(reports_);
   for (std::size_t i = 0; i < chain_size_; ++i) chain_[i].function(chain_[i].context, r);
   if (!ring_.push(r)) detail::bump(records_dropped_);
 }

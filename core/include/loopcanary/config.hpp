@@ -79,6 +79,15 @@
 #define LOOPCANARY_NOINLINE
 #endif
 
+/// Marks the hot path's rare exits (defined in a .cpp): never inlined into it, even by
+/// link-time optimisation, which would otherwise give the inline begin/end the registers and
+/// the prologue those exits need (+2 instructions per pair on Cortex-M3 with -flto).
+#if defined(__GNUC__) || defined(__clang__)
+#define LOOPCANARY_COLD __attribute__((noinline))
+#else
+#define LOOPCANARY_COLD
+#endif
+
 namespace loopcanary {
 
 /// Raw port ticks. One unsigned width everywhere: durations are `later - earlier` in this type,

@@ -241,7 +241,8 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   /// One attempt at reading the named-scope stack, innermost first, at most `max` names into
   /// `out`. Sets `count` to the number written (the stack may be deeper: pushes beyond
   /// LOOPCANARY_SCOPE_DEPTH are not stored, and then the innermost name read is the deepest
-  /// stored one). Never waits: false when the loop pushed or popped during the read.
+  /// stored one). Never waits: false when the loop pushed or popped during the read (`count`
+  /// is then left as it was).
   bool scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept;
 
   /// Statistics, counter by counter (see LoopStats). Any context.
@@ -274,8 +275,8 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
 #endif
   }
 
-  void end_unusual(std::uint32_t seq) noexcept;
-  void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
+  LOOPCANARY_COLD void end_unusual(std::uint32_t seq) noexcept;
+  LOOPCANARY_COLD void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
 
   // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};

@@ -58,7 +58,7 @@ struct WatchdogConfig {
 /// Watchdog counters; any context may read them (each counter is atomic).
 struct WatchdogStats {
   std::uint32_t polls = 0;
-  std::uint32_t reports = 0;             ///< reports produced (interceptors called)
+  std::uint32_t reports = 0;             ///< reports produced (interceptors called): the last report number
   std::uint32_t records_dropped = 0;     ///< reports the ring could not hold
   std::uint32_t torn_snapshots = 0;      ///< polls that gave up on a loop's stamps
   std::uint32_t samples_missed = 0;      ///< sample attempts with no usable stack (all loops)
@@ -209,7 +209,6 @@ class Watchdog {
   char qualifier_[kQualifierMax + 1] = {};
   Chained chain_[kMaxInterceptors] = {};
   std::size_t chain_size_ = 0;
-  std::uint32_t last_report_ = 0;
   detail::Slot<BlockRecord> scratch_;  // the report being built (off the caller's stack: it is large)
 
   std::atomic<std::uint32_t> polls_{0};
