@@ -70,22 +70,15 @@
 #define LOOPCANARY_INLINE inline
 #endif
 
-/// Keeps a header-defined helper that several cold paths call as one out-of-line copy (flash),
-/// where the compiler would otherwise inline it into each of them. Constant evaluation is
-/// unaffected.
+/// Never inlined, for two uses. A header-defined helper that several cold paths call stays one
+/// out-of-line copy (flash), where the compiler would otherwise inline it into each of them
+/// (constant evaluation is unaffected). The hot path's rare exits stay out of begin/end even
+/// under link-time optimisation, which would otherwise give the inline pair the registers and
+/// the prologue those exits need (+2 instructions per pair on Cortex-M3 with -flto).
 #if defined(__GNUC__) || defined(__clang__)
 #define LOOPCANARY_NOINLINE __attribute__((noinline))
 #else
 #define LOOPCANARY_NOINLINE
-#endif
-
-/// Marks the hot path's rare exits (defined in a .cpp): never inlined into it, even by
-/// link-time optimisation, which would otherwise give the inline begin/end the registers and
-/// the prologue those exits need (+2 instructions per pair on Cortex-M3 with -flto).
-#if defined(__GNUC__) || defined(__clang__)
-#define LOOPCANARY_COLD __attribute__((noinline))
-#else
-#define LOOPCANARY_COLD
 #endif
 
 namespace loopcanary {

@@ -275,8 +275,8 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
 #endif
   }
 
-  LOOPCANARY_COLD void end_unusual(std::uint32_t seq) noexcept;
-  LOOPCANARY_COLD void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
+  LOOPCANARY_NOINLINE void end_unusual(std::uint32_t seq) noexcept;
+  LOOPCANARY_NOINLINE void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
 
   // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};
