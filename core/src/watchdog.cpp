@@ -95,7 +95,6 @@ Status Watchdog::add(Monitor& monitor) noexcept {
   if (loops_ == max_loops_) return Status::registry_full;
   Track& track = tracks_[loops_++];
   track.monitor = &monitor;
-  track.seq = 0;
   track.done_seq = 0;
   track.no_watch_seq = 0;
   track.watch = nullptr;
@@ -142,7 +141,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   }
   if (!consistent) detail::bump(torn_snapshots_);
 
-  if (track.seq != 0) {
+  if (track.watch != nullptr) {
     detail::Watch& w = *track.watch;
     w.elapsed += ticks_between(w.dispatch.end, now);
     w.dispatch.end = now;
@@ -154,7 +153,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   BlockNote note;
   while (monitor.notes_.pop(note)) {
     if (consistent && note.seq == snap.seq) snap_ended = true;
-    if (track.seq != 0 && note.seq == track.seq) {
+    if (track.watch != nullptr && note.seq == track.watch->dispatch.seq) {
       report_watched(track, Phase::final, &note, suppressed);
     } else {
       report_unwatched(track, note, suppressed);
@@ -162,7 +161,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   }
   if (!consistent) return;
 
-  if (track.seq != 0 && snap.seq != track.seq) {
+  if (track.watch != nullptr && snap.seq != track.watch->dispatch.seq) {
     // The watched dispatch ended without a note: under its threshold (not a block), or its
     // note was lost (counted by the loop). Only a dispatch already reported is finalised.
     if (track.watch->reported_block) {
@@ -172,7 +171,7 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
     }
   }
   if (!snap.in_dispatch() || snap_ended || snap.seq == track.done_seq) return;
-  if (track.seq == 0 && !start_watching(track, snap, now)) return;
+  if (track.watch == nullptr && !start_watching(track, snap, now)) return;
   step(track, now, suppressed);
 }
 
@@ -193,7 +192,6 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   detail::Watch& w = *spare;
   w.owner = &track;
   track.watch = &w;
-  track.seq = snap.seq;
   w.limits = track.monitor->limits_for(*snap.event);
   // A begin stamped after `now` (the loop read its clock later than the watchdog did) counts
   // from the begin itself.
@@ -217,7 +215,6 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
 void Watchdog::stop_watching(Track& track) noexcept {
   track.watch->owner = nullptr;
   track.watch = nullptr;
-  track.seq = 0;
 }
 
 void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
@@ -259,7 +256,7 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   detail::Watch& w = *track.watch;
   Sample sample;
   sample.at = now;
-  sample.seq = track.seq;
+  sample.seq = w.dispatch.seq;
   const std::size_t max = config_.value.max_frames;
 
   const char* names[kMaxFrames];
@@ -280,7 +277,7 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   // A sample belongs to the dispatch that was running for the whole capture: if the loop moved
   // on meanwhile (possible when the capture waits for the loop thread), it is not evidence.
   StampSnapshot after;
-  const bool same_dispatch = monitor.snapshot(after) && after.seq == track.seq;
+  const bool same_dispatch = monitor.snapshot(after) && after.seq == w.dispatch.seq;
   if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
     ++w.stack.samples_missed;
     detail::bump(samples_missed_);
@@ -388,7 +385,7 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
     } else {
       flags |= kFlagEndEstimated;
     }
-    track.done_seq = track.seq;
+    track.done_seq = w.dispatch.seq;
     stop_watching(track);
   }
   r.flags = flags;

@@ -114,10 +114,9 @@ struct Watch {
 /// What the watchdog keeps per loop. Set by Watchdog::add().
 struct WatchdogTrack {
   Monitor* monitor;
-  std::uint32_t seq;           // dispatch watched (odd), 0 when none
   std::uint32_t done_seq;      // last dispatch finalised, never watched again
   std::uint32_t no_watch_seq;  // last dispatch that found every watch busy (counted once)
-  Watch* watch;                // while seq != 0
+  Watch* watch;                // on its running dispatch (watch->dispatch.seq); null when none
 };
 
 }  // namespace detail
