@@ -325,7 +325,7 @@ void Watchdog::count_top(StackEvidence& stack, const Sample& sample) noexcept {
 
 void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept {
   // Placement new: value-initialises the record in its existing slot and allocates nothing (an
-  // assignment from BlockRecord{} would build a temporary on the stack: 456 bytes of a timer
+  // assignment from BlockRecord{} would build a temporary on the stack: 448 bytes of a timer
   // ISR's stack on Cortex-M3). Every field not set below keeps its documented default.
   BlockRecord& r = *::new (static_cast<void*>(&scratch_.value)) BlockRecord{};
   const Monitor& monitor = *track.monitor;
