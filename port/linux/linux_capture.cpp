@@ -275,13 +275,16 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
         const CodeRange* range = code_range_of(s.code, word);
         if (range != nullptr && follows_call(*range, word)) s.pcs[n++].store(word, std::memory_order_relaxed);
       }
-    } else if (n < max && r.sp + sizeof(std::uintptr_t) <= high) {
-      // Same module: the interrupted function may simply not have pushed its frame yet (or
-      // ever, on a shrink-wrapped path); then the word at the stack pointer is its return
-      // address, which the chain would skip.
-      const std::uintptr_t top = load_word(r.sp);
+    } else if (n < max && r.sp + 2 * sizeof(std::uintptr_t) <= high) {
+      // Same module: the interrupted function may not have set up its frame yet (or ever, on a
+      // shrink-wrapped path). Then its return address, which the chain would skip, is the word
+      // at the stack pointer, or the word above it when the function has pushed the caller's
+      // frame pointer but not yet made its own (the word at the stack pointer equals fp).
+      std::uintptr_t at = r.sp;
+      if (load_word(at) == fp) at += sizeof(std::uintptr_t);
+      const std::uintptr_t top = load_word(at);
       const CodeRange* range = code_range_of(s.code, top);
-      if (range != nullptr && r.sp != fp + sizeof(std::uintptr_t) && direct_call_into(*range, top, r.pc)) {
+      if (range != nullptr && at != fp + sizeof(std::uintptr_t) && direct_call_into(*range, top, r.pc)) {
         s.pcs[n++].store(top, std::memory_order_relaxed);
       }
     }

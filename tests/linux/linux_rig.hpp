@@ -39,6 +39,27 @@ inline constexpr bool kThreadSanitizer = false;
 inline constexpr bool kThreadSanitizer = false;
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+/// The compiled code calls functions its source does not show: a sanitizer's runtime, or,
+/// unoptimised, the out-of-line members of std::atomic. A signal may then interrupt the loop
+/// thread in one of those rather than in the test's own function.
+#if defined(__OPTIMIZE__)
+inline constexpr bool kInstrumentedBuild = kThreadSanitizer || kAddressSanitizer;
+#else
+inline constexpr bool kInstrumentedBuild = true;
+#endif
+
 /// Collects copies of every report; tests wait on it with a generous timeout.
 class Collector {
  public:
