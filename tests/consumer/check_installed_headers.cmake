@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+# Compares the headers `cmake --install` put under PREFIX/INCLUDEDIR with the headers the tree
+# has (cmake -P). Variables:
+#   SOURCE_DIR     the loopcanary source tree
+#   PREFIX         the install prefix
+#   INCLUDEDIR     include folder under PREFIX (CMAKE_INSTALL_INCLUDEDIR)
+#   GENERATED      generated core headers (file names), '|'-separated
+#   PORTS          installed ports, '|'-separated: every header of port/<name>/ is expected
+#                  under loopcanary/port/<name>/ unless it is listed in PRIVATE
+#   PRIVATE        private port headers as <port>/<file>, '|'-separated
+#   BOARDS         installed boards, '|'-separated: port/cortex-m/boards/<name>/*.hpp
+#                  under loopcanary/board/<name>/
+# Fails naming every header that is in the tree but not installed, or installed but not in the
+# tree.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(list GENERATED PORTS PRIVATE BOARDS)
+  string(REPLACE "|" ";" ${list} "${${list}}")
+endforeach()
+
+set(expected)
+file(GLOB core_headers RELATIVE ${SOURCE_DIR}/core/include ${SOURCE_DIR}/core/include/loopcanary/*.hpp)
+list(APPEND expected ${core_headers})
+foreach(header IN LISTS GENERATED)
+  list(APPEND expected loopcanary/${header})
+endforeach()
+foreach(port IN LISTS PORTS)
+  file(GLOB port_headers RELATIVE ${SOURCE_DIR}/port ${SOURCE_DIR}/port/${port}/*.hpp)
+  foreach(header IN LISTS port_headers)
+    if(NOT header IN_LIST PRIVATE)
+      list(APPEND expected loopcanary/port/${header})
+    endif()
+  endforeach()
+endforeach()
+foreach(board IN LISTS BOARDS)
+  file(GLOB board_headers RELATIVE ${SOURCE_DIR}/port/cortex-m/boards ${SOURCE_DIR}/port/cortex-m/boards/${board}/*.hpp)
+  list(TRANSFORM board_headers PREPEND loopcanary/board/)
+  list(APPEND expected ${board_headers})
+endforeach()
+
+file(GLOB_RECURSE installed RELATIVE ${PREFIX}/${INCLUDEDIR} ${PREFIX}/${INCLUDEDIR}/*)
+
+set(missing ${expected})
+set(extra ${installed})
+if(installed)
+  list(REMOVE_ITEM missing ${installed})
+endif()
+if(expected)
+  list(REMOVE_ITEM extra ${expected})
+endif()
+if(missing OR extra)
+  list(JOIN missing "\n  " missing)
+  list(JOIN extra "\n  " extra)
+  message(FATAL_ERROR "installed headers differ from the tree's public headers\n"
+    "in the tree, not installed (add them to the header list in core/CMakeLists.txt or "
+    "loopcanary_add_port's HEADERS, or to PRIVATE_HEADERS):\n  ${missing}\n"
+    "installed, not in the tree:\n  ${extra}")
+endif()
+list(LENGTH installed count)
+message(STATUS "${count} installed headers match the tree")

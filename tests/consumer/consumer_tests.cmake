@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: MIT
+# Consumer tests: CMake projects outside the source tree that use loopcanary the way a user
+# does, configured, built and run by CTest through run_consumer.cmake. Included by tests/ (host)
+# and tests/device/ (firmware).
+
+set(LOOPCANARY_CONSUMER_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(LOOPCANARY_CONSUMER_PREFIX ${PROJECT_BINARY_DIR}/consumer/prefix)
+
+# consumer.install: `cmake --install` of this build into a fresh prefix (after
+# consumer.clean_prefix), the fixture the installed-package tests need; then
+# consumer.installed_headers: the installed headers are exactly the tree's public ones.
+function(loopcanary_consumer_install)
+  add_test(NAME consumer.clean_prefix COMMAND ${CMAKE_COMMAND} -E rm -rf ${LOOPCANARY_CONSUMER_PREFIX})
+  add_test(NAME consumer.install
+    COMMAND ${CMAKE_COMMAND} --install ${PROJECT_BINARY_DIR} --prefix ${LOOPCANARY_CONSUMER_PREFIX})
+  set_tests_properties(consumer.clean_prefix PROPERTIES LABELS consumer FIXTURES_SETUP consumer_clean)
+  set_tests_properties(consumer.install PROPERTIES LABELS consumer
+    FIXTURES_REQUIRED consumer_clean FIXTURES_SETUP consumer_prefix)
+
+  get_property(ports GLOBAL PROPERTY LOOPCANARY_PORTS)
+  set(installed_ports)
+  set(private_headers)
+  foreach(port IN LISTS ports)
+    if(port STREQUAL "template")
+      continue()  # a skeleton to copy, not installed
+    endif()
+    list(APPEND installed_ports ${port})
+    get_target_property(private loopcanary_port_${port} LOOPCANARY_PRIVATE_HEADERS)
+    foreach(header IN LISTS private)
+      list(APPEND private_headers ${port}/${header})
+    endforeach()
+  endforeach()
+  set(boards)
+  if(TARGET loopcanary_board_mps2)
+    set(boards mps2)
+  endif()
+  foreach(list installed_ports private_headers boards LOOPCANARY_GENERATED_HEADERS)
+    list(JOIN ${list} "|" ${list}_joined)
+  endforeach()
+  add_test(NAME consumer.installed_headers
+    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DPREFIX=${LOOPCANARY_CONSUMER_PREFIX}
+      -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR} "-DGENERATED=${LOOPCANARY_GENERATED_HEADERS_joined}"
+      "-DPORTS=${installed_ports_joined}" "-DPRIVATE=${private_headers_joined}" "-DBOARDS=${boards_joined}"
+      -P ${LOOPCANARY_CONSUMER_DIR}/check_installed_headers.cmake)
+  set_tests_properties(consumer.installed_headers PROPERTIES LABELS consumer FIXTURES_REQUIRED consumer_prefix)
+endfunction()
+
+# consumer.<name>: the project in tests/consumer/<folder> configured with this build's
+# compiler, build type and flags plus ARGS, built, and RUN (if given) run, under EMULATOR (if
+# given). INSTALLED: it uses the installed package (needs consumer.install). EXPECT_ERROR: its
+# configure step must fail with that message.
+function(loopcanary_consumer_test name folder)
+  cmake_parse_arguments(ARG "INSTALLED" "RUN;EXPECT_ERROR" "ARGS;EMULATOR" ${ARGN})
+  set(args -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} "-DCMAKE_CXX_FLAGS=${CMAKE_CXX_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
+    -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=${CMAKE_INTERPROCEDURAL_OPTIMIZATION})
+  if(CMAKE_TOOLCHAIN_FILE)
+    list(APPEND args -DCMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE})
+    foreach(var LOOPCANARY_CORTEX_M_CPU LOOPCANARY_QEMU_ICOUNT_SHIFT)
+      list(APPEND args -D${var}=${${var}})
+    endforeach()
+  else()
+    list(APPEND args -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER})
+  endif()
+  if(ARG_INSTALLED)
+    list(APPEND args -DCMAKE_PREFIX_PATH=${LOOPCANARY_CONSUMER_PREFIX})
+  endif()
+  list(APPEND args ${ARG_ARGS})
+  list(JOIN args "|" args)
+  set(command ${CMAKE_COMMAND} -DSOURCE=${LOOPCANARY_CONSUMER_DIR}/${folder}
+    -DBINARY=${PROJECT_BINARY_DIR}/consumer/${name} -DGENERATOR=${CMAKE_GENERATOR} "-DARGS=${args}")
+  if(ARG_RUN)
+    list(APPEND command -DRUN=${ARG_RUN})
+  endif()
+  if(ARG_EMULATOR)
+    list(JOIN ARG_EMULATOR "|" emulator)
+    list(APPEND command "-DEMULATOR=${emulator}")
+  endif()
+  if(DEFINED ARG_EXPECT_ERROR)
+    list(APPEND command "-DEXPECT_ERROR=${ARG_EXPECT_ERROR}")
+  endif()
+  add_test(NAME consumer.${name} COMMAND ${command} -P ${LOOPCANARY_CONSUMER_DIR}/run_consumer.cmake)
+  set_tests_properties(consumer.${name} PROPERTIES LABELS consumer TIMEOUT 600)
+  if(ARG_INSTALLED)
+    set_tests_properties(consumer.${name} PROPERTIES FIXTURES_REQUIRED consumer_prefix)
+  endif()
+endfunction()
