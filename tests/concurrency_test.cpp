@@ -172,7 +172,9 @@ TEST(Concurrency, StampsAreNeverTorn) {
 // passes in its handlers); the watchdog reads it before each poll, as it would read a real
 // clock. A poll's `now` is therefore never later than the loop's present, and may be earlier
 // than a dispatch the poll then sees begin (the loop moved on between the clock read and the
-// snapshot), exactly as with a hardware clock.
+// snapshot), exactly as with a hardware clock. It may also be later than the end stamp of a
+// dispatch the poll sees still running: the loop read its clock for end() and lost its CPU
+// before publishing the end (the late ends below).
 constexpr lc::tick_t kThreshold = 1'000;  // ticks (1 ms)
 constexpr lc::tick_t kHangLimit = 5'000;
 constexpr lc::tick_t kTimeStep = 100;             // the loop publishes time in steps this long
@@ -188,6 +190,14 @@ constexpr lc::tick_t duration_of(std::uint32_t d) {
 }
 constexpr bool is_block(std::uint32_t d) { return duration_of(d) > kThreshold; }
 constexpr const lc::Event& event_of(std::uint32_t d) { return kEvents[d % kEventKinds]; }
+
+// Late ends: dispatches of exactly the threshold (not blocks) whose end the loop stamps, then
+// lets the clock run kLateEnd further and waits for the watchdog to poll before it calls
+// end_at() with that stamp. That poll reads a clock past the threshold while the dispatch still
+// shows running: it reports the dispatch in progress, though the loop counts no block.
+constexpr lc::tick_t kLateEnd = 50;
+constexpr bool is_late_end(std::uint32_t d) { return d % 1024u == 520u; }
+static_assert(duration_of(520) == kThreshold, "a late end is a dispatch of exactly the threshold");
 
 // One report as the watchdog emitted it (seen by an interceptor, in the watchdog thread).
 struct Emitted {
@@ -227,6 +237,7 @@ struct FullPathRun {
   lc::LoopStats stats{};
   lc::WatchdogStats dog{};
   std::uint64_t polls = 0;
+  std::uint32_t late_ends = 0;
   const char* loop_name = nullptr;
 
   static void intercept(void* context, const lc::BlockRecord& r) {
@@ -303,6 +314,17 @@ void run_full_path(FullPathRun& run) {
         t = static_cast<lc::tick_t>(t + (left < step ? left : step));
         clock.store(t, std::memory_order_release);
       }
+      if (is_late_end(d)) {
+        // The clock moves on before end_at() publishes the stamp. Sequentially consistent
+        // accesses on both sides: poll p + 2 (p: the last one started when the clock moved)
+        // reads the clock after this store, and it has taken its snapshot once poll p + 3 starts.
+        t = static_cast<lc::tick_t>(t + kLateEnd);
+        clock.store(t, std::memory_order_seq_cst);
+        const std::uint64_t p = polls_started.load(std::memory_order_seq_cst);
+        while (polls_started.load(std::memory_order_seq_cst) < p + 3u) std::this_thread::yield();
+        polls_seen = polls_started.load(std::memory_order_acquire);
+        ++run.late_ends;
+      }
       monitor.end_at(end);
       t = static_cast<lc::tick_t>(t + kGap);
       clock.store(t, std::memory_order_release);
@@ -314,8 +336,8 @@ void run_full_path(FullPathRun& run) {
     gate();
     lc::tick_t previous = kPathStart;
     while (!loop_done.load(std::memory_order_acquire)) {
-      const lc::tick_t now = clock.load(std::memory_order_acquire);
-      polls_started.store(++run.polls, std::memory_order_release);
+      const lc::tick_t now = clock.load(std::memory_order_seq_cst);
+      polls_started.store(++run.polls, std::memory_order_seq_cst);
       watchdog->poll(now);
       if (now == previous) std::this_thread::yield();  // the loop did not move: let it run
       previous = now;
@@ -368,10 +390,11 @@ class ConcurrentFullPath : public ::testing::Test {
       ((r.emitted[i].flags & lc::kFlagEndEstimated) != 0 ? estimated : exact) += 1;
     }
     std::printf(
-        "dispatches %u, blocks %u: %u final records with the stamped end, %u with an estimated end, %u notes "
-        "dropped; reports %u, popped %zu, records dropped %u; polls %llu, torn %u, hangs %u\n",
-        r.dispatches, r.stats.blocks, exact, estimated, r.stats.notes_dropped, r.dog.reports, r.popped_reports.size(),
-        r.dog.records_dropped, static_cast<unsigned long long>(r.polls), r.dog.torn_snapshots, r.stats.hangs);
+        "dispatches %u, blocks %u, late ends %u: %u final records with the stamped end, %u with an estimated "
+        "end, %u notes dropped; reports %u, popped %zu, records dropped %u; polls %llu, torn %u, hangs %u\n",
+        r.dispatches, r.stats.blocks, r.late_ends, exact, estimated, r.stats.notes_dropped, r.dog.reports,
+        r.popped_reports.size(), r.dog.records_dropped, static_cast<unsigned long long>(r.polls), r.dog.torn_snapshots,
+        r.stats.hangs);
   }
   static void TearDownTestSuite() {
     delete run_;
@@ -388,8 +411,10 @@ class ConcurrentFullPath : public ::testing::Test {
 FullPathRun* ConcurrentFullPath::run_ = nullptr;
 
 // The loop counted exactly the blocks the run made; each produced a final record with its
-// stamped end, or its note was dropped and counted (notes_dropped); no report went missing
-// between the watchdog and the consumer without being counted (records_dropped).
+// stamped end, or its note was dropped and counted (notes_dropped, in the loop's and in the
+// watchdog's statistics); final records with an estimated end are counted apart
+// (finals_estimated); no report went missing between the watchdog and the consumer without
+// being counted (records_dropped).
 TEST_F(ConcurrentFullPath, EveryBlockIsReportedOrCounted) {
   const FullPathRun& run = *run_;
   std::uint32_t expected_blocks = 0;
@@ -410,9 +435,13 @@ TEST_F(ConcurrentFullPath, EveryBlockIsReportedOrCounted) {
     if (e.phase != lc::Phase::final) continue;
     ((e.flags & lc::kFlagEndEstimated) != 0 ? estimated_finals : exact_finals) += 1;
   }
-  EXPECT_EQ(exact_finals + run.stats.notes_dropped, run.stats.blocks);
-  // A dropped note leaves at most one final record, with an estimated end.
-  EXPECT_LE(estimated_finals, run.stats.notes_dropped);
+  EXPECT_EQ(run.dog.notes_dropped, run.stats.notes_dropped);
+  EXPECT_EQ(exact_finals + run.dog.notes_dropped, run.stats.blocks);
+  EXPECT_EQ(estimated_finals, run.dog.finals_estimated);
+  // An estimated final closes a dispatch reported in progress that ended without a note: every
+  // late end, and at most each block whose note was dropped.
+  EXPECT_GE(estimated_finals, run.late_ends);
+  EXPECT_LE(estimated_finals, run.late_ends + run.stats.notes_dropped);
 
   // Ring: every report was popped, in order, or counted as dropped.
   EXPECT_EQ(run.popped_reports.size() + run.dog.records_dropped, run.dog.reports);
@@ -428,18 +457,28 @@ TEST_F(ConcurrentFullPath, EveryBlockIsReportedOrCounted) {
   EXPECT_FALSE(run.popped_finals.empty()) << "no final record made it through the ring";
 }
 
-// A final record is made for blocks only, and only once per dispatch.
+// A final record with the stamped end is made for blocks only; one with an estimated end only
+// for a dispatch reported in progress that ended without a note (here: a late end, or a block
+// whose note was dropped); at most one final record per dispatch. Every late end is reported in
+// progress once, and closed by a final record with an estimated end.
 TEST_F(ConcurrentFullPath, OneFinalRecordPerBlock) {
   const FullPathRun& run = *run_;
+  ASSERT_GT(run.late_ends, 0u);
   std::vector<std::uint8_t> finals_of(run.dispatches + 1u, 0);
+  std::vector<std::uint8_t> in_progress_of(run.dispatches + 1u, 0);
   std::uint32_t not_a_block = 0;
   std::uint32_t duplicated = 0;
   for (std::size_t i = 1; i < run.emitted.size(); ++i) {
     const Emitted& e = run.emitted[i];
-    if (e.phase != lc::Phase::final) continue;
     ASSERT_GE(e.dispatch, 1u);
     ASSERT_LE(e.dispatch, run.dispatches);
-    if (!is_block(e.dispatch)) {
+    if (e.phase == lc::Phase::in_progress) ++in_progress_of[e.dispatch];
+    if (e.phase != lc::Phase::final) continue;
+    const bool estimated = (e.flags & lc::kFlagEndEstimated) != 0;
+    if (is_late_end(e.dispatch) && !estimated) {
+      ADD_FAILURE() << "report " << i << ": final record with a stamped end for late end " << e.dispatch;
+    }
+    if (!is_block(e.dispatch) && !(estimated && is_late_end(e.dispatch))) {
       if (++not_a_block <= 5) {
         ADD_FAILURE() << "report " << i << ": final record (flags " << int{e.flags} << ") for dispatch "
                       << e.dispatch << ", which lasted " << duration_of(e.dispatch) << " ticks, threshold "
@@ -460,12 +499,21 @@ TEST_F(ConcurrentFullPath, OneFinalRecordPerBlock) {
   }
   EXPECT_EQ(not_a_block, 0u);
   EXPECT_EQ(duplicated, 0u);
+  std::uint32_t late_checked = 0;
+  for (std::uint32_t d = 1; d <= run.dispatches; ++d) {
+    if (!is_late_end(d)) continue;
+    ++late_checked;
+    EXPECT_EQ(in_progress_of[d], 1u) << "late end " << d;
+    EXPECT_EQ(finals_of[d], 1u) << "late end " << d;
+  }
+  EXPECT_EQ(late_checked, run.late_ends);
 }
 
 // Records carry the stamps the loop wrote: a final record with a stamped end says begin, end
 // and end - begin exactly; a record made while the dispatch ran says an elapsed time over its
-// limit and no longer than the dispatch really lasted (the watchdog cannot have seen time the
-// dispatch did not spend); only blocks are reported while running.
+// limit and no longer than the dispatch lasted until the loop published its end (the watchdog
+// cannot have seen time the dispatch did not spend: for a late end, up to kLateEnd after its
+// end stamp).
 TEST_F(ConcurrentFullPath, ReportsCarryTheStampedTimes) {
   const FullPathRun& run = *run_;
   std::uint32_t wrong = 0;
@@ -482,8 +530,8 @@ TEST_F(ConcurrentFullPath, ReportsCarryTheStampedTimes) {
     bool ok = e.start == begin && e.event == &event_of(d);
     if (e.phase == lc::Phase::final) {
       if ((e.flags & lc::kFlagEndEstimated) != 0) {
-        // The end was not stamped (note dropped): the record is closed at the poll that saw the
-        // dispatch gone, so only "over the threshold" is certain.
+        // No note (a late end, or a dropped note): the record is closed at the poll that saw
+        // the dispatch gone, later than the watchdog saw it past its threshold.
         ok = ok && e.duration > kThreshold;
       } else {
         ok = ok && e.end == end && e.duration == duration;
@@ -491,7 +539,7 @@ TEST_F(ConcurrentFullPath, ReportsCarryTheStampedTimes) {
       }
     } else {
       const lc::tick_t limit = e.phase == lc::Phase::hang ? kHangLimit : kThreshold;
-      ok = ok && e.duration > limit && e.duration <= duration;
+      ok = ok && e.duration > limit && e.duration <= duration + (is_late_end(d) ? kLateEnd : 0u);
       ++checked_running;
     }
     if (!ok && ++wrong <= 8) {

@@ -574,6 +574,67 @@ TEST_P(WatchdogTest, BlockShorterThanThePollPeriodIsReportedAsUnwatched) {
   EXPECT_EQ(rig.monitor.stats().blocks, 2u);
 }
 
+// ---- A record claims no block the loop did not count ----------------------------------------
+
+// The loop read its end clock exactly at the threshold (not a block), then lost its CPU before it
+// published the end: the watchdog, polling meanwhile, saw the dispatch still running past the
+// threshold and reported it in progress. Only the loop's note confirms a block; without one the
+// watchdog closes the dispatch with a final record flagged end_estimated, counted apart.
+TEST_P(WatchdogTest, ADispatchSeenPastItsThresholdThatTheLoopEndsWithinItIsAnEstimateNotABlock) {
+  ASSERT_TRUE(start_100ms());
+  rig.idle_until(kWrapOffset - ms(100));  // a poll: the dispatch begins aligned, ends at the wrap
+  const tick_t begin = rig.now();
+  rig.monitor.begin(kWork);
+  rig.compute(ms(100));          // polls at elapsed 10 .. 100 ms: not over the threshold
+  const tick_t end = rig.now();  // the loop's end stamp: 100 ms, exactly the threshold
+  rig.starve(ms(20));            // descheduled before end_at(): polls at 110 and 120 ms see it run
+  rig.monitor.end_at(end);
+  rig.idle(kPeriod);             // the poll at 130 ms finds it ended, without a note
+
+  const lc::LoopStats loop = rig.monitor.stats();
+  EXPECT_EQ(loop.dispatches, 1u);
+  EXPECT_EQ(loop.blocks, 0u);
+  EXPECT_EQ(loop.notes_dropped, 0u);
+
+  ASSERT_EQ(rig.reports.size(), 2u);
+  const BlockRecord& running = rig.reports[0];
+  EXPECT_EQ(running.phase, Phase::in_progress);  // the watchdog's view at its poll
+  EXPECT_EQ(running.duration_ticks, ms(110));
+  const BlockRecord& closed = rig.reports[1];
+  EXPECT_EQ(closed.phase, Phase::final);
+  EXPECT_EQ(closed.dispatch, 1u);
+  EXPECT_TRUE(has_flag(closed, lc::kFlagEndEstimated)) << "a final record without the loop's note is an estimate";
+  EXPECT_EQ(closed.start, begin);
+  EXPECT_EQ(closed.end, later(begin, ms(130))) << "the estimated end is the poll that found the dispatch ended";
+  EXPECT_EQ(closed.duration_ticks, ms(130));
+
+  // Counted apart: no final record confirms a block, as the loop counted none.
+  const lc::WatchdogStats dog = rig.watchdog.stats();
+  EXPECT_EQ(dog.reports, 2u);
+  EXPECT_EQ(dog.finals_estimated, 1u);
+  EXPECT_EQ(dog.notes_dropped, 0u);
+  std::uint32_t confirmed = 0;
+  for (const BlockRecord& r : rig.reports) {
+    if (r.phase == Phase::final && !has_flag(r, lc::kFlagEndEstimated)) ++confirmed;
+  }
+  EXPECT_EQ(confirmed, loop.blocks);
+
+  // A block the loop stamps over the threshold in the same way is confirmed by its note.
+  rig.align();
+  rig.monitor.begin(kWork);
+  rig.compute(ms(100) + 1u);
+  const tick_t over = rig.now();
+  rig.starve(ms(20));
+  rig.monitor.end_at(over);
+  rig.idle(kPeriod);
+  ASSERT_EQ(rig.reports.size(), 4u);
+  EXPECT_EQ(rig.reports[3].phase, Phase::final);
+  EXPECT_EQ(rig.reports[3].flags, 0u);
+  EXPECT_EQ(rig.reports[3].duration_ticks, ms(100) + 1u);
+  EXPECT_EQ(rig.monitor.stats().blocks, 1u);
+  EXPECT_EQ(rig.watchdog.stats().finals_estimated, 1u);
+}
+
 // ---- Samples are kept per dispatch ---------------------------------------------------------
 
 TEST_P(WatchdogTest, EachRecordHoldsOnlyTheSamplesOfItsOwnDispatch) {
@@ -1105,6 +1166,142 @@ TEST_P(SharedWatchTest, AWatchFreedMidDispatchStartsWatchingTheWaitingLoop) {
   EXPECT_GE(b[1].samples_taken, 40u);
   EXPECT_LE(b[1].samples_taken, 46u);
   EXPECT_EQ(dog.stats().watches_busy, 1u);
+}
+
+}  // namespace
+
+// ---- Blocks that end faster than the watchdog drains their notes -----------------------------
+
+namespace {
+
+/// Two loops with a 1 ms threshold, polled every 48 ms (polls at 960 and 1008 ms around the
+/// wrap point): a loop can end more blocks between two polls than its note ring holds
+/// (LOOPCANARY_NOTE_CAPACITY), as under a watchdog that overruns its period. Both loops stamped
+/// by one virtual time.
+class NoteRingTest : public testing::TestWithParam<tick_t> {
+ protected:
+  static constexpr tick_t kSlowPoll = ms(48);
+  static constexpr tick_t kBlock = ms(2);  // each dispatch of a burst: a block
+
+  void SetUp() override {
+    for (sim::PortMonitor* m : {&loop_a, &loop_b}) {
+      lc::MonitorConfig config = loop_config(ms(1), ms(1), ms(1000));
+      config.name = m == &loop_a ? "a" : "b";
+      config.tick_hz = sim::kTickHz;
+      config.context = m == &loop_a ? &thread_a : &thread_b;
+      ASSERT_EQ(m->init(config), Status::ok);
+    }
+    ASSERT_EQ(dog.init(lc::WatchdogConfig{}, machine.hal()), Status::ok);
+    ASSERT_EQ(dog.add(loop_a), Status::ok);
+    ASSERT_EQ(dog.add(loop_b), Status::ok);
+    ASSERT_EQ(dog.add_interceptor(&collect, &reports), Status::ok);
+    scheduler.emplace(time, machine, dog, kSlowPoll);
+  }
+
+  /// Idles until `offset` after the start tick.
+  void idle_until(tick_t offset) { scheduler->idle(lc::ticks_between(time.peek(), later(GetParam(), offset))); }
+
+  /// `count` blocks in a row on `loop`, one kBlock dispatch each.
+  void burst(sim::PortMonitor& loop, sim::Thread& thread, std::uint32_t count) {
+    for (std::uint32_t i = 0; i < count; ++i) {
+      loop.begin(kWork);
+      scheduler->compute(thread, kBlock);
+      loop.end();
+    }
+  }
+
+  /// Idles up to and through the next poll.
+  void next_poll() { scheduler->idle(lc::ticks_between(time.peek(), scheduler->next_poll())); }
+
+  /// The final records of loop `name` whose end the loop stamped (no end_estimated), in order.
+  std::vector<BlockRecord> confirmed_finals(const char* name) const {
+    std::vector<BlockRecord> out;
+    for (const BlockRecord& r : reports) {
+      if (std::strcmp(r.loop, name) == 0 && r.phase == Phase::final && !has_flag(r, lc::kFlagEndEstimated)) {
+        out.push_back(r);
+      }
+    }
+    return out;
+  }
+
+  sim::VirtualTime time{GetParam()};
+  sim::Machine machine;
+  sim::Thread thread_a;
+  sim::Thread thread_b;
+  sim::PortMonitor loop_a{sim::Clock{time}};
+  sim::PortMonitor loop_b{sim::Clock{time}};
+  lc::StaticWatchdog<2, kRecords> dog;
+  std::optional<sim::Scheduler> scheduler;
+  std::vector<BlockRecord> reports;
+};
+
+INSTANTIATE_TEST_SUITE_P(Watchdog, NoteRingTest, testing::Values(tick_t{0}, kBeforeWrap), start_name);
+
+// Every block the loop counts is reported with its stamped end, or counted as dropped in the
+// watchdog's statistics and in every record from the poll that learns of it on.
+TEST_P(NoteRingTest, BlocksBeyondTheNoteRingAreCountedInTheStatisticsAndTheNextRecords) {
+  constexpr std::uint32_t kOver = 3;
+  constexpr std::uint32_t kFirst = static_cast<std::uint32_t>(lc::kNoteCapacity) + kOver;
+  // Ending at 1007 ms (993 .. 1007 ms with the default capacity of 4, across the wrap in the
+  // before_wrap run), between the polls at 960 and 1008 ms.
+  idle_until(ms(1007) - kFirst * kBlock);
+  burst(loop_a, thread_a, kFirst);
+  next_poll();
+
+  lc::LoopStats a = loop_a.stats();
+  EXPECT_EQ(a.blocks, kFirst);
+  EXPECT_EQ(a.notes_dropped, kOver);
+  lc::WatchdogStats stats = dog.stats();
+  EXPECT_EQ(stats.notes_dropped, kOver) << "the watchdog's statistics must count the blocks it never heard of";
+  std::vector<BlockRecord> finals = confirmed_finals("a");
+  ASSERT_EQ(finals.size(), lc::kNoteCapacity);
+  for (std::size_t i = 0; i < finals.size(); ++i) {
+    SCOPED_TRACE("final " + std::to_string(i));
+    EXPECT_EQ(finals[i].dispatch, i + 1u);  // the first blocks were queued, the later ones dropped
+    EXPECT_EQ(finals[i].flags, lc::kFlagUnwatched);
+    EXPECT_EQ(finals[i].duration_ticks, kBlock);
+    EXPECT_EQ(finals[i].notes_dropped, kOver) << "the poll learns of the drops before it reports";
+  }
+  EXPECT_EQ(finals.size() + stats.notes_dropped, a.blocks);
+
+  // Polls that find nothing new count nothing again; a second burst adds its own drops.
+  next_poll();
+  EXPECT_EQ(dog.stats().notes_dropped, kOver);
+  constexpr std::uint32_t kSecond = static_cast<std::uint32_t>(lc::kNoteCapacity) + 1u;
+  burst(loop_a, thread_a, kSecond);
+  next_poll();
+  a = loop_a.stats();
+  stats = dog.stats();
+  EXPECT_EQ(a.blocks, kFirst + kSecond);
+  EXPECT_EQ(stats.notes_dropped, kOver + 1u);
+  EXPECT_EQ(stats.notes_dropped, a.notes_dropped);
+  finals = confirmed_finals("a");
+  EXPECT_EQ(finals.size() + stats.notes_dropped, a.blocks);
+  EXPECT_EQ(finals.back().notes_dropped, kOver + 1u);
+  EXPECT_EQ(stats.finals_estimated, 0u);
+}
+
+// A loop whose last blocks were dropped (its thread then exits, say) never reports again: the
+// next record of any loop carries the count.
+TEST_P(NoteRingTest, DropsOfALoopThatNeverReportsAgainShowInTheNextRecordOfAnotherLoop) {
+  constexpr std::uint32_t kOver = 2;
+  constexpr std::uint32_t kCount = static_cast<std::uint32_t>(lc::kNoteCapacity) + kOver;
+  idle_until(ms(1007) - kCount * kBlock);  // between the polls at 960 and 1008 ms
+  burst(loop_a, thread_a, kCount);
+  next_poll();
+  const std::size_t reported_a = reports.size();
+  ASSERT_EQ(reported_a, lc::kNoteCapacity);
+
+  burst(loop_b, thread_b, 1);
+  next_poll();
+  ASSERT_EQ(reports.size(), reported_a + 1u);
+  const BlockRecord& b = reports.back();
+  EXPECT_STREQ(b.loop, "b");
+  EXPECT_EQ(b.phase, Phase::final);
+  EXPECT_EQ(b.notes_dropped, kOver) << "blocks lost anywhere show in the next record";
+  EXPECT_EQ(dog.stats().notes_dropped, kOver);
+  EXPECT_EQ(loop_a.stats().notes_dropped, kOver);
+  EXPECT_EQ(loop_b.stats().notes_dropped, 0u);
 }
 
 }  // namespace

@@ -119,7 +119,16 @@ WatchdogStats Watchdog::stats() const noexcept {
   s.samples_missed = detail::load_relaxed(samples_missed_);
   s.watches_busy = detail::load_relaxed(watches_busy_);
   s.suppressed = detail::load_relaxed(suppressed_);
+  s.notes_dropped = notes_dropped();
+  s.finals_estimated = detail::load_relaxed(finals_estimated_);
   return s;
+}
+
+// The loops keep the count (each its own LoopStats::notes_dropped): one place per fact.
+std::uint32_t Watchdog::notes_dropped() const noexcept {
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i < loops_; ++i) sum += detail::load_relaxed(tracks_[i].monitor->notes_dropped_);
+  return sum;
 }
 
 void Watchdog::poll(tick_t now) noexcept {
@@ -162,8 +171,10 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   if (!consistent) return;
 
   if (track.watch != nullptr && snap.seq != track.watch->dispatch.seq) {
-    // The watched dispatch ended without a note: under its threshold (not a block), or its
-    // note was lost (counted by the loop). Only a dispatch already reported is finalised.
+    // The watched dispatch ended without a note: within its threshold by the loop's end stamp
+    // (not a block, even if this watchdog saw it run past the threshold: the loop read its
+    // end clock before a poll and published the end after it), or its note was dropped
+    // (counted by the loop). Only a dispatch already reported is finalised, as an estimate.
     if (track.watch->reported_block) {
       report_watched(track, Phase::final, nullptr, suppressed);  // at an estimated end
     } else {
@@ -339,12 +350,13 @@ void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept 
   r.end = note.end;
   r.duration_ticks = ticks_between(note.begin, note.end);
   r.threshold_ticks = monitor.limits_for(*note.event).threshold;
-  r.notes_dropped = detail::load_relaxed(monitor.notes_dropped_);
+  r.notes_dropped = notes_dropped();  // all loops: the next record shows any loop's loss
 }
 
 // Reports the watched dispatch of `track` from what the watchdog saw of it up to this poll:
 // in_progress or hang while it runs; final once it ended, at the note's end stamp when `ended`
-// is given, else at an estimated end (this poll). A final report releases the watch.
+// is given, else at an estimated end (this poll): no note confirms a block then, and the
+// report is counted apart (finals_estimated). A final report releases the watch.
 void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept {
   const detail::Watch& w = *track.watch;
   begin_record(track, w.dispatch);  // end: this poll
@@ -384,6 +396,7 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
       r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(w.elapsed) - signed_ticks(ended->end, w.dispatch.end));
     } else {
       flags |= kFlagEndEstimated;
+      if (!suppressed) detail::bump(finals_estimated_);
     }
     track.done_seq = w.dispatch.seq;
     stop_watching(track);

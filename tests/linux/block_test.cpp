@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <future>
@@ -326,4 +327,145 @@ TEST(LinuxBlock, LoopThreadBlockingTheSignalIsAMissedSampleNeverAHang) {
   EXPECT_EQ(s.samples_answered, 0u);
   EXPECT_EQ(s.missed_timeout, 0u) << "a blocked signal is recognised, not waited for";
   EXPECT_LT(rig.runner.stats().max_lateness_us, 200'000u) << "the watchdog must never hang on a sample";
+}
+
+// Issue 19, part 5: a loop served by short-lived threads in turn (each attaches the loop's
+// LoopThread, runs one dispatch past the threshold, detaches and exits) while the watchdog is
+// busy: it samples hung loops every millisecond, and between rounds it is held after a poll (a
+// watchdog that overran its period) while more blocks end than the loop's note ring holds.
+// Every block a loop counted is reported with its stamped end or counted as dropped in the
+// watchdog's statistics, and the next record carries that count. Exact accounting, no timing.
+TEST(LinuxBlock, BlocksOfShortLivedLoopThreadsAreReportedOrCounted) {
+  constexpr int kHung = 4;
+  constexpr int kRounds = 4;
+  constexpr int kFreeBlocks = 8;  // per round, while the watchdog polls freely
+  constexpr int kHeldBlocks = static_cast<int>(lc::kNoteCapacity) + 4;  // per round, watchdog held
+  constexpr std::int64_t kBlockNs = 3'000'000;  // threshold 1 ms
+
+  lx::Platform platform;
+  char text[256];
+  const lx::Result p = platform.init();
+  ASSERT_TRUE(p.ok()) << lx::format(p, text, sizeof text);
+  lc::StaticWatchdog<kHung + 1, 2> watchdog;  // the interceptor sees every report; the ring may drop
+  ASSERT_EQ(watchdog.init(lc::WatchdogConfig{}, platform.hal()), lc::Status::ok);
+  lx::LoopThread threads[kHung + 1];
+  lx::PortMonitor monitors[kHung + 1];  // [0]: the short-lived threads' loop
+  for (int i = 0; i <= kHung; ++i) {
+    lc::MonitorConfig mc;
+    mc.name = i == 0 ? "short" : "hung";
+    mc.tick_hz = lx::tick_hz();
+    mc.threshold_us = 1'000;
+    mc.sample_interval_us = 1'000;
+    mc.arm_permille = 0;
+    mc.hang_limit_us = 60'000'000;
+    mc.context = &threads[i];
+    ASSERT_EQ(monitors[i].init(mc), lc::Status::ok);
+    ASSERT_EQ(watchdog.add(monitors[i]), lc::Status::ok);
+  }
+  Collector collector;
+  ASSERT_EQ(watchdog.add_interceptor(&Collector::intercept, &collector), lc::Status::ok);
+
+  // The hung loops: each thread blocks in a dispatch until the end of the test.
+  std::mutex hold_hung;
+  hold_hung.lock();
+  std::atomic<int> hung_in_dispatch{0};
+  std::vector<std::thread> hung;
+  for (int i = 1; i <= kHung; ++i) {
+    hung.emplace_back([&, i] {
+      lx::ScopedLoopThread attach(threads[i]);
+      EXPECT_TRUE(attach.result().ok());
+      monitors[i].begin(kLock);
+      hung_in_dispatch.fetch_add(1);
+      lc_test_wait_on_lock(hold_hung);  // takes and releases it: the next hung thread follows
+      monitors[i].end();
+    });
+  }
+  while (hung_in_dispatch.load() != kHung) std::this_thread::yield();
+
+  // After each poll the watchdog thread stays here while the test holds it.
+  struct Hold {
+    std::atomic<bool> wanted{false};
+    std::atomic<bool> parked{false};
+  } hold;
+  lx::WatchdogThreadConfig tc;
+  tc.period_us = 1'000;
+  tc.after_poll = [](void* context) {
+    auto& h = *static_cast<Hold*>(context);
+    while (h.wanted.load()) {
+      h.parked.store(true);
+      std::this_thread::yield();
+    }
+    h.parked.store(false);
+  };
+  tc.after_poll_context = &hold;
+  lx::WatchdogThread runner;
+  const lx::Result started = runner.start(watchdog, tc);
+  ASSERT_TRUE(started.ok()) << lx::format(started, text, sizeof text);
+
+  int blocks_run = 0;
+  const auto one_block = [&](std::int64_t ns) {
+    std::thread loop([&] {
+      lx::ScopedLoopThread attach(threads[0]);
+      EXPECT_TRUE(attach.result().ok());
+      monitors[0].begin(kCompute);
+      lc_test_spin_for(ns);
+      monitors[0].end();
+    });
+    loop.join();
+    ++blocks_run;
+  };
+  one_block(100'000'000);  // long enough to span the tick wrap in the wrap rerun
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kFreeBlocks; ++i) one_block(kBlockNs);
+    hold.wanted.store(true);
+    while (!hold.parked.load()) std::this_thread::yield();
+    for (int i = 0; i < kHeldBlocks; ++i) one_block(kBlockNs);
+    hold.wanted.store(false);
+  }
+  hold_hung.unlock();
+  for (std::thread& t : hung) t.join();
+  // Two polls after every loop has ended: the first drains the last notes, the second finds the
+  // dispatches it watched ended.
+  const std::uint32_t polls = runner.stats().polls;
+  while (runner.stats().polls < polls + 2u) std::this_thread::yield();
+  runner.stop();
+
+  std::uint32_t blocks = 0;
+  std::uint32_t loop_drops = 0;
+  for (const lx::PortMonitor& m : monitors) {
+    blocks += m.stats().blocks;
+    loop_drops += m.stats().notes_dropped;
+  }
+  const lc::LoopStats short_loop = monitors[0].stats();
+  EXPECT_EQ(short_loop.dispatches, static_cast<std::uint32_t>(blocks_run));
+  EXPECT_EQ(short_loop.blocks, static_cast<std::uint32_t>(blocks_run));
+  EXPECT_EQ(blocks, static_cast<std::uint32_t>(blocks_run + kHung));
+  // Each held round ended more blocks between two polls than the note ring holds.
+  constexpr int kSurplus = kHeldBlocks - static_cast<int>(lc::kNoteCapacity);
+  EXPECT_GE(short_loop.notes_dropped, static_cast<std::uint32_t>(kRounds * kSurplus));
+
+  const std::vector<lc::BlockRecord> records = collector.records();
+  const lc::WatchdogStats dog = watchdog.stats();
+  ASSERT_EQ(records.size(), dog.reports);
+  std::uint32_t confirmed = 0;
+  std::uint32_t estimated = 0;
+  std::vector<std::uint32_t> confirmed_of_short;
+  for (const lc::BlockRecord& r : records) {
+    if (r.phase != lc::Phase::final) continue;
+    if ((r.flags & lc::kFlagEndEstimated) != 0) {
+      ++estimated;
+      continue;
+    }
+    ++confirmed;
+    if (r.loop_index == 0) confirmed_of_short.push_back(r.dispatch);
+  }
+  EXPECT_EQ(dog.notes_dropped, loop_drops) << "the watchdog's statistics count every dropped note";
+  EXPECT_EQ(confirmed + dog.notes_dropped, blocks) << "reported + counted as dropped == blocks the loops counted";
+  EXPECT_EQ(estimated, dog.finals_estimated);
+  std::sort(confirmed_of_short.begin(), confirmed_of_short.end());
+  EXPECT_EQ(std::adjacent_find(confirmed_of_short.begin(), confirmed_of_short.end()), confirmed_of_short.end())
+      << "a block reported twice";
+  // The records after the last drops carry their count.
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().notes_dropped, dog.notes_dropped);
 }

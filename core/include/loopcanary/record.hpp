@@ -12,9 +12,13 @@ namespace loopcanary {
 
 /// Which report a record is.
 enum class Phase : std::uint8_t {
-  in_progress,  ///< the dispatch crossed its threshold and is still running
-  hang,         ///< the dispatch crossed its hang limit and is still running
-  final,        ///< the dispatch ended over its threshold (the BlockCanary report)
+  /// At a poll the dispatch had not ended and had run past its threshold by the poll's clock.
+  in_progress,
+  /// The same, past its hang limit.
+  hang,
+  /// The dispatch ended over its threshold (the BlockCanary report). Flagged kFlagEndEstimated:
+  /// a dispatch reported in progress ended, and no block is confirmed.
+  final,
 };
 
 /// Why the block took long, from the loop's CPU time against wall time over the window.
@@ -62,7 +66,10 @@ struct StackEvidence {
 enum RecordFlag : std::uint8_t {
   kFlagHung = 1u << 0,           ///< the dispatch had been reported as a hang
   kFlagUnwatched = 1u << 1,      ///< ended before the watchdog armed on it: no samples, no CPU
-  kFlagEndEstimated = 1u << 2,   ///< end not stamped by the loop (note lost): end = first poll after
+  /// Reported in progress, then ended without the loop's note: no block confirmed (its end
+  /// stamp was within the threshold, or its note was dropped); end = the first poll that found
+  /// it ended. Counted in WatchdogStats::finals_estimated.
+  kFlagEndEstimated = 1u << 2,
 };
 
 /// Everything one report says about one block: the fields below plus its StackEvidence. A plain
@@ -98,7 +105,7 @@ struct BlockRecord : StackEvidence {
 
   // Loss accounting, so nothing disappears silently.
   std::uint32_t records_dropped = 0;  ///< records the watchdog's ring refused so far (all loops)
-  std::uint32_t notes_dropped = 0;    ///< blocks this loop could not queue for the watchdog so far
+  std::uint32_t notes_dropped = 0;    ///< blocks the loops (all) could not queue for the watchdog so far
 };
 
 /// "in_progress", "hang", "final". Any context.

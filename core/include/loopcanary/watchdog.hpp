@@ -55,7 +55,12 @@ struct WatchdogConfig {
   std::uint16_t starved_wait_permille = 500;
 };
 
-/// Watchdog counters; any context may read them (each counter is atomic).
+/// Watchdog counters; any context may read them (each counter is atomic). 32-bit counters wrap.
+///
+/// Accounting of blocks (docs/reliability.md): after a poll that follows the loops' last
+/// dispatch, the loops' LoopStats::blocks add up to the final reports without the
+/// end_estimated flag (emitted, or withheld and counted in `suppressed`) plus `notes_dropped`.
+/// Final reports flagged end_estimated are counted apart, in `finals_estimated`.
 struct WatchdogStats {
   std::uint32_t polls = 0;
   std::uint32_t reports = 0;             ///< reports produced (interceptors called): the last report number
@@ -67,6 +72,14 @@ struct WatchdogStats {
   /// once): not sampled until a slot freed; a block among them is still reported at its end.
   /// Always 0 when the watchdog has a watch per loop (the default).
   std::uint32_t watches_busy = 0;
+  /// Blocks the loops counted (LoopStats::blocks) whose note never reached the watchdog, as
+  /// their note ring was full: the sum of every registered loop's LoopStats::notes_dropped.
+  /// Every report carries it as it stood when the report was made (BlockRecord::notes_dropped).
+  std::uint32_t notes_dropped = 0;
+  /// Final reports flagged end_estimated (among `reports`): a dispatch reported in progress
+  /// ended without a note from its loop, so no block is confirmed (it ended within its
+  /// threshold by the loop's own end stamp, or its note was dropped and is in notes_dropped).
+  std::uint32_t finals_estimated = 0;
 };
 
 /// The cause rule (docs/design.md) on a record's CPU evidence: the window (window_ticks at
@@ -152,6 +165,8 @@ class Watchdog {
   /// Records waiting in the ring. Any context.
   std::uint32_t pending() const noexcept { return ring_.size(); }
 
+  /// The counters (WatchdogStats). Any context, but not while add() runs: notes_dropped is
+  /// read from each added loop's own counter.
   WatchdogStats stats() const noexcept;
   const char* qualifier() const noexcept { return qualifier_; }
   std::size_t loop_count() const noexcept { return loops_; }
@@ -192,6 +207,7 @@ class Watchdog {
   void count_top(StackEvidence& stack, const Sample& sample) noexcept;
   void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
+  std::uint32_t notes_dropped() const noexcept;
   void begin_record(const Track& track, const BlockNote& note) noexcept;
   void emit(bool suppressed) noexcept;
 
@@ -217,6 +233,7 @@ class Watchdog {
   std::atomic<std::uint32_t> samples_missed_{0};
   std::atomic<std::uint32_t> suppressed_{0};
   std::atomic<std::uint32_t> watches_busy_{0};
+  std::atomic<std::uint32_t> finals_estimated_{0};
 };
 
 namespace detail {
