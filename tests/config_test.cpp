@@ -185,6 +185,32 @@ TEST(MonitorConfig, HangLimitOfExactlyMaxIntervalTicksIsAccepted) {
   EXPECT_STATUS(m.init(config), Status::hang_limit_too_long);
 }
 
+// The microsecond fields are 32-bit (up to 2^32 - 1 us, 71.6 minutes); what bounds them is the
+// tick counter: a hang limit must stay below half its wrap at tick_hz. At 1 MHz a threshold
+// and hang limit of 2^31 us are one tick over, and 2^32 - 1 us far over; at a 32768 Hz clock
+// (half wrap 18.2 hours) the whole 32-bit range fits and converts exactly.
+TEST(MonitorConfig, DurationsPast2p31MicrosecondsAreRefusedOrExactByTickRate) {
+  constexpr std::uint32_t k2p31 = 0x8000'0000u;
+  constexpr std::uint32_t kMaxUs = 0xFFFF'FFFFu;
+  lc::Monitor m;
+  MonitorConfig config = valid_monitor_config();
+  for (const std::uint32_t us : {k2p31, kMaxUs}) {
+    config.threshold_us = us;
+    config.hang_limit_us = us;
+    EXPECT_STATUS(m.init(config), Status::hang_limit_too_long) << us << " us at 1 MHz";
+    config.threshold_us = valid_monitor_config().threshold_us;
+    EXPECT_STATUS(m.init(config), Status::hang_limit_too_long) << "hang limit " << us << " us at 1 MHz";
+  }
+  config.tick_hz = 32'768;
+  config.threshold_us = kMaxUs;
+  config.hang_limit_us = kMaxUs;
+  ASSERT_STATUS(m.init(config), Status::ok);
+  const lc::Limits limits = m.limits_for(lc::Event{"e"});
+  EXPECT_EQ(limits.threshold, lc::ticks_from_us(kMaxUs, 32'768));
+  EXPECT_EQ(limits.threshold, 140'737'488u);  // 4294.967295 s x 32768 Hz, rounded down
+  EXPECT_EQ(limits.hang, limits.threshold);
+}
+
 TEST(MonitorConfig, InitAfterRegistrationIsRefused) {
   lc::Monitor m;
   ASSERT_STATUS(m.init(valid_monitor_config()), Status::ok);

@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT
 // Tick arithmetic: the 64-by-32 division every conversion uses (the 32-bit targets' algorithm,
-// checked against the host's own division) and the microsecond/tick conversions built on it.
+// checked against the host's own division), the microsecond/tick conversions built on it, the
+// 64-bit extension of the wrapping counter, and the sim port's virtual time over long spans.
 #include <cstdint>
 #include <random>
 
 #include <gtest/gtest.h>
 
 #include "loopcanary/time.hpp"
+#include "loopcanary/watchdog.hpp"
+#include "loopcanary_port.hpp"
 
 namespace {
 
 namespace lc = loopcanary;
 using lc::detail::divide;
 using lc::detail::divide_in_steps;
+using lc::tick_t;
 
 TEST(Divide, InStepsMatchesTheHostsDivisionAtTheEdges) {
   const std::uint64_t numerators[] = {0u,
@@ -92,6 +96,90 @@ TEST(Conversions, RoundTripLosesLessThanOneTick) {
       EXPECT_LE(ticks - back, (hz + 999'999u) / 1'000'000u) << ticks << " ticks at " << hz << " Hz";
     }
   }
+}
+
+// ---- WideTicks: the counter extended to 64 bits -----------------------------------------
+
+// Readings three quarters of a wrap apart, starting just before the wrap: every wrap is counted
+// and the low 32 bits stay the reading.
+TEST(WideTicks, CountsEveryWrapOfTheReadings) {
+  tick_t t = 0xFFFF'FF00u;
+  lc::WideTicks clock(t);
+  const std::uint64_t first = clock.value();
+  EXPECT_EQ(static_cast<tick_t>(first), t);
+  for (int i = 0; i < 6; ++i) {
+    t = static_cast<tick_t>(t + 0xC000'0000u);
+    const std::uint64_t updated = clock.update(t);
+    EXPECT_EQ(updated, clock.value());
+    EXPECT_EQ(static_cast<tick_t>(updated), t);
+  }
+  EXPECT_EQ(clock.value() - first, 6u * std::uint64_t{0xC000'0000u});
+  EXPECT_EQ(clock.update(t), first + 6u * std::uint64_t{0xC000'0000u}) << "the same reading again: no time passed";
+}
+
+// The longest gap between two readings is one wrap less one tick.
+TEST(WideTicks, AGapOfOneTickLessThanAWrapIsCounted) {
+  lc::WideTicks clock(5u);
+  const std::uint64_t first = clock.value();
+  clock.update(4u);
+  EXPECT_EQ(clock.value() - first, 0xFFFF'FFFFu);
+}
+
+// A reading up to half a wrap before or after the latest one widens to its own value, on either
+// side of the wrap, also before the first reading.
+TEST(WideTicks, WidensReadingsWithinHalfAWrapEitherSide) {
+  for (const tick_t start : {tick_t{3}, tick_t{0x8000'0000u}, tick_t{0xFFFF'FFF0u}}) {
+    lc::WideTicks clock(start);
+    for (int step = 0; step < 3; ++step) {
+      const std::uint64_t v = clock.value();
+      const tick_t t = static_cast<tick_t>(v);
+      EXPECT_EQ(clock.widen(t), v);
+      EXPECT_EQ(clock.widen(static_cast<tick_t>(t - 5u)), v - 5u) << start;
+      EXPECT_EQ(clock.widen(static_cast<tick_t>(t + 5u)), v + 5u) << start;
+      EXPECT_EQ(clock.widen(static_cast<tick_t>(t - lc::kMaxIntervalTicks)), v - lc::kMaxIntervalTicks) << start;
+      EXPECT_EQ(clock.widen(static_cast<tick_t>(t + lc::kMaxIntervalTicks)), v + lc::kMaxIntervalTicks) << start;
+      EXPECT_EQ(clock.value(), v) << "widen() does not advance";
+      clock.update(static_cast<tick_t>(t + 0xA000'0000u));
+    }
+  }
+}
+
+// ---- The sim port over more than half a wrap -------------------------------------------------
+
+namespace sim = loopcanary::sim;
+
+// A poll period longer than half the wrap (3000 s at 1 MHz) still polls one period after the
+// start and every period after that, not at once; from just before the wrap.
+TEST(SimScheduler, PeriodLongerThanHalfTheWrapPollsOnTime) {
+  const auto start = static_cast<tick_t>(0u - 1000u);
+  sim::VirtualTime time(start);
+  sim::Machine machine;
+  lc::StaticWatchdog<1, 2> watchdog;
+  const tick_t period = 3'000'000'000u;
+  sim::Scheduler scheduler(time, machine, watchdog, period);
+  EXPECT_EQ(scheduler.next_poll(), static_cast<tick_t>(start + period));
+  scheduler.idle(1);
+  EXPECT_EQ(scheduler.polls(), 0u);
+  scheduler.idle(period - 2u);
+  EXPECT_EQ(scheduler.polls(), 0u) << "one tick before the first poll";
+  scheduler.idle(1);
+  EXPECT_EQ(scheduler.polls(), 1u);
+  scheduler.idle(period - 1u);
+  EXPECT_EQ(scheduler.polls(), 1u) << "one tick before the second poll";
+  scheduler.idle(1);
+  EXPECT_EQ(scheduler.polls(), 2u);
+  EXPECT_EQ(time.peek(), static_cast<tick_t>(start + 2u * period));
+  EXPECT_EQ(scheduler.next_poll(), static_cast<tick_t>(start + 3u * period));
+}
+
+// Virtual time counts every tick it advanced in 64 bits, across any number of wraps.
+TEST(SimVirtualTime, ElapsedCountsPastTheWrap) {
+  sim::VirtualTime time(static_cast<tick_t>(0u - 10u));
+  for (int i = 0; i < 5; ++i) time.advance(0xFFFF'FFFFu);
+  time.set_read_step(3);
+  (void)time.read();
+  EXPECT_EQ(time.elapsed(), 5u * std::uint64_t{0xFFFF'FFFFu} + 3u);
+  EXPECT_EQ(time.peek(), static_cast<tick_t>(0u - 10u + 5u * 0xFFFF'FFFFu + 3u));
 }
 
 }  // namespace

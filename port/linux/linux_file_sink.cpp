@@ -33,7 +33,9 @@ namespace {
 constexpr std::size_t kMaxPrefix = 24;
 constexpr std::uint32_t kMinFileBytes = 4096;
 constexpr std::uint64_t kCleanupEveryMs = 3600u * 1000u;
-constexpr std::size_t kRotatedMiddle = 23;  // "YYYYmmddTHHMMSSZ-NNNNNN"
+constexpr std::size_t kRotatedTime = 17;     // "YYYYmmddTHHMMSSZ-"
+constexpr std::size_t kMinSerialDigits = 6;  // the serial is printed with at least 6 digits
+constexpr std::size_t kMaxSerialDigits = 18; // and read back with at most 18 (fits 64 bits)
 constexpr std::size_t kOverflow = ~std::size_t{0};  // format_extension: the output did not fit
 
 std::uint64_t monotonic_ms() noexcept {
@@ -54,16 +56,46 @@ bool all_digits(const char* p, std::size_t n) noexcept {
   return true;
 }
 
-// "<stem>.YYYYmmddTHHMMSSZ-NNNNNN<suffix>": a file this sink rotated.
-bool is_rotated(const char* name, const char* stem, const char* suffix) noexcept {
+// "<stem>.YYYYmmddTHHMMSSZ-<serial><suffix>" (serial: 6 to 18 digits): a file this sink
+// rotated. Sets `serial`.
+bool parse_rotated(const char* name, const char* stem, const char* suffix, std::uint64_t& serial) noexcept {
   const std::size_t n = std::strlen(name);
   const std::size_t s = std::strlen(stem);
   const std::size_t x = std::strlen(suffix);
-  if (n != s + 1 + kRotatedMiddle + x) return false;
+  if (n < s + 1 + kRotatedTime + kMinSerialDigits + x || n > s + 1 + kRotatedTime + kMaxSerialDigits + x) return false;
   if (std::strncmp(name, stem, s) != 0 || name[s] != '.' || std::strcmp(name + n - x, suffix) != 0) return false;
   const char* m = name + s + 1;
-  return all_digits(m, 8) && m[8] == 'T' && all_digits(m + 9, 6) && m[15] == 'Z' && m[16] == '-' &&
-         all_digits(m + 17, 6);
+  const std::size_t digits = n - x - (s + 1 + kRotatedTime);
+  if (!(all_digits(m, 8) && m[8] == 'T' && all_digits(m + 9, 6) && m[15] == 'Z' && m[16] == '-' &&
+        all_digits(m + kRotatedTime, digits))) {
+    return false;
+  }
+  serial = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    serial = serial * 10u + static_cast<std::uint64_t>(m[kRotatedTime + i] - '0');
+  }
+  return true;
+}
+
+// `directory`, or "<directory>/<file>", into `out` for a message. A path longer than `size` - 1
+// keeps its end (the file name and the folders nearest to it) behind a leading "…"; it is
+// never empty. `size` >= 8.
+void fit_path(char* out, std::size_t size, const char* directory, const char* file) noexcept {
+  static constexpr char kEllipsis[] = "\xE2\x80\xA6";  // U+2026 in UTF-8
+  constexpr std::size_t kEllipsisBytes = sizeof kEllipsis - 1;
+  const std::size_t d = std::strlen(directory);
+  const std::size_t total = file != nullptr ? d + 1 + std::strlen(file) : d;
+  const auto at = [&](std::size_t i) { return i < d ? directory[i] : i == d ? '/' : file[i - d - 1]; };
+  std::size_t from = 0;
+  std::size_t n = 0;
+  if (total + 1 > size) {
+    std::memcpy(out, kEllipsis, kEllipsisBytes);
+    n = kEllipsisBytes;
+    from = total - (size - 1 - kEllipsisBytes);
+    while (from < total && (static_cast<unsigned char>(at(from)) & 0xC0u) == 0x80u) ++from;  // not mid-character
+  }
+  for (std::size_t i = from; i < total; ++i) out[n++] = at(i);
+  out[n] = '\0';
 }
 
 // strerror_r comes in a GNU flavour (returns the text) and an XSI one (fills the buffer).
@@ -117,6 +149,8 @@ const char* name(SinkError error) noexcept {
     case SinkError::cleanup_failed: return "cleanup_failed";
     case SinkError::record_too_large: return "record_too_large";
     case SinkError::not_open: return "not_open";
+    case SinkError::file_vanished: return "file_vanished";
+    case SinkError::directory_vanished: return "directory_vanished";
   }
   return "unknown_sink_error";
 }
@@ -155,11 +189,9 @@ SinkError FileSink::open(const FileSinkConfig& config) noexcept {
   }
   config_ = config;
   if (config_.fake_write == nullptr) config_.fake_write = &real_write;
-  if (std::strlen(config.directory) >= sizeof directory_) {
-    fail(SinkError::directory_open_failed, ENAMETOOLONG, "open directory", nullptr);
-    return SinkError::directory_open_failed;
-  }
-  std::strcpy(directory_, config.directory);
+  const std::size_t directory_length = std::strlen(config.directory);
+  directory_ = std::make_unique<char[]>(directory_length + 1);
+  std::memcpy(directory_.get(), config.directory, directory_length + 1);
 
   // The stem: prefix, then "-" and the qualifier reduced to safe characters.
   std::size_t n = 0;
@@ -178,6 +210,7 @@ SinkError FileSink::open(const FileSinkConfig& config) noexcept {
   text_buffer_ = std::make_unique<char[]>(capacity);
   extension_buffer_ = std::make_unique<char[]>(capacity);
   symbolizer_ = std::make_unique<Symbolizer>();
+  rotation_serial_ = 0;  // cleanup() continues it from the highest one in the directory
   configured_ = true;
   const bool opened = open_locked();
   const bool notify = error_pending_;
@@ -188,20 +221,56 @@ SinkError FileSink::open(const FileSinkConfig& config) noexcept {
   return opened ? SinkError::none : copy.last_error;
 }
 
+FileSink::Presence FileSink::directory_presence() const noexcept {
+  struct stat held {};
+  if (fstat(dir_fd_, &held) != 0) return Presence::in_place;  // cannot tell
+  if (held.st_nlink == 0) return Presence::deleted;
+  struct stat named {};
+  if (stat(directory_.get(), &named) != 0) {
+    return errno == ENOENT || errno == ENOTDIR ? Presence::moved : Presence::in_place;
+  }
+  return named.st_dev == held.st_dev && named.st_ino == held.st_ino ? Presence::in_place : Presence::moved;
+}
+
+FileSink::Presence FileSink::file_presence(const Log& log) const noexcept {
+  struct stat held {};
+  if (fstat(log.fd, &held) != 0) return Presence::in_place;  // cannot tell
+  if (held.st_nlink == 0) return Presence::deleted;
+  struct stat named {};
+  if (fstatat(dir_fd_, log.name, &named, AT_SYMLINK_NOFOLLOW) != 0) {
+    return errno == ENOENT ? Presence::moved : Presence::in_place;
+  }
+  return named.st_dev == held.st_dev && named.st_ino == held.st_ino ? Presence::in_place : Presence::moved;
+}
+
+void FileSink::close_files(bool directory_too) noexcept {
+  for (Log* log : {json_.get(), text_.get()}) {
+    if (log->fd >= 0) ::close(log->fd);
+    log->fd = -1;
+    log->size = 0;
+  }
+  if (directory_too && dir_fd_ >= 0) {
+    ::close(dir_fd_);
+    dir_fd_ = -1;
+  }
+}
+
 bool FileSink::open_locked() noexcept {
   last_open_attempt_ms_ = monotonic_ms();
+  // A directory deleted or replaced since it was opened is opened (or created) again by path.
+  if (dir_fd_ >= 0 && directory_presence() != Presence::in_place) close_files(true);
   if (dir_fd_ < 0) {
-    int fd = ::open(directory_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = ::open(directory_.get(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
       if (!config_.create_directory) {
         fail(SinkError::directory_not_found, ENOENT, "open directory", nullptr);
         return false;
       }
-      if (::mkdir(directory_, 0700) != 0 && errno != EEXIST) {
+      if (::mkdir(directory_.get(), 0700) != 0 && errno != EEXIST) {
         fail(SinkError::directory_create_failed, errno, "create directory", nullptr);
         return false;
       }
-      fd = ::open(directory_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      fd = ::open(directory_.get(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }
     if (fd < 0) {
       fail(SinkError::directory_open_failed, errno, "open directory", nullptr);
@@ -210,22 +279,28 @@ bool FileSink::open_locked() noexcept {
     dir_fd_ = fd;
   }
   Log* logs[2] = {config_.json ? json_.get() : nullptr, config_.text ? text_.get() : nullptr};
+  std::time_t now = std::time(nullptr);
+  // Old files go before a current file is created, so max_files holds at every instant; this
+  // also finds the highest rotation serial in the directory.
+  for (Log* log : logs) {
+    if (log != nullptr && log->fd < 0) cleanup(*log, now);
+  }
   for (Log* log : logs) {
     if (log != nullptr && log->fd < 0 && !open_log(*log)) return false;
   }
-  std::time_t now = std::time(nullptr);
   for (Log* log : logs) {
     if (log == nullptr) continue;
     // A current file left from an earlier run that is over the age limit is rotated, so the
-    // cleanup below can remove it.
+    // cleanup in rotate() removes it.
     struct stat st {};
     if (config_.max_age_s != 0 && log->size > 0 && fstat(log->fd, &st) == 0 &&
         st.st_mtime + static_cast<std::time_t>(config_.max_age_s) < now) {
       if (!rotate(*log)) return false;
     }
-    cleanup(*log, now);
   }
   last_cleanup_ms_ = monotonic_ms();
+  last_check_ms_ = last_cleanup_ms_;
+  written_since_check_ = 0;
   status_.open = true;
   status_.healthy = true;
   return true;
@@ -263,43 +338,122 @@ bool FileSink::open_log(Log& log) noexcept {
   return true;
 }
 
-void FileSink::close() noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
+bool FileSink::check_locked(bool reopen) noexcept {
+  last_check_ms_ = monotonic_ms();
+  if (!status_.open || dir_fd_ < 0) return false;
+  const Presence directory = directory_presence();
+  Presence file = Presence::in_place;
+  const Log* vanished = nullptr;
   for (Log* log : {json_.get(), text_.get()}) {
-    if (log->fd >= 0) ::close(log->fd);
-    log->fd = -1;
-    log->size = 0;
+    if (log->fd < 0) continue;
+    const Presence p = file_presence(*log);
+    if (p == Presence::in_place) continue;
+    if (vanished == nullptr || p == Presence::deleted) {
+      vanished = log;
+      file = p;
+    }
   }
-  if (dir_fd_ >= 0) ::close(dir_fd_);
-  dir_fd_ = -1;
+  if (directory == Presence::in_place && file == Presence::in_place) {
+    written_since_check_ = 0;
+    return true;
+  }
+  // A deleted file takes every record written to it with it; those written since the last
+  // check were not on disk under a name when it was seen last, so they count as lost.
+  const std::uint64_t lost =
+      directory == Presence::deleted || file == Presence::deleted ? written_since_check_ : 0;
+  written_since_check_ = 0;
+  status_.records_written -= lost;
+  status_.records_failed += lost;
+  status_.records_lost += lost;
+  const bool whole_directory = directory != Presence::in_place;
+  const Presence what = whole_directory ? directory : file;
+  char detail[192];
+  std::snprintf(detail, sizeof detail, "%s %s, %llu record%s written since the last check lost; %s",
+                whole_directory ? "directory" : "file", what == Presence::deleted ? "deleted" : "moved or replaced",
+                static_cast<unsigned long long>(lost), lost == 1 ? "" : "s",
+                !reopen ? "closing" : whole_directory ? "recreating it" : "starting a new file");
+  fail(whole_directory ? SinkError::directory_vanished : SinkError::file_vanished, 0, "check",
+       whole_directory ? nullptr : vanished->name, detail);
+  if (whole_directory) {
+    close_files(true);
+  } else {
+    for (Log* log : {json_.get(), text_.get()}) {
+      if (log->fd >= 0 && file_presence(*log) != Presence::in_place) {
+        ::close(log->fd);
+        log->fd = -1;
+        log->size = 0;
+      }
+    }
+  }
+  status_.open = false;
+  status_.healthy = false;
+  if (reopen) open_locked();  // a failure there is reported on its own, and retried
+  return false;
+}
+
+bool FileSink::check() noexcept {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool in_place = configured_ && status_.open && check_locked(true);
+  const bool notify = error_pending_;
+  error_pending_ = false;
+  const SinkStatus copy = status_;
+  lock.unlock();
+  if (notify && config_.on_error != nullptr) config_.on_error(config_.on_error_context, copy);
+  return in_place;
+}
+
+void FileSink::close() noexcept {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // The last check: records written since the previous one into a file deleted since are counted.
+  if (configured_ && status_.open) check_locked(false);
+  close_files(true);
   configured_ = false;
   status_.open = false;
   status_.healthy = false;
+  const bool notify = error_pending_;
+  error_pending_ = false;
+  const SinkStatus copy = status_;
+  lock.unlock();
+  if (notify && config_.on_error != nullptr) config_.on_error(config_.on_error_context, copy);
 }
 
-void FileSink::fail(SinkError error, int sys_errno, const char* what, const char* file) noexcept {
+void FileSink::fail(SinkError error, int sys_errno, const char* what, const char* file, const char* detail) noexcept {
   status_.last_error = error;
   status_.last_errno = sys_errno;
   ++status_.errors;
   char text[128] = {};
-  const char* reason = sys_errno != 0 ? pick_text(strerror_r(sys_errno, text, sizeof text), text) : name(error);
-  if (file != nullptr) {
-    std::snprintf(status_.message, sizeof status_.message, "%s '%s/%s': %s", what, directory_, file, reason);
-  } else {
-    std::snprintf(status_.message, sizeof status_.message, "%s '%s': %s", what, directory_, reason);
+  const char* reason = detail != nullptr ? detail
+                       : sys_errno != 0  ? pick_text(strerror_r(sys_errno, text, sizeof text), text)
+                                         : name(error);
+  if (directory_ == nullptr) {  // before the first open(): no path to name
+    std::snprintf(status_.message, sizeof status_.message, "%s: %s", what, reason);
+    error_pending_ = true;
+    return;
   }
+  // The path gets what the operation and the reason leave of the message, at least a third.
+  constexpr std::size_t kMessage = sizeof status_.message;
+  const std::size_t fixed = std::strlen(what) + std::strlen(reason) + 6;  // " '" "': " and the NUL
+  const std::size_t room = std::max(kMessage > fixed ? kMessage - fixed : 0, kMessage / 3);
+  char path[kMessage];
+  fit_path(path, room, directory_.get(), file);
+  // "<what> '<path>': <reason>", the reason cut at the end if it does not fit what is left.
+  std::size_t used = 0;
+  for (const char* part : {what, " '", static_cast<const char*>(path), "': ", reason}) {
+    for (; *part != '\0' && used + 1 < kMessage; ++part) status_.message[used++] = *part;
+  }
+  status_.message[used] = '\0';
   error_pending_ = true;
 }
 
 bool FileSink::rotate(Log& log) noexcept {
   char stamp[24];
   utc_time(stamp, sizeof stamp, true);
-  char target[sizeof log.name + 32];
+  char target[sizeof log.name + 48];
   bool renamed = false;
   for (int attempt = 0; attempt < 100 && !renamed; ++attempt) {
-    rotation_serial_ = (rotation_serial_ + 1u) % 1'000'000u;
-    std::snprintf(target, sizeof target, "%s.%s-%06u%s", stem_, stamp, static_cast<unsigned>(rotation_serial_),
-                  log.suffix);
+    ++rotation_serial_;
+    std::snprintf(target, sizeof target, "%s.%s-%06llu%s", stem_, stamp,
+                  static_cast<unsigned long long>(rotation_serial_), log.suffix);
     if (renameat2(dir_fd_, log.name, dir_fd_, target, RENAME_NOREPLACE) == 0) {
       renamed = true;
     } else if (errno == EINVAL) {
@@ -320,9 +474,10 @@ bool FileSink::rotate(Log& log) noexcept {
   log.fd = -1;
   log.size = 0;
   ++status_.rotations;
-  if (!open_log(log)) return false;
+  // The oldest rotated file goes before the new current file is created: the directory never
+  // holds more than max_files of this kind (a rename does not add a file).
   cleanup(log, std::time(nullptr));
-  return true;
+  return open_log(log);
 }
 
 void FileSink::cleanup(Log& log, std::time_t now) noexcept {
@@ -333,23 +488,34 @@ void FileSink::cleanup(Log& log, std::time_t now) noexcept {
     if (fd >= 0) ::close(fd);
     return;
   }
-  std::vector<std::pair<std::string, std::time_t>> rotated;
+  struct Rotated {
+    std::uint64_t serial;
+    std::string name;
+    std::time_t mtime;
+  };
+  std::vector<Rotated> rotated;
   while (const dirent* entry = readdir(dir)) {
-    if (!is_rotated(entry->d_name, stem_, log.suffix)) continue;
+    std::uint64_t serial = 0;
+    if (!parse_rotated(entry->d_name, stem_, log.suffix, serial)) continue;
     struct stat st {};
     if (fstatat(dir_fd_, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-      rotated.emplace_back(entry->d_name, st.st_mtime);
+      rotated.push_back(Rotated{serial, entry->d_name, st.st_mtime});
+      rotation_serial_ = std::max(rotation_serial_, serial);
     }
   }
   closedir(dir);
-  std::sort(rotated.begin(), rotated.end());  // names carry the UTC time: oldest first
+  // Oldest first by the serial, which goes on across runs from the highest one found: the
+  // wall-clock time in the names may repeat (a restart within a second) or go back.
+  std::sort(rotated.begin(), rotated.end(), [](const Rotated& a, const Rotated& b) {
+    return a.serial != b.serial ? a.serial < b.serial : a.name < b.name;
+  });
   std::size_t keep = std::size_t{config_.max_files} - 1u;  // the current file is one of them
   std::size_t left = rotated.size();
-  for (const auto& file : rotated) {
-    const bool too_old = config_.max_age_s != 0 && file.second + static_cast<std::time_t>(config_.max_age_s) < now;
+  for (const Rotated& file : rotated) {
+    const bool too_old = config_.max_age_s != 0 && file.mtime + static_cast<std::time_t>(config_.max_age_s) < now;
     if (!too_old && left <= keep) continue;
-    if (unlinkat(dir_fd_, file.first.c_str(), 0) != 0) {
-      fail(SinkError::cleanup_failed, errno, "remove", file.first.c_str());
+    if (unlinkat(dir_fd_, file.name.c_str(), 0) != 0) {
+      fail(SinkError::cleanup_failed, errno, "remove", file.name.c_str());
       continue;
     }
     --left;
@@ -359,6 +525,10 @@ void FileSink::cleanup(Log& log, std::time_t now) noexcept {
       ++status_.removed_by_count;
     }
   }
+}
+
+bool FileSink::rotation_due(const Log& log, std::size_t length) const noexcept {
+  return log.size > 0 && log.size + length + (log.torn ? 1u : 0u) > config_.max_file_bytes;
 }
 
 bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
@@ -372,7 +542,7 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
     fail(SinkError::not_open, 0, "write", log.name);
     return false;
   }
-  if (log.size > 0 && log.size + length + (log.torn ? 1u : 0u) > config_.max_file_bytes && !rotate(log)) return false;
+  if (rotation_due(log, length) && !rotate(log)) return false;
   const char* out = data;
   std::size_t n = length;
   if (log.torn) {
@@ -525,6 +695,46 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
   return w.overflowed() ? kOverflow : w.length();
 }
 
+std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept {
+  // The core's JSON object, then a "linux" member (clock, module + offset + build-id of every
+  // program counter) spliced in before its closing brace.
+  const std::size_t capacity = config_.max_record_bytes;
+  char* line = json_buffer_.get() + 1;
+  const FormatResult f = format_json(record, line, capacity);
+  std::size_t length = f.length;
+  if (f.truncated || length < 2 || line[length - 2] != '}' || line[length - 1] != '\n') return kOverflow;
+  length -= 2;
+  const std::size_t extension = format_extension(record, extension_buffer_.get(), capacity, Part::json);
+  if (extension == kOverflow || length + extension + 2 > capacity) return kOverflow;
+  std::memcpy(line + length, extension_buffer_.get(), extension);
+  length += extension;
+  line[length++] = '}';
+  line[length++] = '\n';
+  return length;
+}
+
+std::size_t FileSink::format_text_block(const BlockRecord& record) noexcept {
+  const std::size_t capacity = config_.max_record_bytes;
+  char* text = text_buffer_.get() + 1;
+  TextWriter w(text, capacity);
+  char header[96];
+  std::snprintf(header, sizeof header, "==== loopcanary report %u (%s) ====\n", static_cast<unsigned>(record.report),
+                to_string(record.phase));
+  w.puts(header);
+  const std::size_t head = format_extension(record, extension_buffer_.get(), capacity, Part::text_head);
+  for (std::size_t i = 0; head != kOverflow && i < head; ++i) w.put(extension_buffer_[i]);
+  const std::size_t used = w.length();
+  const FormatResult f = format_text(record, text + used, used < capacity ? capacity - used : 0);
+  if (head == kOverflow || f.truncated || w.overflowed() || used + f.length >= capacity) return kOverflow;
+  std::size_t length = used + f.length;
+  const std::size_t legend =
+      format_extension(record, text + length, capacity - length - 1, Part::text_legend);  // - 1: the blank line
+  if (legend == kOverflow) return kOverflow;
+  length += legend;
+  text[length++] = '\n';  // a blank line between records
+  return length;
+}
+
 bool FileSink::write(const BlockRecord& record) noexcept {
   std::unique_lock<std::mutex> lock(mutex_);
   bool ok = configured_;
@@ -535,6 +745,9 @@ bool FileSink::write(const BlockRecord& record) noexcept {
   } else if (!status_.open) {
     ok = false;
     error_pending_ = true;  // still closed since the last failed attempt: report again
+  } else if (monotonic_ms() - last_check_ms_ >= config_.check_files_ms) {
+    check_locked(true);
+    ok = status_.open;
   }
   if (ok && monotonic_ms() - last_cleanup_ms_ >= kCleanupEveryMs) {
     const std::time_t now = std::time(nullptr);
@@ -544,64 +757,35 @@ bool FileSink::write(const BlockRecord& record) noexcept {
   }
 
   if (ok) {
-    const std::size_t capacity = config_.max_record_bytes;
-    if (config_.json) {
-      // The core's JSON object, then a "linux" member (clock, module + offset + build-id of
-      // every program counter) spliced in before its closing brace.
-      char* line = json_buffer_.get() + 1;
-      const FormatResult f = format_json(record, line, capacity);
-      std::size_t length = f.length;
-      bool fits = !f.truncated && length >= 2 && line[length - 2] == '}' && line[length - 1] == '\n';
-      if (fits) {
-        length -= 2;
-        const std::size_t extension = format_extension(record, extension_buffer_.get(), capacity, Part::json);
-        fits = extension != kOverflow && length + extension + 2 <= capacity;
-        if (fits) {
-          std::memcpy(line + length, extension_buffer_.get(), extension);
-          length += extension;
-          line[length++] = '}';
-          line[length++] = '\n';
-        }
-      }
-      if (!fits) {
+    // Both forms are formatted first, so a check before a rotation falls between records.
+    const std::size_t json_length = config_.json ? format_json_line(record) : 0;
+    const std::size_t text_length = config_.text ? format_text_block(record) : 0;
+    const bool rotation = (config_.json && json_length != kOverflow && rotation_due(*json_, json_length)) ||
+                          (config_.text && text_length != kOverflow && rotation_due(*text_, text_length));
+    if (rotation) {
+      check_locked(true);  // a file that vanished is replaced, not renamed
+      ok = status_.open;
+    }
+    if (ok && config_.json) {
+      if (json_length == kOverflow) {
         fail(SinkError::record_too_large, 0, "format (record larger than max_record_bytes)", json_->name);
         ok = false;
-      } else if (!write_log(*json_, line, length)) {
+      } else if (!write_log(*json_, json_buffer_.get() + 1, json_length)) {
         ok = false;
       }
     }
-    if (config_.text) {
-      char* text = text_buffer_.get() + 1;
-      TextWriter w(text, capacity);
-      char header[96];
-      std::snprintf(header, sizeof header, "==== loopcanary report %u (%s) ====\n", static_cast<unsigned>(record.report),
-                    to_string(record.phase));
-      w.puts(header);
-      const std::size_t head = format_extension(record, extension_buffer_.get(), capacity, Part::text_head);
-      for (std::size_t i = 0; head != kOverflow && i < head; ++i) w.put(extension_buffer_[i]);
-      const std::size_t used = w.length();
-      const FormatResult f = format_text(record, text + used, used < capacity ? capacity - used : 0);
-      bool fits = head != kOverflow && !f.truncated && !w.overflowed() && used + f.length < capacity;
-      std::size_t length = used + f.length;
-      if (fits) {
-        const std::size_t legend =
-            format_extension(record, text + length, capacity - length - 1, Part::text_legend);  // - 1: the blank line
-        fits = legend != kOverflow;
-        if (fits) {
-          length += legend;
-          text[length++] = '\n';  // a blank line between records
-        }
-      }
-      if (!fits) {
+    if (status_.open && config_.text) {
+      if (text_length == kOverflow) {
         fail(SinkError::record_too_large, 0, "format (record larger than max_record_bytes)", text_->name);
         ok = false;
-      } else if (!write_log(*text_, text, length)) {
+      } else if (!write_log(*text_, text_buffer_.get() + 1, text_length)) {
         ok = false;
       }
     }
   }
   if (ok) {
     ++status_.records_written;
+    ++written_since_check_;
   } else {
     ++status_.records_failed;
   }
@@ -667,12 +851,15 @@ bool is_json_object(const char* s, std::size_t n) noexcept {
 LogReadResult read_log(const char* path, void (*on_record)(void*, const char*, std::size_t),
                        void (*on_warning)(void*, const char*), void* context) noexcept {
   LogReadResult result;
+  // The path is shortened (its end kept) so a long one leaves room for the line and the reason.
+  char shown[384];
+  fit_path(shown, sizeof shown, path, nullptr);
   char message[512];
   FILE* file = std::fopen(path, "re");
   if (file == nullptr) {
     result.sys_errno = errno;
     char text[128] = {};
-    std::snprintf(message, sizeof message, "%s: cannot open: %s", path,
+    std::snprintf(message, sizeof message, "%s: cannot open: %s", shown,
                   pick_text(strerror_r(result.sys_errno, text, sizeof text), text));
     if (on_warning != nullptr) on_warning(context, message);
     return result;
@@ -689,7 +876,7 @@ LogReadResult read_log(const char* path, void (*on_record)(void*, const char*, s
     if (terminated) --length;
     if (!terminated) {
       result.torn_tail = true;
-      std::snprintf(message, sizeof message, "%s:%llu: torn record at the end of the file (no newline), skipped", path,
+      std::snprintf(message, sizeof message, "%s:%llu: torn record at the end of the file (no newline), skipped", shown,
                     static_cast<unsigned long long>(number));
       if (on_warning != nullptr) on_warning(context, message);
       break;
@@ -697,7 +884,7 @@ LogReadResult read_log(const char* path, void (*on_record)(void*, const char*, s
     if (length == 0) continue;  // the newline that closed a torn fragment
     if (!is_json_object(line, length)) {
       ++result.malformed;
-      std::snprintf(message, sizeof message, "%s:%llu: not a whole JSON record (torn or garbled), skipped", path,
+      std::snprintf(message, sizeof message, "%s:%llu: not a whole JSON record (torn or garbled), skipped", shown,
                     static_cast<unsigned long long>(number));
       if (on_warning != nullptr) on_warning(context, message);
       continue;
@@ -707,7 +894,7 @@ LogReadResult read_log(const char* path, void (*on_record)(void*, const char*, s
   }
   if (std::ferror(file) != 0) {
     result.sys_errno = errno;
-    std::snprintf(message, sizeof message, "%s:%llu: read error", path, static_cast<unsigned long long>(number));
+    std::snprintf(message, sizeof message, "%s:%llu: read error", shown, static_cast<unsigned long long>(number));
     if (on_warning != nullptr) on_warning(context, message);
   }
   std::free(line);

@@ -3,9 +3,22 @@
 // log in the spirit of BlockCanary's (<stem>.log).
 //
 // Bounds: a file is rotated before a record would take it past max_file_bytes (renamed to
-// <stem>.<UTC time>-<n>.jsonl|.log); at most max_files files per kind are kept (the current
-// one included) and rotated files older than max_age_s are removed, at open, at each rotation
-// and hourly.
+// <stem>.<UTC time>-<serial>.jsonl|.log; the serial goes on from the highest one in the
+// directory, across runs). At most max_files files per kind are in the directory at every
+// instant (the current one included; the oldest rotated file is removed before a new current
+// file is created) and rotated files older than max_age_s are removed, at open, at each
+// rotation and hourly. "Oldest" is by serial, so a restart within the same second or a wall
+// clock set back does not make retention remove newer records first.
+//
+// Files that vanish: at most once per check_files_ms (default one second), before every
+// rotation, on check() and at close(), the sink checks that its directory and current files
+// are still where it opened them (link counts and identities: fstat, fstatat, stat). A file or
+// directory found deleted, moved or replaced is reported once (file_vanished or
+// directory_vanished, on_error, errors + 1), recreated, and writing goes on. When a file was
+// deleted, the records written since the previous check went with it: they move from
+// records_written to records_failed and are counted in records_lost (an upper bound: some of
+// them may have been on disk before the deletion; records older than the previous check are
+// not counted). docs/reliability.md states the details.
 //
 // Whole or nothing: each record is one write(2) on an O_APPEND descriptor. A short write (disk
 // full) is cut back with ftruncate, so a record is on disk whole or not at all; if even that
@@ -14,12 +27,14 @@
 //
 // Faults (directory missing or unwritable, disk full, rotation impossible) never stop
 // monitoring: the record stays in the watchdog's RAM ring (the sink is an interceptor and
-// takes nothing out of it), status() says what failed and on which file, on_error is called,
-// and a closed sink retries opening at most once per retry_open_ms (default one second).
+// takes nothing out of it), status() says what failed and on which file (a path too long for
+// the message keeps its end behind a leading "…"), on_error is called, and a closed sink
+// retries opening at most once per retry_open_ms (default one second).
 //
-// Threads: write() (the interceptor) runs on the watchdog thread; status() on any thread. The
-// sink allocates its buffers at open(), lists the directory into a vector when it cleans up, and
-// loads symbol tables on the first record that needs them (symbol_names).
+// Threads: write() (the interceptor) runs on the watchdog thread; check(), close() and status()
+// on any thread. The sink allocates its buffers (and a copy of the directory path, any length)
+// at open(), lists the directory into a vector when it cleans up, and loads symbol tables on the
+// first record that needs them (symbol_names).
 //
 // Paths: every file is opened relative to the directory's descriptor with O_NOFOLLOW, and the
 // qualifier is reduced to [A-Za-z0-9._-] with no leading dot, so neither it nor a planted
@@ -59,6 +74,8 @@ enum class SinkError : std::uint8_t {
   cleanup_failed,            ///< listing or removing old files failed (writing goes on)
   record_too_large,          ///< the formatted record exceeds max_record_bytes
   not_open,                  ///< write() before a successful open(), or after close()
+  file_vanished,             ///< the current file was deleted, moved or replaced (a new one is opened)
+  directory_vanished,        ///< the directory was deleted, moved or replaced (it is recreated)
 };
 
 /// "directory_not_found", ... Never null.
@@ -71,8 +88,10 @@ struct SinkStatus {
   SinkError last_error = SinkError::none;
   int last_errno = 0;
   char message[640] = {};            ///< the last error in words, naming the file; "" when none
-  std::uint64_t records_written = 0; ///< records written to every enabled log
-  std::uint64_t records_failed = 0;  ///< records that missed at least one log
+  std::uint64_t records_written = 0; ///< records written to every enabled log (and not lost since)
+  std::uint64_t records_failed = 0;  ///< records that missed at least one log, lost ones included
+  std::uint64_t records_lost = 0;    ///< of records_failed: written, then found to have gone with a
+                                     ///< deleted file (those written since the check before it)
   std::uint64_t bytes_written = 0;
   std::uint32_t rotations = 0;
   std::uint32_t removed_by_count = 0;
@@ -102,12 +121,18 @@ struct FileSinkConfig {
   bool text = true;   ///< write <stem>.log
   /// While the directory or the files cannot be opened, retry at most this often (ms).
   std::uint32_t retry_open_ms = 1000;
+  /// While open, check at most this often (ms), on the next record, that the directory and the
+  /// current files are still in place (also before every rotation). 0: before every record.
+  /// A deletion is found at most this long (plus the time to the next record) after it happens.
+  std::uint32_t check_files_ms = 1000;
   /// fdatasync after every record (survives power loss, costs a disk flush per record).
   bool sync = false;
   /// Function names next to module + offset (loads symbol tables on the first record).
   bool symbol_names = true;
-  /// Called after every failed record or open, on the thread that wrote, outside the sink's
-  /// lock (it may call status()). May be null.
+  /// Called after every failed record or open and when a check finds a file or the directory
+  /// gone, on the thread that wrote (or called check() or close(), the destructor included),
+  /// outside the sink's lock (it may call status()). May be null; its context must outlive the
+  /// sink.
   void (*on_error)(void* context, const SinkStatus& status) = nullptr;
   void* on_error_context = nullptr;
   /// Fault-injection seam for tests: used instead of write(2) when not null.
@@ -128,7 +153,15 @@ class FileSink {
   /// returned too, but the sink stays configured and retries on later writes.
   SinkError open(const FileSinkConfig& config) noexcept;
 
-  /// Closes the files and the directory. Idempotent.
+  /// Checks now that the directory and the current files are still in place (write() does so
+  /// itself every check_files_ms and before a rotation). Something gone is reported (status(),
+  /// on_error), the records it took are counted, and the directory and files are opened or
+  /// created again. True when everything was in place; false when something was gone or the
+  /// sink is not open. Any thread.
+  bool check() noexcept;
+
+  /// Checks the files a last time (counting records that went with a deleted file, without
+  /// reopening it), then closes the files and the directory. Idempotent. Any thread.
   void close() noexcept;
 
   /// Writes `record` to every enabled log. False when any log missed it (see status()).
@@ -146,20 +179,31 @@ class FileSink {
   struct Log;
 
   SinkError validate(const FileSinkConfig& config) noexcept;
+  // Where an open file or the directory is: still under its name, deleted (no link left), or
+  // moved or replaced (its name leads elsewhere or nowhere).
+  enum class Presence : std::uint8_t { in_place, deleted, moved };
+
   bool open_locked() noexcept;
   bool open_log(Log& log) noexcept;
+  void close_files(bool directory_too) noexcept;
+  Presence directory_presence() const noexcept;
+  Presence file_presence(const Log& log) const noexcept;
+  bool check_locked(bool reopen) noexcept;
+  bool rotation_due(const Log& log, std::size_t length) const noexcept;
   bool write_log(Log& log, char* data, std::size_t length) noexcept;
   bool rotate(Log& log) noexcept;
   void cleanup(Log& log, std::time_t now) noexcept;
-  void fail(SinkError error, int sys_errno, const char* what, const char* file) noexcept;
+  void fail(SinkError error, int sys_errno, const char* what, const char* file,
+            const char* detail = nullptr) noexcept;
   enum class Part : std::uint8_t { json, text_head, text_legend };
   std::size_t format_extension(const BlockRecord& record, char* out, std::size_t size, Part part) noexcept;
-  void notify_error() noexcept;
+  std::size_t format_json_line(const BlockRecord& record) noexcept;
+  std::size_t format_text_block(const BlockRecord& record) noexcept;
 
   mutable std::mutex mutex_;
   FileSinkConfig config_{};
   bool configured_ = false;
-  char directory_[256] = {};
+  std::unique_ptr<char[]> directory_;  // as configured, any length
   char stem_[64] = {};
   int dir_fd_ = -1;
   std::unique_ptr<Log> json_;
@@ -170,7 +214,9 @@ class FileSink {
   std::unique_ptr<Symbolizer> symbolizer_;
   std::uint64_t last_open_attempt_ms_ = 0;
   std::uint64_t last_cleanup_ms_ = 0;
-  std::uint32_t rotation_serial_ = 0;
+  std::uint64_t last_check_ms_ = 0;
+  std::uint64_t written_since_check_ = 0;  // records written to every log since the last check
+  std::uint64_t rotation_serial_ = 0;      // the last serial used or found in the directory
   bool error_pending_ = false;  // notify on_error after unlocking
   SinkStatus status_{};
 };

@@ -12,6 +12,7 @@
 // Not for signal context (it allocates, maps files and takes a lock). Thread-safe.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,7 @@ namespace loopcanary::port_linux {
 
 /// One loaded module.
 struct ModuleInfo {
-  char path[256] = {};        ///< file path; "[vdso]" for the vDSO
+  char path[PATH_MAX] = {};   ///< file path, whole (up to PATH_MAX); "[vdso]" for the vDSO
   char build_id[41] = {};     ///< NT_GNU_BUILD_ID as hex, "" when the module has none
   std::uintptr_t bias = 0;    ///< load bias: run-time address = bias + ELF virtual address
   std::uintptr_t low = 0;     ///< span of its loaded segments, [low, high)

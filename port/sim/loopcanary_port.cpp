@@ -41,8 +41,8 @@ void Machine::read_cpu(void* context, const Monitor& loop, CpuReading* out) {
   const auto* thread = static_cast<const Thread*>(loop.context());
   if (!self->counters_available_) return;
   if (thread != nullptr) {
-    out->set(kCpuThreadUs, thread->cpu_ticks * 1'000'000u / kTickHz);
-    if (self->thread_wait_available_) out->set(kCpuWaitUs, thread->wait_ticks * 1'000'000u / kTickHz);
+    out->set(kCpuThreadUs, us_from_ticks(thread->cpu_ticks, kTickHz));
+    if (self->thread_wait_available_) out->set(kCpuWaitUs, us_from_ticks(thread->wait_ticks, kTickHz));
   }
   out->set(kCpuBusy, self->busy_permille_ticks_ / 1000u);
   out->set(kCpuTotal, self->total_ticks_);
@@ -56,19 +56,21 @@ Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, ti
       machine_(machine),
       watchdog_(watchdog),
       period_(period != 0 ? period : 1u),
-      next_poll_(static_cast<tick_t>(time.peek() + period_)) {}
+      next_poll_(static_cast<tick_t>(time.peek() + period_)),
+      next_poll_elapsed_(time.elapsed() + period_) {}
 
 void Scheduler::spend(tick_t ticks, Thread* running, bool saturated, Thread* runnable) noexcept {
   for (;;) {
     // Poll every deadline reached (also one passed by a clock read that costs time).
-    while (ticks_between(next_poll_, time_.peek()) <= kMaxIntervalTicks) {
+    while (next_poll_elapsed_ <= time_.elapsed()) {
       watchdog_.poll(next_poll_);
       ++polls_;
       next_poll_ = static_cast<tick_t>(next_poll_ + period_);
+      next_poll_elapsed_ += period_;
     }
     if (ticks == 0) return;
-    const tick_t to_poll = ticks_between(time_.peek(), next_poll_);
-    const tick_t step = to_poll < ticks ? to_poll : ticks;
+    const std::uint64_t to_poll = next_poll_elapsed_ - time_.elapsed();
+    const tick_t step = to_poll < ticks ? static_cast<tick_t>(to_poll) : ticks;
     time_.advance(step);
     machine_.account(step, running, saturated);
     if (runnable != nullptr) runnable->wait_ticks += step;

@@ -23,12 +23,15 @@ namespace loopcanary::sim {
 /// The sim clock runs at 1 MHz: one tick is one microsecond.
 inline constexpr std::uint32_t kTickHz = 1'000'000;
 
-/// Microseconds / milliseconds to sim ticks.
+/// Microseconds to sim ticks: any tick_t value (up to 2^32 - 1 us, 71.6 minutes).
 constexpr tick_t us(std::uint32_t v) noexcept { return v; }
+/// Milliseconds to sim ticks: v up to 4'294'967 (71.6 minutes, the largest that fits tick_t);
+/// a larger v wraps modulo 2^32 ticks.
 constexpr tick_t ms(std::uint32_t v) noexcept { return v * 1000u; }
 
 /// Virtual time. Starts at `start` (e.g. `tick_t{0} - ms(1000)` to cross the wrap one second
-/// in). Single context.
+/// in). Besides the 32-bit tick value it counts every tick it advanced in 64 bits (elapsed()),
+/// so spans of any length compare exactly. Single context.
 class VirtualTime {
  public:
   explicit VirtualTime(tick_t start = 0) noexcept : now_(start) {}
@@ -36,17 +39,24 @@ class VirtualTime {
   /// that takes time.
   tick_t read() noexcept {
     const tick_t t = now_;
-    now_ = static_cast<tick_t>(now_ + read_step_);
+    advance(read_step_);
     return t;
   }
   /// The current time, without the read step.
   tick_t peek() const noexcept { return now_; }
-  void advance(tick_t ticks) noexcept { now_ = static_cast<tick_t>(now_ + ticks); }
+  /// Ticks advanced since construction, read steps included; 64-bit, never wraps.
+  std::uint64_t elapsed() const noexcept { return elapsed_; }
+  /// Moves time forward by `ticks` (0 .. 2^32 - 1).
+  void advance(tick_t ticks) noexcept {
+    now_ = static_cast<tick_t>(now_ + ticks);
+    elapsed_ += ticks;
+  }
   void set_read_step(tick_t ticks) noexcept { read_step_ = ticks; }
 
  private:
   tick_t now_;
   tick_t read_step_ = 0;
+  std::uint64_t elapsed_ = 0;
 };
 
 /// Hot-tier clock of the sim port: a handle to a VirtualTime.
@@ -118,12 +128,18 @@ class Machine {
 };
 
 /// Drives virtual time: every period, the watchdog polls (as a timer interrupt or watchdog
-/// thread would). The loop's handlers call compute()/wait()/starve() to spend time.
+/// thread would). The loop's handlers call compute()/wait()/starve() to spend time. Every
+/// span is counted in 64 bits (VirtualTime::elapsed()), so polls stay on their grid over runs
+/// of any length and for any period.
 class Scheduler {
  public:
-  /// The first poll happens one `period` after the current time. `period` > 0.
+  /// The first poll happens one `period` after the current time. `period`: 1 .. 2^32 - 1
+  /// ticks (0 is taken as 1). The watchdog needs a poll at least every kMaxIntervalTicks
+  /// (Watchdog::poll); a longer period is timed exactly but leaves it unable to tell long
+  /// dispatches from wrapped ones.
   Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, tick_t period) noexcept;
 
+  /// Each of these spends `ticks` (0 .. 2^32 - 1) of virtual time, polling on the way.
   /// `thread` runs on the CPU for `ticks`.
   void compute(Thread& thread, tick_t ticks) noexcept { spend(ticks, &thread, false); }
   /// The loop is off the CPU (sleep, I/O, lock) for `ticks`; the machine has room.
@@ -134,8 +150,10 @@ class Scheduler {
   /// Nothing of the loop's runs for `ticks` (idle between events).
   void idle(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
 
+  /// Polls so far; wraps at 2^32.
   std::uint32_t polls() const noexcept { return polls_; }
   tick_t period() const noexcept { return period_; }
+  /// Tick time of the next poll.
   tick_t next_poll() const noexcept { return next_poll_; }
 
  private:
@@ -146,6 +164,7 @@ class Scheduler {
   Watchdog& watchdog_;
   tick_t period_;
   tick_t next_poll_;
+  std::uint64_t next_poll_elapsed_;  // next_poll_ in VirtualTime::elapsed() terms
   std::uint32_t polls_ = 0;
 };
 

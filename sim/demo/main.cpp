@@ -111,8 +111,13 @@ int run(const Options& options) {
   if (error != simrt::BoardError::none) return fail(simrt::describe(error), kExitFailed);
 
   firmware.start(plan.workload);
-  runtime.run_for(options.run_us);
+  const bool ran = runtime.run_for(options.run_us);  // false only past simrt::kMaxRunUs
   board->finish();
+  if (!ran) return fail("--duration-s: longer than the runtime's limit (2^40 us)", kExitUsage);
+  // Closing the sink checks its files once more: records written into a file deleted since its
+  // last check are counted as failed.
+  const bool sink_healthy = sim->sink.status().healthy;
+  if (sink != nullptr) sink->close();
 
   simrt::SummaryInput summary;
   summary.header.program = kProgram;
@@ -133,10 +138,19 @@ int run(const Options& options) {
   } else {
     simrt::print_summary_text(stdout, summary);
   }
-  if (reporter.sink_failures() != 0) {
-    return fail(std::to_string(reporter.sink_failures()) + " records could not be written to --log-dir: " +
-                    sim->sink.status().message,
-                kExitFailed);
+  if (sink != nullptr) {
+    const lx::SinkStatus s = sim->sink.status();
+    if (s.records_failed != 0) {
+      std::string message = std::to_string(s.records_failed) + " of " +
+                            std::to_string(s.records_written + s.records_failed) + " records are not in --log-dir";
+      if (s.records_lost != 0) {
+        message += " (" + std::to_string(s.records_lost) + " written into a file that was deleted)";
+      }
+      return fail(message + "; last error: " + s.message, kExitFailed);
+    }
+    if (!sink_healthy) {
+      return fail(std::string("--log-dir: not writable at the end of the run: ") + s.message, kExitFailed);
+    }
   }
   return kExitOk;
 }

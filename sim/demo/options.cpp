@@ -8,7 +8,13 @@ namespace {
 
 constexpr std::uint32_t kMaxThresholdMs = 10'000;
 constexpr std::uint32_t kMaxHangMs = 600'000;
-constexpr std::uint64_t kMaxDurationMs = 3'600'000;
+constexpr std::uint64_t kMaxDurationMs = 604'800'000;  // 7 days
+// The runtime and boards time a run exactly up to kMaxRunUs; the hang limit must stay below
+// half the wrap of the real-time clock's 32-bit ticks at its fastest (2 MHz: 1073 s), which
+// Monitor::init checks at run time (MonitorConfig.hang_limit_us).
+static_assert(kMaxDurationMs * 1000u <= loopcanary::simrt::kMaxRunUs, "--duration-s must fit the runtime's range");
+static_assert(std::uint64_t{kMaxHangMs} * 1000u * 2u < loopcanary::kMaxIntervalTicks,
+              "--hang-ms must fit half the tick wrap at 2 MHz");
 
 // A whole number in [low, high], digits only.
 bool parse_whole(const char* text, std::uint64_t low, std::uint64_t high, std::uint64_t& out) {
@@ -143,7 +149,8 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       hang_given = true;
     } else if (option == "--duration-s") {
       if (!parse_seconds(value.c_str(), kMaxDurationMs, number)) {
-        error = "--duration-s: '" + value + "' is not a number of seconds in 0.001..3600 (at most 3 decimals)";
+        error = "--duration-s: '" + value + "' is not a number of seconds in 0.001.." +
+                std::to_string(kMaxDurationMs / 1000u) + " (7 days; at most 3 decimals)";
         return false;
       }
       o.duration_ms = number;
@@ -229,8 +236,8 @@ void print_help(std::FILE* out) {
                "                      at most 800 with the seed scenario, which keeps its own 800 ms)\n"
                "  --hang-ms N         a dispatch still running after N ms is reported as a hang\n"
                "                      (threshold..600000, default the larger of 1000 and 2 x threshold)\n"
-               "  --duration-s S      run for S seconds (up to 3600, decimals allowed); at least what the\n"
-               "                      scenarios need, which is the default\n"
+               "  --duration-s S      run for S seconds (0.001..604800, i.e. up to 7 days; at most 3\n"
+               "                      decimals); at least what the scenarios need, which is the default\n"
                "  --time MODE         real: real threads, real CPU work, signal-sampled stacks (default);\n"
                "                      virtual: virtual time, deterministic, finishes at once\n"
                "  --log-dir DIR       also write every report to DIR (loopcanary's file sink: .jsonl and\n"

@@ -20,9 +20,9 @@ inline constexpr int kExitUsage = 2;    ///< bad command line
 struct Options {
   bool selected[kScenarioCount] = {};
   std::string scenario_names;          ///< the selected names, comma-separated, in run order
-  std::uint32_t threshold_ms = 100;
-  std::uint32_t hang_ms = 0;           ///< 0 until resolved: the default depends on the threshold
-  std::uint64_t duration_ms = 0;       ///< 0: as long as the scenarios need
+  std::uint32_t threshold_ms = 100;    ///< 1..10'000 (at most 800 with the seed scenario)
+  std::uint32_t hang_ms = 0;           ///< threshold_ms..600'000; 0 until resolved (default: depends on the threshold)
+  std::uint64_t duration_ms = 0;       ///< 1..604'800'000 (7 days); 0: as long as the scenarios need
   std::uint64_t run_us = 0;            ///< resolved: the duration, or what the scenarios need
   bool virtual_time = false;
   std::string log_dir;                 ///< empty: no log files
@@ -30,8 +30,9 @@ struct Options {
   bool help = false;
 };
 
-/// Parses `argv`. False with a one-line message (naming the option) in `error` when the command
-/// line is wrong; on success, every default is resolved.
+/// Parses `argv`. False with a one-line message (naming the option and, for a value out of
+/// range, the range) in `error` when the command line is wrong; on success, every default is
+/// resolved.
 bool parse_options(int argc, char** argv, Options& options, std::string& error);
 
 void print_help(std::FILE* out);

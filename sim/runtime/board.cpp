@@ -64,6 +64,7 @@ const char* describe(BoardError error) noexcept {
     case BoardError::too_many_peripherals: return "more peripherals than kMaxPeripherals";
     case BoardError::too_many_actions: return "a peripheral has more actions than kMaxActions";
     case BoardError::too_many_lines: return "BoardStart.line_count is above kMaxIrqLines";
+    case BoardError::action_too_late: return "an action's at_us is past kMaxRunUs (2^40 us, 12.7 days)";
     case BoardError::line_out_of_range: return "a raise action names an interrupt line that does not exist";
     case BoardError::line_shared: return "two peripherals raise the same interrupt line (one producer per line)";
     case BoardError::bus_out_of_range: return "a hold_bus action names a bus >= kMaxBuses";
@@ -87,6 +88,7 @@ BoardError Board::start(const BoardStart& start) noexcept {
     if (peripheral.action_count > kMaxActions) return BoardError::too_many_actions;
     for (std::size_t i = 0; i < peripheral.action_count; ++i) {
       const Action& a = peripheral.actions[i];
+      if (a.at_us > kMaxRunUs) return BoardError::action_too_late;
       if (a.kind == Action::Kind::raise) {
         if (a.target >= start.line_count) return BoardError::line_out_of_range;
         if (producer[a.target] != -1 && producer[a.target] != static_cast<int>(p)) return BoardError::line_shared;
@@ -116,7 +118,19 @@ __attribute__((noinline)) void Board::acquire(BusId bus) noexcept {
   acquire_impl(bus, call_site(__builtin_return_address(0)));
 }
 
+void Board::set_start(tick_t start) noexcept {
+  start_tick_ = start;
+  run_clock_ = WideTicks(start);
+  run_start_ = run_clock_.value();
+}
+
+std::uint64_t Board::us_since_start(tick_t t) const noexcept {
+  const std::uint64_t at = run_clock_.widen(t);
+  return at > run_start_ ? us_from_ticks(at - run_start_) : 0u;
+}
+
 void Board::drain_records() noexcept {
+  run_clock_.update(now());
   BlockRecord record;
   while (config_.watchdog != nullptr && config_.watchdog->pop(record)) {
     if (config_.consumer != nullptr) config_.consumer(config_.consumer_context, record);

@@ -73,7 +73,7 @@ tick_t RealBoard::now() noexcept { return lx::Clock::now(); }
 BoardError RealBoard::start_impl(const BoardStart& start) noexcept {
   if (!initialised_) return BoardError::platform_failed;
   start_ns_ = monotonic_ns();
-  start_tick_ = lx::Clock::now();
+  set_start(lx::Clock::now());
 
   lx::WatchdogThreadConfig thread_config;
   thread_config.period_us = start.poll_period_us;
@@ -118,11 +118,11 @@ bool RealBoard::compute_step(Burn& burn, CallerPc) noexcept {
   const tick_t now = lx::Clock::now();
   if (!burn.started) {
     burn.started = true;
-    burn.start = now;
-    burn.length = ticks_from_us(burn.us);
+    burn.clock = WideTicks(now);
+    burn.end = burn.clock.value() + ticks_from_us(burn.us);
     return true;
   }
-  return ticks_between(burn.start, now) < burn.length;
+  return burn.clock.update(now) < burn.end;
 }
 
 void RealBoard::wait_impl(std::uint32_t us, CallerPc) noexcept {

@@ -292,6 +292,7 @@ void Reporter::handle(const BlockRecord& record) noexcept {
       if (kept_count_ < kMaxKeptRecords) {
         KeptRecord& kept = kept_[kept_count_++];
         kept.record = record;
+        kept.start_us = config_.board != nullptr ? config_.board->us_since_start(record.start) : 0u;
         copy_text(kept.function, sizeof kept.function, function);
         kept.function_votes = votes;
         kept.function_voters = voters;
@@ -301,7 +302,7 @@ void Reporter::handle(const BlockRecord& record) noexcept {
       break;
   }
   print_live(record, function);
-  if (config_.sink != nullptr && !config_.sink->write(record)) ++sink_failures_;
+  if (config_.sink != nullptr) config_.sink->write(record);
   if (config_.on_record != nullptr) config_.on_record(config_.on_record_context, record);
 }
 
@@ -375,9 +376,10 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
 
     std::fprintf(out, "\nEvents delayed by each block (posted before it ended, dispatched after)\n");
     for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
-      const BlockRecord& r = in.reporter->kept(i).record;
+      const KeptRecord& kept = in.reporter->kept(i);
+      const BlockRecord& r = kept.record;
       const BlockSpan* span = in.runtime->span_of(r.dispatch);
-      std::fprintf(out, "  at %s s  %s, dispatch %u, %s ms: %s\n", s_text(in.board->us_since_start(r.start)).c_str(),
+      std::fprintf(out, "  at %s s  %s, dispatch %u, %s ms: %s\n", s_text(kept.start_us).c_str(),
                    event_name(r), r.dispatch, ms_text(duration_us(r)).c_str(),
                    span != nullptr ? delayed_by_type(*in.runtime, *span).c_str() : "(not tracked)");
     }
@@ -429,7 +431,7 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
     o.key("dispatches").open('[');
     for (const KeptRecord* kept : g.records) {
       const BlockRecord& r = kept->record;
-      o.open('{').key("dispatch").value(r.dispatch).key("start_ms").ms(in.board->us_since_start(r.start));
+      o.open('{').key("dispatch").value(r.dispatch).key("start_ms").ms(kept->start_us);
       o.key("duration_ms").ms(duration_us(r)).key("cause").string(to_string(r.cause));
       o.key("delayed_by_event").open('{');
       if (const BlockSpan* span = in.runtime->span_of(r.dispatch)) {

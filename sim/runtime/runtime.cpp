@@ -6,6 +6,7 @@ namespace loopcanary::simrt {
 bool Runtime::init(const RuntimeConfig& config) noexcept {
   if (config.types == nullptr || config.type_count == 0 || config.type_count > kMaxEventTypes) return false;
   if (!monitor_.initialised()) return false;
+  clock_ = WideTicks(board_.now());
   types_ = config.types;
   type_count_ = config.type_count;
   app_ = config.app;
@@ -30,7 +31,7 @@ int Runtime::add_timer(TypeId type, std::uint32_t period_us) noexcept {
 
 void Runtime::start_timer(TimerId timer, std::uint32_t delay_us) noexcept {
   if (timer >= timer_count_) return;
-  timers_[timer].due = static_cast<tick_t>(board_.now() + board_.ticks_from_us(delay_us));
+  timers_[timer].due = now() + board_.ticks_from_us(delay_us);
   timers_[timer].active = true;
 }
 
@@ -40,66 +41,72 @@ void Runtime::stop_timer(TimerId timer) noexcept {
 
 bool Runtime::post(TypeId type, std::uint32_t arg) noexcept {
   if (type >= type_count_) return false;
-  return enqueue(Message{type, arg, board_.now()});
+  return enqueue(Message{type, arg, now()});
 }
 
-void Runtime::run_for(std::uint64_t duration_us) noexcept {
-  const tick_t end = static_cast<tick_t>(board_.now() + board_.ticks_from_us(duration_us));
+bool Runtime::run_for(std::uint64_t duration_us) noexcept {
+  if (duration_us > kMaxRunUs) return false;
+  const std::uint64_t end = now() + board_.ticks_from_us(duration_us);
   for (;;) {
-    const tick_t now = board_.now();
-    if (!tick_before(now, end)) break;
+    const std::uint64_t t = now();
+    if (t >= end) break;
     drain_lines();
-    fire_timers(now);
+    fire_timers(t);
     Message message;
     if (dequeue(message)) {
       dispatch(message);
       continue;
     }
-    tick_t deadline = end;
-    tick_t timer_due = 0;
-    if (next_deadline(now, timer_due) && tick_before(timer_due, deadline)) deadline = timer_due;
-    board_.idle_until(deadline);
+    std::uint64_t deadline = end;
+    std::uint64_t timer_due = 0;
+    if (next_deadline(timer_due) && timer_due < deadline) deadline = timer_due;
+    // The board takes a deadline within half a wrap: a longer idle is taken in steps.
+    const std::uint64_t idle = deadline > t ? deadline - t : 0u;
+    board_.idle_until(static_cast<tick_t>(t + (idle < kMaxIntervalTicks ? idle : kMaxIntervalTicks)));
   }
   drain_lines();  // what is left is counted as pending
+  return true;
 }
 
 void Runtime::drain_lines() noexcept {
   for (std::size_t i = 0; i < line_count_; ++i) {
     IrqLine& line = lines_[i];
     IrqEntry entry;
-    while (line.take(entry)) enqueue(Message{line.type, entry.arg, entry.at});
+    // An entry was stamped by its producer a moment ago (before or, in real time, just after
+    // the loop's latest reading): within half a wrap of the clock.
+    while (line.take(entry)) enqueue(Message{line.type, entry.arg, clock_.widen(entry.at)});
     const std::uint32_t overflows = line.overflows();
     stats_[line.type].lost += overflows - overflows_seen_[i];
     overflows_seen_[i] = overflows;
   }
 }
 
-void Runtime::fire_timers(tick_t now) noexcept {
+void Runtime::fire_timers(std::uint64_t now) noexcept {
   for (std::size_t i = 0; i < timer_count_; ++i) {
     Timer& t = timers_[i];
-    if (!t.active || tick_before(now, t.due)) continue;
+    if (!t.active || now < t.due) continue;
     enqueue(Message{t.type, 0, t.due});
     if (t.period == 0) {
       t.active = false;
       continue;
     }
-    t.due = static_cast<tick_t>(t.due + t.period);
-    if (!tick_before(now, t.due)) {
+    t.due += t.period;
+    if (t.due <= now) {
       // The loop was late by whole periods: skip them (one message per firing, as a hardware
       // timer's pending flag would), and count them.
-      const tick_t behind = static_cast<tick_t>(ticks_between(t.due, now) / t.period + 1u);
-      t.due = static_cast<tick_t>(t.due + behind * t.period);
-      stats_[t.type].timer_skips += behind;
+      const std::uint64_t behind = (now - t.due) / t.period + 1u;
+      t.due += behind * t.period;
+      stats_[t.type].timer_skips += static_cast<std::uint32_t>(behind);
     }
   }
 }
 
-bool Runtime::next_deadline(tick_t now, tick_t& deadline) const noexcept {
+bool Runtime::next_deadline(std::uint64_t& deadline) const noexcept {
   bool found = false;
   for (std::size_t i = 0; i < timer_count_; ++i) {
     const Timer& t = timers_[i];
     if (!t.active) continue;
-    if (!found || ticks_between(now, t.due) < ticks_between(now, deadline)) deadline = t.due;
+    if (!found || t.due < deadline) deadline = t.due;
     found = true;
   }
   return found;
@@ -126,21 +133,21 @@ bool Runtime::dequeue(Message& out) noexcept {
 void Runtime::dispatch(const Message& message) noexcept {
   const EventType& type = types_[message.type];
   TypeStats& stats = stats_[message.type];
-  const tick_t begin = board_.now();
-  const tick_t wait = tick_before(message.posted, begin) ? ticks_between(message.posted, begin) : 0u;
+  const std::uint64_t begin = now();
+  const std::uint64_t wait = message.posted < begin ? begin - message.posted : 0u;
   ++stats.dispatched;
   stats.wait_sum += wait;
   if (wait > stats.wait_max) stats.wait_max = wait;
   attribute_delay(message, begin);
   const std::uint32_t overflows_before = irq_overflows();
 
-  monitor_.begin_at(type.event, begin);
+  monitor_.begin_at(type.event, static_cast<tick_t>(begin));
   type.handler(app_, message);
-  const tick_t end = board_.now();
-  monitor_.end_at(end);
+  const std::uint64_t end = now();
+  monitor_.end_at(static_cast<tick_t>(end));
   ++dispatches_;
 
-  if (ticks_between(begin, end) > threshold_[message.type]) {
+  if (end - begin > threshold_[message.type]) {
     ++stats.blocks;
     if (span_count_ >= kMaxBlockSpans) ++spans_overwritten_;
     BlockSpan& span = spans_[span_count_ % kMaxBlockSpans];
@@ -157,12 +164,12 @@ void Runtime::dispatch(const Message& message) noexcept {
 // Spans are kept in the order their blocks ended. A message posted before a block ended and
 // dispatched after it was held up by it; walking back from the newest block, the first one
 // that ended before the message was posted ends the search.
-void Runtime::attribute_delay(const Message& message, tick_t dispatched_at) noexcept {
+void Runtime::attribute_delay(const Message& message, std::uint64_t dispatched_at) noexcept {
   const std::uint32_t kept = span_count_ < kMaxBlockSpans ? span_count_ : static_cast<std::uint32_t>(kMaxBlockSpans);
-  const tick_t wait = tick_before(message.posted, dispatched_at) ? ticks_between(message.posted, dispatched_at) : 0u;
+  const std::uint64_t wait = message.posted < dispatched_at ? dispatched_at - message.posted : 0u;
   for (std::uint32_t k = 0; k < kept; ++k) {
     BlockSpan& span = spans_[(span_count_ - 1u - k) % kMaxBlockSpans];
-    if (!tick_before(message.posted, span.end)) break;
+    if (message.posted >= span.end) break;
     ++span.delayed[message.type];
     ++span.delayed_total;
     if (wait > span.delayed_wait_max) span.delayed_wait_max = wait;

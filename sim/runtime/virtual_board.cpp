@@ -10,8 +10,10 @@ VirtualBoard::VirtualBoard(const VirtualBoardConfig& config) noexcept : time_(co
 }
 
 BoardError VirtualBoard::start_impl(const BoardStart& start) noexcept {
-  start_tick_ = time_.peek();
-  scheduler_.emplace(time_, machine_, *start.watchdog, ticks_from_us(start.poll_period_us));
+  set_start(time_.peek());
+  start_elapsed_ = time_.elapsed();
+  // poll_period_us is at most 1 s (Board::start): well within tick_t.
+  scheduler_.emplace(time_, machine_, *start.watchdog, static_cast<tick_t>(ticks_from_us(start.poll_period_us)));
   peripheral_count_ = start.peripheral_count;
   for (std::size_t i = 0; i < peripheral_count_; ++i) peripherals_[i] = PeripheralState{Timeline(start.peripherals[i])};
   return BoardError::none;
@@ -71,13 +73,14 @@ void VirtualBoard::finish() noexcept {
   finished_ = true;
 }
 
-void VirtualBoard::advance(tick_t ticks, Activity activity, CallerPc caller, std::uint8_t wake_on) noexcept {
+void VirtualBoard::advance(std::uint64_t ticks, Activity activity, CallerPc caller, std::uint8_t wake_on) noexcept {
   if (!scheduler_) {  // not started: nothing to run on the way
-    time_.advance(ticks);
+    for (; ticks > kMaxIntervalTicks; ticks -= kMaxIntervalTicks) time_.advance(kMaxIntervalTicks);
+    time_.advance(static_cast<tick_t>(ticks));
     return;
   }
   thread_.pc = caller;
-  tick_t remaining = ticks;
+  std::uint64_t remaining = ticks;
   for (;;) {
     run_due_peripherals();
     drain_records();
@@ -87,29 +90,30 @@ void VirtualBoard::advance(tick_t ticks, Activity activity, CallerPc caller, std
     }
     if (remaining == 0) break;
     // Step to the next thing that happens: a peripheral event or a watchdog poll (after which
-    // the records are drained), never past the time asked for.
-    const tick_t now = time_.peek();
-    tick_t step = remaining;
-    tick_t at = 0;
-    if (next_peripheral_event(at) && ticks_between(now, at) < step) step = ticks_between(now, at);
-    if (ticks_between(now, scheduler_->next_poll()) < step) step = ticks_between(now, scheduler_->next_poll());
+    // the records are drained), never past the time asked for. The poll is at most one period
+    // (<= 1 s) away, so every step fits tick_t.
+    const std::uint64_t now = time_.elapsed();
+    tick_t step = ticks_between(time_.peek(), scheduler_->next_poll());
+    if (remaining < step) step = static_cast<tick_t>(remaining);
+    std::uint64_t at = 0;
+    if (next_peripheral_event(at) && at - now < step) step = static_cast<tick_t>(at - now);
     switch (activity) {
       case Activity::compute: scheduler_->compute(thread_, step); break;
       case Activity::wait: scheduler_->wait(step); break;
       case Activity::idle: scheduler_->idle(step); break;
     }
-    remaining = static_cast<tick_t>(remaining - step);
+    remaining -= step;
   }
   thread_.pc = 0;
 }
 
-bool VirtualBoard::next_peripheral_event(tick_t& at) const noexcept {
+bool VirtualBoard::next_peripheral_event(std::uint64_t& at) const noexcept {
   if (peripherals_stopped_) return false;
-  const tick_t now = time_.peek();
+  const std::uint64_t now = time_.elapsed();
   bool found = false;
   for (std::size_t p = 0; p < peripheral_count_; ++p) {
     const PeripheralState& state = peripherals_[p];
-    tick_t t = 0;
+    std::uint64_t t = 0;
     if (state.holding != kNone) {
       t = state.hold_end;
     } else if (state.waiting_for != kNone) {
@@ -118,10 +122,10 @@ bool VirtualBoard::next_peripheral_event(tick_t& at) const noexcept {
       std::uint64_t at_us = 0;
       const Action* action = nullptr;
       if (!state.timeline.peek(at_us, action)) continue;
-      t = tick_of(at_us);
+      t = elapsed_at(at_us);
     }
-    if (tick_before(t, now)) t = now;  // overdue: now
-    if (!found || ticks_between(now, t) < ticks_between(now, at)) at = t;
+    if (t < now) t = now;  // overdue: now
+    if (!found || t < at) at = t;
     found = true;
   }
   return found;
@@ -130,23 +134,23 @@ bool VirtualBoard::next_peripheral_event(tick_t& at) const noexcept {
 // Everything due at or before now, earliest first (ties: the lower peripheral).
 void VirtualBoard::run_due_peripherals() noexcept {
   if (peripherals_stopped_) return;
-  const tick_t now = time_.peek();
+  const std::uint64_t now = time_.elapsed();
   for (;;) {
-    tick_t at = 0;
+    std::uint64_t at = 0;
     if (!next_peripheral_event(at) || at != now) return;
     for (std::size_t p = 0; p < peripheral_count_; ++p) {
       PeripheralState& state = peripherals_[p];
       if (state.holding != kNone) {
-        if (!tick_before(now, state.hold_end)) free_bus(static_cast<BusId>(state.holding));
+        if (state.hold_end <= now) free_bus(static_cast<BusId>(state.holding));
         continue;
       }
       if (state.waiting_for != kNone) continue;
       std::uint64_t at_us = 0;
       const Action* action = nullptr;
-      if (!state.timeline.peek(at_us, action) || tick_before(now, tick_of(at_us))) continue;
+      if (!state.timeline.peek(at_us, action) || now < elapsed_at(at_us)) continue;
       state.timeline.pop();
       if (action->kind == Action::Kind::raise) {
-        config_.lines[action->target].raise(now, action->arg);
+        config_.lines[action->target].raise(time_.peek(), action->arg);
         wakes_ |= kWakeInterrupt;
       } else if (bus_owner_[action->target] == kNone) {
         take_bus(p, action->target, action->arg);
@@ -161,7 +165,7 @@ void VirtualBoard::run_due_peripherals() noexcept {
 void VirtualBoard::take_bus(std::size_t peripheral, BusId bus, std::uint32_t hold_us) noexcept {
   bus_owner_[bus] = static_cast<int>(peripheral);
   peripherals_[peripheral].holding = bus;
-  peripherals_[peripheral].hold_end = static_cast<tick_t>(time_.peek() + ticks_from_us(hold_us));
+  peripherals_[peripheral].hold_end = time_.elapsed() + ticks_from_us(hold_us);
 }
 
 // The peripheral holding `bus` lets go; periodic actions that fell due meanwhile are skipped.
@@ -170,7 +174,7 @@ void VirtualBoard::free_bus(BusId bus) noexcept {
   if (owner < 0) return;
   PeripheralState& state = peripherals_[owner];
   state.holding = kNone;
-  state.timeline.skip_before(us_since_start(time_.peek()));
+  state.timeline.skip_before(us_from_ticks(time_.elapsed() - start_elapsed_));
   bus_owner_[bus] = kNone;
   wakes_ |= kWakeBusFree;
   grant_waiting(bus);

@@ -2,11 +2,14 @@
 // The file sink. Issue 3, test 6 (sink faults: directory missing, read-only, a file that hits
 // its size limit mid-run, disk full: no record lost from the ring, the status says what
 // happened), plus rotation and age bounds, permissions, path safety and the torn-tail reader.
+// Issue 19: a log file or directory deleted mid-run, rotation order across a restart, the
+// max_files bound during a rotation, and paths too long for a message.
 // Records come from a real watchdog in virtual time (port "sim"), so runs are deterministic.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/fsuid.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -107,7 +111,7 @@ bool ends_with(const std::string& s, const char* suffix) {
 // Every block makes two records: in progress, then final.
 class SimRig {
  public:
-  explicit SimRig(lx::FileSink* sink) {
+  explicit SimRig(lx::FileSink* sink, const char* qualifier = "sink-test") {
     lc::MonitorConfig mc;
     mc.name = "main";
     mc.tick_hz = sim::kTickHz;
@@ -116,7 +120,7 @@ class SimRig {
     mc.context = &thread_;
     EXPECT_EQ(monitor_.init(mc), lc::Status::ok);
     lc::WatchdogConfig wc;
-    wc.qualifier = "sink-test";
+    wc.qualifier = qualifier;
     machine_.set_pc_capture(true);
     thread_.pc = reinterpret_cast<lc::Frame>(&lc_test_sim_pc);
     EXPECT_EQ(watchdog_.init(wc, machine_.hal()), lc::Status::ok);
@@ -595,4 +599,432 @@ TEST(LinuxFileSink, WriteBeforeOpenOrAfterCloseFails) {
   sink.close();
   EXPECT_FALSE(sink.write(record));
   EXPECT_FALSE(sink.status().open);
+}
+
+// ---- Issue 19: files that vanish, rotation order across restarts, long paths --------------
+
+namespace {
+
+const char* const kJsonl = "loopcanary-fw-1.4.2.jsonl";
+const char* const kTextLog = "loopcanary-fw-1.4.2.log";
+
+// "<qualifier>#<report>" of every record in a .jsonl file, in file order.
+std::vector<std::string> records_in(const std::string& path) {
+  Lines lines;
+  read_all(path, lines);
+  std::vector<std::string> ids;
+  for (const std::string& line : lines.records) {
+    const std::size_t q = line.find("\"qualifier\":\"");
+    const std::size_t q_end = line.find('"', q + 13);
+    const std::string qualifier = q == std::string::npos ? "?" : line.substr(q + 13, q_end - q - 13);
+    ids.push_back(qualifier + "#" + std::to_string(std::strtoul(line.c_str() + 10, nullptr, 10)));  // {"report":N
+  }
+  return ids;
+}
+
+// Every record in the directory's .jsonl files: rotated files in name order, then the current one.
+std::vector<std::string> records_in_name_order(const std::string& directory) {
+  std::vector<std::string> rotated;
+  for (const std::string& name : list(directory)) {
+    if (ends_with(name, ".jsonl") && name != kJsonl) rotated.push_back(name);
+  }
+  std::sort(rotated.begin(), rotated.end());
+  rotated.emplace_back(kJsonl);
+  std::vector<std::string> all;
+  for (const std::string& name : rotated) {
+    for (std::string& id : records_in(directory + "/" + name)) all.push_back(std::move(id));
+  }
+  return all;
+}
+
+lx::FileSinkConfig no_periodic_check(lx::FileSinkConfig config) {
+  config.check_files_ms = 3'600'000;  // only check() and rotations check in these tests
+  return config;
+}
+
+std::string repeat(char c, std::size_t n) { return std::string(n, c); }
+
+}  // namespace
+
+TEST(LinuxFileSink, DeletedFileIsReportedOnceRecreatedAndItsLostRecordsCounted) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(no_periodic_check(config_for(dir.path(), &errors))), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);  // reports 1, 2: on disk
+  EXPECT_TRUE(sink.check());
+  ASSERT_EQ(unlink(dir.sub(kJsonl).c_str()), 0);  // a cleaner removes the current file
+  rig.blocks(2);                                  // reports 3..6 go into the unlinked file
+  EXPECT_EQ(errors.calls, 0) << "not noticed before the next check";
+  EXPECT_FALSE(sink.check());
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::file_vanished);
+  EXPECT_EQ(status.records_lost, 4u);
+  EXPECT_EQ(status.records_failed, 4u);
+  EXPECT_EQ(status.records_written, 2u);
+  EXPECT_EQ(status.errors, 1u);
+  EXPECT_TRUE(status.open);
+  EXPECT_NE(std::strstr(status.message, dir.sub(kJsonl).c_str()), nullptr) << status.message;
+  EXPECT_NE(std::strstr(status.message, "deleted"), nullptr) << status.message;
+  EXPECT_EQ(errors.calls, 1);
+  EXPECT_EQ(errors.last.last_error, lx::SinkError::file_vanished);
+
+  rig.blocks(1);  // reports 7, 8: in a new file
+  EXPECT_TRUE(sink.check());
+  status = sink.status();
+  EXPECT_TRUE(status.healthy);
+  EXPECT_EQ(status.errors, 1u) << "said once";
+  EXPECT_EQ(errors.calls, 1);
+  EXPECT_EQ(status.records_written, 4u);
+  EXPECT_EQ(status.records_written + status.records_failed, rig.reports());
+  EXPECT_EQ(records_in(dir.sub(kJsonl)), (std::vector<std::string>{"sink-test#7", "sink-test#8"}));
+  // The text log was not touched: it holds every record.
+  std::size_t headers = 0;
+  const std::string log = slurp(dir.sub(kTextLog));
+  for (std::size_t at = log.find("==== loopcanary"); at != std::string::npos;
+       at = log.find("==== loopcanary", at + 1)) {
+    ++headers;
+  }
+  EXPECT_EQ(headers, 8u);
+  rig.expect_ring_holds_every_report();
+}
+
+TEST(LinuxFileSink, DeletedFileIsNoticedAtTheNextPeriodicCheck) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSinkConfig config = config_for(dir.path(), &errors);
+  config.check_files_ms = 0;  // before every record
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);  // reports 1, 2, each after a check
+  ASSERT_EQ(unlink(dir.sub(kJsonl).c_str()), 0);
+  ASSERT_EQ(unlink(dir.sub(kTextLog).c_str()), 0);
+  rig.blocks(1);  // noticed before report 3 is written
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::file_vanished);
+  // Report 2 was written after the last check that found the file: it counts as lost (it went
+  // with the file), none after it does.
+  EXPECT_EQ(status.records_lost, 1u);
+  EXPECT_EQ(status.records_written, 3u);
+  EXPECT_EQ(status.errors, 1u);
+  EXPECT_EQ(errors.calls, 1);
+  EXPECT_EQ(records_in(dir.sub(kJsonl)), (std::vector<std::string>{"sink-test#3", "sink-test#4"}));
+  EXPECT_NE(slurp(dir.sub(kTextLog)).find("==== loopcanary report 4 "), std::string::npos);
+}
+
+TEST(LinuxFileSink, MovedFileLosesNothingAndANewOneIsStarted) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(no_periodic_check(config_for(dir.path(), &errors))), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  ASSERT_EQ(rename(dir.sub(kJsonl).c_str(), dir.sub("shipped.jsonl").c_str()), 0);  // a log shipper
+  rig.blocks(1);
+  EXPECT_FALSE(sink.check());
+  rig.blocks(1);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::file_vanished);
+  EXPECT_NE(std::strstr(status.message, "moved"), nullptr) << status.message;
+  EXPECT_EQ(status.records_lost, 0u);
+  EXPECT_EQ(status.records_failed, 0u);
+  EXPECT_EQ(status.errors, 1u);
+  EXPECT_EQ(errors.calls, 1);
+  EXPECT_EQ(records_in(dir.sub("shipped.jsonl")),
+            (std::vector<std::string>{"sink-test#1", "sink-test#2", "sink-test#3", "sink-test#4"}));
+  EXPECT_EQ(records_in(dir.sub(kJsonl)), (std::vector<std::string>{"sink-test#5", "sink-test#6"}));
+}
+
+TEST(LinuxFileSink, DeletedDirectoryIsRecreated) {
+  TempDir dir;
+  const std::string logs = dir.sub("logs");
+  ErrorLog errors;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(no_periodic_check(config_for(logs, &errors))), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  EXPECT_TRUE(sink.check());
+  TempDir::remove_tree(logs);  // rm -rf logs
+  rig.blocks(1);               // reports 3, 4: into unlinked files
+  EXPECT_FALSE(sink.check());
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::directory_vanished);
+  EXPECT_NE(std::strstr(status.message, logs.c_str()), nullptr) << status.message;
+  EXPECT_EQ(status.records_lost, 2u);
+  EXPECT_EQ(status.errors, 1u);
+  EXPECT_EQ(errors.calls, 1);
+  struct stat st {};
+  ASSERT_EQ(stat(logs.c_str(), &st), 0) << "recreated";
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  rig.blocks(1);
+  status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, 4u);
+  EXPECT_EQ(status.records_failed, 2u);
+  EXPECT_EQ(records_in(logs + "/" + kJsonl), (std::vector<std::string>{"sink-test#5", "sink-test#6"}));
+  EXPECT_NE(slurp(logs + "/" + kTextLog).find("==== loopcanary report 6 "), std::string::npos);
+  rig.expect_ring_holds_every_report();
+}
+
+TEST(LinuxFileSink, DeletedDirectoryThatCannotBeRecreatedIsRetried) {
+  TempDir dir;
+  const std::string logs = dir.sub("logs");
+  ErrorLog errors;
+  lx::FileSinkConfig config = config_for(logs, &errors);
+  config.check_files_ms = 0;
+  config.create_directory = false;
+  config.retry_open_ms = 0;
+  ASSERT_EQ(mkdir(logs.c_str(), 0700), 0);
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  TempDir::remove_tree(logs);
+  rig.blocks(1);  // noticed, cannot be recreated (create_directory off): both records fail
+  lx::SinkStatus status = sink.status();
+  EXPECT_FALSE(status.open);
+  EXPECT_EQ(status.last_error, lx::SinkError::directory_not_found);
+  EXPECT_EQ(status.records_lost, 1u) << "report 2, written after the last check, went with the directory";
+  EXPECT_EQ(status.records_failed, 3u);
+  EXPECT_EQ(status.errors, 3u) << "the directory vanished, then two failed attempts to open it";
+  ASSERT_EQ(mkdir(logs.c_str(), 0700), 0);
+  rig.blocks(1);
+  status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(records_in(logs + "/" + kJsonl), (std::vector<std::string>{"sink-test#5", "sink-test#6"}));
+}
+
+TEST(LinuxFileSink, LostRecordsAreCountedAtClose) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(no_periodic_check(config_for(dir.path(), &errors))), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  ASSERT_EQ(unlink(dir.sub(kJsonl).c_str()), 0);
+  rig.blocks(1);
+  sink.close();  // the last check
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.records_lost, 4u) << "every record since the last check (here: open)";
+  EXPECT_EQ(status.records_failed, 4u);
+  EXPECT_EQ(status.records_written, 0u);
+  EXPECT_EQ(errors.calls, 1);
+  EXPECT_FALSE(status.open);
+}
+
+TEST(LinuxFileSink, SmallSizeLimitRotationRecoversAfterDeletion) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSinkConfig config = no_periodic_check(config_for(dir.path(), &errors));
+  config.max_file_bytes = 8192;
+  config.max_files = 3;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(3);
+  ASSERT_EQ(unlink(dir.sub(kJsonl).c_str()), 0);
+  ASSERT_EQ(unlink(dir.sub(kTextLog).c_str()), 0);
+  rig.blocks(30);  // the first rotation due finds the file gone: a new one, then rotations as usual
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.errors, 1u) << status.message;
+  EXPECT_EQ(errors.calls, 1);
+  EXPECT_EQ(status.records_failed, status.records_lost);
+  EXPECT_GT(status.records_written, 50u);
+  EXPECT_EQ(status.records_written + status.records_failed, rig.reports());
+  EXPECT_GT(status.rotations, 2u);
+  const std::vector<std::string> on_disk = records_in_name_order(dir.path());
+  ASSERT_FALSE(on_disk.empty());
+  EXPECT_EQ(on_disk.back(), "sink-test#66");
+  rig.expect_ring_holds_every_report();
+}
+
+namespace {
+
+// Returns just after the wall clock's second changes, so what follows runs within one second.
+void wait_for_next_second() {
+  timespec start{};
+  clock_gettime(CLOCK_REALTIME, &start);
+  timespec now = start;
+  while (now.tv_sec == start.tv_sec) clock_gettime(CLOCK_REALTIME, &now);
+}
+
+// The qualifier's records numbered in write order across both runs: run-a#1 is 1, run-b#1 is
+// `a_count` + 1.
+std::vector<unsigned long> write_order(const std::vector<std::string>& ids, unsigned long a_count) {
+  std::vector<unsigned long> order;
+  for (const std::string& id : ids) {
+    const unsigned long n = std::strtoul(id.c_str() + id.find('#') + 1, nullptr, 10);
+    order.push_back(id.rfind("run-b#", 0) == 0 ? a_count + n : n);
+  }
+  return order;
+}
+
+}  // namespace
+
+TEST(LinuxFileSink, RestartInTheSameSecondKeepsTheNewestRecords) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_file_bytes = 8192;
+  config.max_files = 3;
+  config.text = false;
+  wait_for_next_second();  // both runs rotate within one wall-clock second
+  {
+    lx::FileSink first;
+    ASSERT_EQ(first.open(config), lx::SinkError::none);
+    SimRig rig(&first, "run-a");
+    rig.blocks(30);  // 60 records
+    ASSERT_GT(first.status().rotations, 2u);
+  }
+  lx::FileSink second;  // the restarted process
+  ASSERT_EQ(second.open(config), lx::SinkError::none);
+  SimRig rig(&second, "run-b");
+  rig.blocks(10);  // 20 records, fewer rotations than the first run made
+  ASSERT_GT(second.status().rotations, 2u);
+  EXPECT_TRUE(second.status().healthy) << second.status().message;
+
+  // Read back in name order, the records are in write order and are the newest ones: a
+  // contiguous run ending with run-b's last record.
+  const std::vector<unsigned long> order = write_order(records_in_name_order(dir.path()), 60);
+  ASSERT_FALSE(order.empty());
+  EXPECT_EQ(order.back(), 80u);
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    EXPECT_EQ(order[i], order[i - 1] + 1) << "record " << i << " of " << order.size();
+  }
+  EXPECT_GE(order.size(), 10u);
+}
+
+TEST(LinuxFileSink, RetentionRemovesTheOldestRecordsWhenTheClockWentBack) {
+  TempDir dir;
+  // A predecessor's rotated files, named by a wall clock that was ahead (it has been set back
+  // since): their names sort after every file this run rotates.
+  for (const char* name : {"loopcanary-fw-1.4.2.29991231T235959Z-000006.jsonl",
+                           "loopcanary-fw-1.4.2.29991231T235959Z-000007.jsonl"}) {
+    std::ofstream(dir.sub(name)) << "{\"report\":1,\"qualifier\":\"old\"}\n";
+  }
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_file_bytes = 8192;
+  config.max_files = 3;
+  config.text = false;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(6);
+  ASSERT_GE(sink.status().rotations, 2u);
+  EXPECT_EQ(sink.status().removed_by_count, sink.status().rotations) << "one file out per file in";
+  const std::vector<std::string> left = list(dir.path());
+  for (const std::string& name : left) {
+    EXPECT_EQ(name.find("29991231"), std::string::npos) << "the predecessor's files go first: " << name;
+    // The serial goes on from the highest one found.
+    if (name != kJsonl) {
+      const unsigned long serial = std::strtoul(name.c_str() + name.rfind('-') + 1, nullptr, 10);
+      EXPECT_GT(serial, 7u) << name;
+    }
+  }
+  EXPECT_EQ(left.size(), 3u);
+}
+
+TEST(LinuxFileSink, MaxFilesHoldsAtEveryInstantOfARotation) {
+  TempDir dir;
+  const int watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(watch, 0);
+  ASSERT_GE(inotify_add_watch(watch, dir.path().c_str(), IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO), 0);
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_file_bytes = 8192;
+  config.max_files = 3;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(30);
+  ASSERT_GT(sink.status().rotations, 6u);
+
+  // Replay the directory's events in order: the number of files of each kind at every instant.
+  int count[2] = {0, 0};
+  int most[2] = {0, 0};
+  int events = 0;
+  alignas(inotify_event) char buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = read(watch, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buffer + at);
+      at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      ASSERT_EQ(e->mask & IN_Q_OVERFLOW, 0u);
+      const std::string name = e->len > 0 ? e->name : "";
+      const int kind = ends_with(name, ".jsonl") ? 0 : ends_with(name, ".log") ? 1 : -1;
+      if (kind < 0) continue;
+      ++events;
+      count[kind] += (e->mask & (IN_CREATE | IN_MOVED_TO)) != 0 ? 1 : -1;
+      most[kind] = std::max(most[kind], count[kind]);
+    }
+  }
+  close(watch);
+  EXPECT_GT(events, 20);
+  EXPECT_EQ(most[0], 3) << "at most max_files .jsonl files at any time";
+  EXPECT_EQ(most[1], 3) << "at most max_files .log files at any time";
+  EXPECT_EQ(count[0], 3);
+  EXPECT_EQ(count[1], 3);
+}
+
+TEST(LinuxFileSink, ErrorsNameAPathTooLongForTheMessage) {
+  TempDir dir;
+  lx::FileSink sink;
+  // One name longer than NAME_MAX: the kernel refuses it, the message names it.
+  const std::string over_long = dir.sub(repeat('a', 300).c_str());
+  lx::FileSinkConfig config = config_for(over_long);
+  EXPECT_EQ(sink.open(config), lx::SinkError::directory_open_failed);
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_errno, ENAMETOOLONG);
+  EXPECT_NE(std::strstr(status.message, (over_long + "': File name too long").c_str()), nullptr) << status.message;
+
+  // A valid path longer than the message: shortened at the front, never empty.
+  std::string deep = dir.path();
+  for (int i = 0; i < 5; ++i) deep += "/" + repeat(static_cast<char>('b' + i), 200);
+  config = config_for(deep);
+  config.create_directory = false;
+  EXPECT_EQ(sink.open(config), lx::SinkError::directory_not_found);
+  status = sink.status();
+  const std::string message = status.message;
+  EXPECT_EQ(message.rfind("open directory '\u2026", 0), 0u) << message;
+  EXPECT_NE(message.find(repeat('f', 200) + "': No such file or directory"), std::string::npos) << message;
+}
+
+TEST(LinuxFileSink, DirectoryPathLongerThan255BytesWorks) {
+  TempDir dir;
+  const std::string parent = dir.sub(repeat('p', 200).c_str());
+  const std::string logs = parent + "/" + repeat('l', 100);
+  ASSERT_EQ(mkdir(parent.c_str(), 0700), 0);
+  ErrorLog errors;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config_for(logs, &errors)), lx::SinkError::none) << sink.status().message;
+  SimRig rig(&sink);
+  rig.blocks(1);
+  EXPECT_EQ(records_in(logs + "/" + kJsonl), (std::vector<std::string>{"sink-test#1", "sink-test#2"}));
+  ASSERT_EQ(unlink((logs + "/" + kJsonl).c_str()), 0);
+  EXPECT_FALSE(sink.check());  // the message names the file under the long path
+  EXPECT_NE(std::strstr(sink.status().message, (logs + "/" + kJsonl).c_str()), nullptr) << sink.status().message;
+}
+
+TEST(LinuxFileSink, ReaderWarningsNameALongPathAndTheLine) {
+  TempDir dir;
+  std::string deep = dir.path();
+  for (int i = 0; i < 4; ++i) {
+    deep += "/" + repeat(static_cast<char>('c' + i), 200);
+    ASSERT_EQ(mkdir(deep.c_str(), 0700), 0);
+  }
+  const std::string path = deep + "/torn.jsonl";
+  { std::ofstream(path) << "{\"report\":1}\n{\"report\":2,\"pha"; }
+  Lines lines;
+  const lx::LogReadResult read = read_all(path, lines);
+  EXPECT_TRUE(read.torn_tail);
+  ASSERT_EQ(lines.warnings.size(), 1u);
+  EXPECT_NE(lines.warnings[0].find(repeat('f', 200) + "/torn.jsonl:2: torn record"), std::string::npos)
+      << lines.warnings[0];
+  Lines missing;
+  read_all(deep + "/absent.jsonl", missing);
+  ASSERT_EQ(missing.warnings.size(), 1u);
+  EXPECT_NE(missing.warnings[0].find("/absent.jsonl: cannot open: No such file or directory"), std::string::npos)
+      << missing.warnings[0];
 }

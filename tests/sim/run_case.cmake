@@ -10,6 +10,9 @@
 #     FILE_GLOB         files (relative to WORK_DIR) whose concatenated contents must match
 #     FILE_MATCHES      ... each of these regular expressions
 #     SAME_TWICE        TRUE: run a second time; stdout and stderr must be identical
+#     RATE_REGEX        a regular expression whose first group is a count in stdout; with
+#     RATE_ARGS         the arguments of a reference run: the count per second of run (the
+#                       summary's "ran S s") must be the same in both runs, within 1 %
 #   WORK_DIR  an empty directory for the case (recreated here)
 cmake_minimum_required(VERSION 3.25)
 
@@ -17,6 +20,7 @@ include(${CASE})
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 list(TRANSFORM ARGS REPLACE "@WORK_DIR@" "${WORK_DIR}")
+set(CASE_ARGS ${ARGS})
 
 function(run_program out_var err_var code_var)
   execute_process(COMMAND ${PROGRAM} ${ARGS}
@@ -77,6 +81,51 @@ if(SAME_TWICE)
     file(WRITE ${WORK_DIR}/second.stderr "${err2}")
     string(APPEND failures "stderr differs between two runs: diff ${WORK_DIR}/first.stderr ${WORK_DIR}/second.stderr\n")
   endif()
+endif()
+
+# The count of RATE_REGEX in `text` and the run's length in ms ("ran S s"), into out_count
+# and out_ms; empty when either is missing.
+function(count_and_length text out_count out_ms)
+  set(count "")
+  set(length "")
+  if(text MATCHES "${RATE_REGEX}")
+    set(count "${CMAKE_MATCH_1}")
+  endif()
+  if(text MATCHES "ran ([0-9]+)\\.([0-9][0-9][0-9]) s")
+    math(EXPR length "${CMAKE_MATCH_1} * 1000 + ${CMAKE_MATCH_2}")
+  endif()
+  set(${out_count} "${count}" PARENT_SCOPE)
+  set(${out_ms} "${length}" PARENT_SCOPE)
+endfunction()
+if(RATE_REGEX)
+  count_and_length("${out}" count length_ms)
+  set(ARGS ${RATE_ARGS})
+  list(TRANSFORM ARGS REPLACE "@WORK_DIR@" "${WORK_DIR}")
+  run_program(ref_out ref_err ref_code)
+  count_and_length("${ref_out}" ref_count ref_length_ms)
+  if(NOT "${ref_code}" STREQUAL "0")
+    string(APPEND failures "the reference run exited with ${ref_code}\n")
+  endif()
+  if(count STREQUAL "" OR length_ms STREQUAL "" OR ref_count STREQUAL "" OR ref_length_ms STREQUAL "")
+    string(APPEND failures "RATE_REGEX or \"ran S s\" missing: count '${count}' in ${length_ms} ms, reference '${ref_count}' in ${ref_length_ms} ms\n--- reference stdout ---\n${ref_out}")
+  elseif(ref_count EQUAL 0)
+    string(APPEND failures "the reference run counted 0\n")
+  else()
+    # count / length == ref_count / ref_length within 1 %, in integers (64-bit in CMake).
+    math(EXPR lhs "${count} * ${ref_length_ms}")
+    math(EXPR rhs "${ref_count} * ${length_ms}")
+    math(EXPR diff "${lhs} - ${rhs}")
+    if(diff LESS 0)
+      math(EXPR diff "0 - ${diff}")
+    endif()
+    math(EXPR diff_x100 "${diff} * 100")
+    if(diff_x100 GREATER rhs)
+      string(APPEND failures "rate differs by more than 1 %: ${count} in ${length_ms} ms, reference ${ref_count} in ${ref_length_ms} ms\n")
+    endif()
+  endif()
+  list(JOIN RATE_ARGS " " reference)
+  message(STATUS "rate: ${count} in ${length_ms} ms; reference (${reference}): ${ref_count} in ${ref_length_ms} ms")
+  set(ARGS ${CASE_ARGS})
 endif()
 
 if(failures)

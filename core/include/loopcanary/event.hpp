@@ -14,8 +14,11 @@ struct Event {
   const char* name;
   /// A longer block threshold for this event, in microseconds (an operation that is slow by
   /// design, such as a flash erase); 0 uses the loop's threshold. The loop's threshold is the
-  /// floor: a smaller value is raised to it, so end() needs only one comparison. Arm point,
-  /// sample interval and hang limit follow (see Monitor::limits_for).
+  /// floor: a smaller value is raised to it, so end() needs only one comparison. Half the tick
+  /// counter's wrap at the loop's tick_hz is the ceiling (kMaxIntervalTicks: 2147.48 s at
+  /// 1 MHz): a larger value is capped there, as is the hang limit that follows, since no
+  /// longer interval can be told from a wrapped one (an Event is a constant, checked by no
+  /// init). Arm point, sample interval and hang limit follow (see Monitor::limits_for).
   std::uint32_t threshold_us = 0;
 };
 

@@ -58,7 +58,12 @@ struct HistogramCounters<false> {
 };
 }  // namespace detail
 
-/// Per-loop configuration. Times are microseconds and are converted to ticks once, at init.
+/// Per-loop configuration. Times are microseconds (32-bit: at most 2^32 - 1 us, 71.6 minutes)
+/// and are converted to ticks once, at init. What bounds them is the tick counter: the hang
+/// limit, and with it the threshold and the sample interval, must stay below half the counter's
+/// wrap period at tick_hz (kMaxIntervalTicks ticks: 2147.48 s at 1 MHz, 1073.7 s at 2 MHz,
+/// 85.9 s at 25 MHz, 4.47 s at 480 MHz; the whole 32-bit range at 32768 Hz). init() refuses a
+/// value outside its range with the Status naming the field.
 /// The defaults follow BlockCanary's (1 s threshold) but arm much earlier (25 %), so a culprit
 /// that ran early in a long dispatch is still sampled.
 struct MonitorConfig {
@@ -66,17 +71,20 @@ struct MonitorConfig {
   const char* name = "loop";
   /// Tick rate of the clock that stamps this loop, in Hz (> 0). The port provides it.
   std::uint32_t tick_hz = 0;
-  /// A dispatch longer than this (strictly) is a block. > 0, at least one tick.
+  /// A dispatch longer than this (strictly) is a block. At least one tick at tick_hz ..
+  /// hang_limit_us (threshold_zero, threshold_below_one_tick, hang_limit_below_threshold).
   std::uint32_t threshold_us = 1'000'000;
   /// The watchdog starts sampling a dispatch once it has run arm_permille / 1000 of the
   /// threshold. 0..999 (0 samples from the first poll of every dispatch).
   std::uint16_t arm_permille = 250;
-  /// Stack-sample interval once armed. 1 tick .. threshold_us. The default suits thresholds
+  /// Stack-sample interval once armed. 1 tick .. threshold_us (sample_interval_zero,
+  /// sample_interval_below_one_tick, sample_interval_above_threshold). The default suits thresholds
   /// from 10 ms up (a 1 s block gets 75 samples, the record keeps the latest
   /// LOOPCANARY_MAX_SAMPLES and counts all in its top frames); set it for shorter thresholds.
   std::uint32_t sample_interval_us = 10'000;
   /// A dispatch still running after this long is reported as a hang (the event may never
-  /// end). threshold_us .. half the tick counter's wrap period.
+  /// end). threshold_us .. half the tick counter's wrap period at tick_hz: at most
+  /// kMaxIntervalTicks ticks (hang_limit_below_threshold, hang_limit_too_long).
   std::uint32_t hang_limit_us = 5'000'000;
   /// Opaque handle passed back to the HAL callbacks for this loop (the loop thread on Linux,
   /// the simulated thread in the sim port). May be null.

@@ -62,8 +62,10 @@ LOOPCANARY_NOINLINE constexpr std::uint64_t scale(std::uint64_t x, std::uint32_t
 
 }  // namespace detail
 
-/// Microseconds to ticks at `tick_hz`, rounded down; exact for us below 2^32 seconds. Any
-/// context; off the hot path (64-by-32 divisions).
+/// Microseconds to ticks at `tick_hz`, rounded down; exact whenever the result fits 64 bits
+/// (for every us below 2^32 seconds, 136 years, at any tick_hz). The result is 64-bit: a
+/// caller that stores it as tick_t checks it against kMaxIntervalTicks first. Any context; off
+/// the hot path (64-by-32 divisions).
 constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
   return detail::scale(us, tick_hz, 1'000'000u);
 }
@@ -76,5 +78,40 @@ constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz
 /// The longest interval init() accepts for a hang limit: half the counter's wrap period, so a
 /// watchdog that polls at least that often can never confuse "long" with "wrapped".
 inline constexpr tick_t kMaxIntervalTicks = static_cast<tick_t>(~tick_t{0} / 2u);
+
+/// The tick counter extended to 64 bits, for spans longer than tick_t can tell apart (a run of
+/// hours, a timer due in an hour): fed the counter's readings, it counts their wraps. The low
+/// bits of a value are the reading itself (`static_cast<tick_t>(value)`); values are for
+/// subtracting and comparing, not an absolute time (the first one lies one wrap period above
+/// its reading, so that readings before it widen too). Exact as long as update() sees a
+/// reading at least once per wrap period (2^32 ticks: 71.6 minutes at 1 MHz, 8.9 s at
+/// 480 MHz); a longer gap loses whole wrap periods. A plain object: one context at a time.
+/// Off the hot path.
+class WideTicks {
+ public:
+  constexpr explicit WideTicks(tick_t first = 0) noexcept : value_(kWrap + first) {}
+
+  /// Advances to reading `now`, taken at or after the previous one and less than one wrap
+  /// period after it; returns the new value().
+  constexpr std::uint64_t update(tick_t now) noexcept {
+    value_ += ticks_between(static_cast<tick_t>(value_), now);
+    return value_;
+  }
+
+  /// The value of the latest reading.
+  constexpr std::uint64_t value() const noexcept { return value_; }
+
+  /// The value of reading `t`, taken at most kMaxIntervalTicks before or after the latest one
+  /// (a stamp taken in another context, a deadline). Does not advance.
+  constexpr std::uint64_t widen(tick_t t) const noexcept {
+    const tick_t ahead = ticks_between(static_cast<tick_t>(value_), t);
+    if (ahead <= kMaxIntervalTicks) return value_ + ahead;
+    return value_ - ticks_between(t, static_cast<tick_t>(value_));
+  }
+
+ private:
+  static constexpr std::uint64_t kWrap = std::uint64_t{~tick_t{0}} + 1u;
+  std::uint64_t value_;
+};
 
 }  // namespace loopcanary

@@ -36,6 +36,11 @@ inline constexpr std::size_t kMaxBuses = 4;
 inline constexpr std::size_t kMaxPeripherals = 4;
 /// Actions in one peripheral's timeline.
 inline constexpr std::size_t kMaxActions = 16;
+/// The latest time a board and a runtime take, microseconds from the start of a run: 2^40 us
+/// (12.7 days). Every span up to it is exact in virtual and real time (64-bit ticks at any
+/// tick rate, nanoseconds of CLOCK_MONOTONIC); Board::start() refuses a timeline that goes
+/// further (BoardError::action_too_late), Runtime::run_for() a longer run.
+inline constexpr std::uint64_t kMaxRunUs = std::uint64_t{1} << 40;
 
 using BusId = std::uint8_t;
 
@@ -51,8 +56,8 @@ struct Action {
   Kind kind = Kind::raise;
   std::uint8_t target = 0;
   std::uint32_t arg = 0;
-  std::uint64_t at_us = 0;      ///< first occurrence, microseconds from the start of the run
-  std::uint32_t period_us = 0;  ///< repeat every period_us; 0: once
+  std::uint64_t at_us = 0;      ///< first occurrence, microseconds from the start of the run, 0..kMaxRunUs
+  std::uint32_t period_us = 0;  ///< repeat every period_us (any u32: up to 71.6 minutes); 0: once
   std::uint32_t count = 0;      ///< occurrences when periodic; 0: until the run ends
 };
 
@@ -87,13 +92,15 @@ class Timeline {
 
 /// CPU work of a known length: `for (Burn burn(us); board.compute(burn);) step();`. In real
 /// time the loop runs the step until `us` have elapsed; in virtual time the board advances the
-/// clock by `us` and the step runs once.
+/// clock by `us` and the step runs once. `us`: any u32 (up to 71.6 minutes), exact at any tick
+/// rate (the board counts the time in 64 bits; in real time each step must be shorter than one
+/// wrap of the tick counter).
 struct Burn {
   explicit Burn(std::uint32_t duration_us) noexcept : us(duration_us) {}
   std::uint32_t us;
   bool started = false;
-  tick_t start = 0;
-  tick_t length = 0;
+  WideTicks clock;        ///< the board's: time since the first step
+  std::uint64_t end = 0;  ///< the board's: clock value at which the work is done
 };
 
 /// Receives every record the watchdog produces, in watchdog context (the watchdog thread in
@@ -120,6 +127,7 @@ enum class BoardError : std::uint8_t {
   too_many_peripherals,   ///< more than kMaxPeripherals
   too_many_actions,       ///< a peripheral has more than kMaxActions actions
   too_many_lines,         ///< line_count is above kMaxIrqLines
+  action_too_late,        ///< an action's at_us is past kMaxRunUs
   line_out_of_range,      ///< a raise action names a line >= line_count
   line_shared,            ///< two peripherals raise the same line (each line has one producer)
   bus_out_of_range,       ///< a hold_bus action names a bus >= kMaxBuses
@@ -156,17 +164,20 @@ class Board {
 
   // ---- Loop context ------------------------------------------------------------------------
 
+  /// Board time, ticks at tick_hz(). Loop or watchdog context.
   virtual tick_t now() noexcept = 0;
   /// See Burn. True while the caller should run one more step.
   bool compute(Burn& burn) noexcept;
-  /// Off the CPU for `us` microseconds (sleep, flash program, transfer).
+  /// Off the CPU for `us` microseconds (sleep, flash program, transfer): any u32, up to
+  /// 71.6 minutes.
   void wait_us(std::uint32_t us) noexcept;
   /// Takes `bus`, waiting while a peripheral holds it.
   void acquire(BusId bus) noexcept;
   /// Gives `bus` back.
   virtual void release(BusId bus) noexcept = 0;
-  /// Nothing to do until `deadline` (ticks); returns early when an interrupt is raised, and
-  /// may return early for no reason (the loop checks again).
+  /// Nothing to do until `deadline` (ticks, at most kMaxIntervalTicks after now(); one at or
+  /// before now() returns at once); returns early when an interrupt is raised, and may return
+  /// early for no reason (the loop checks again).
   virtual void idle_until(tick_t deadline) noexcept = 0;
 
   // ---- Any context -------------------------------------------------------------------------
@@ -177,14 +188,16 @@ class Board {
 
   /// Board time of the start of the run (timeline time 0).
   tick_t start_tick() const noexcept { return start_tick_; }
-  tick_t ticks_from_us(std::uint64_t us) const noexcept {
-    return static_cast<tick_t>(loopcanary::ticks_from_us(us, tick_hz()));
-  }
+  /// Microseconds to ticks at tick_hz(), rounded down; 64-bit, exact for us up to kMaxRunUs.
+  std::uint64_t ticks_from_us(std::uint64_t us) const noexcept { return loopcanary::ticks_from_us(us, tick_hz()); }
   std::uint64_t us_from_ticks(std::uint64_t ticks) const noexcept {
     return loopcanary::us_from_ticks(ticks, tick_hz());
   }
-  /// Microseconds from the start of the run to `t` (t at or after the start, within half a wrap).
-  std::uint64_t us_since_start(tick_t t) const noexcept { return us_from_ticks(ticks_between(start_tick_, t)); }
+  /// Microseconds from the start of the run to `t`, a board time within half a wrap
+  /// (kMaxIntervalTicks) of the board's latest watchdog poll, however long the run has lasted:
+  /// the board extends its clock to 64 bits at every poll. Watchdog context (the record
+  /// consumer), or the loop thread once finish() returned; 0 before start().
+  std::uint64_t us_since_start(tick_t t) const noexcept;
 
  protected:
   /// Program counter inside the firmware code that called compute(), wait_us() or acquire().
@@ -195,10 +208,15 @@ class Board {
   virtual void wait_impl(std::uint32_t us, CallerPc caller) noexcept = 0;
   virtual void acquire_impl(BusId bus, CallerPc caller) noexcept = 0;
 
-  /// Hands every record waiting in the watchdog's ring to the consumer. Watchdog context.
+  /// Marks time 0 of the run at board time `start`. In start_impl(), before polling starts.
+  void set_start(tick_t start) noexcept;
+  /// Hands every record waiting in the watchdog's ring to the consumer, after extending the
+  /// run's clock to now(). Watchdog context, after every poll (the run's clock relies on it).
   void drain_records() noexcept;
 
   tick_t start_tick_ = 0;
+  WideTicks run_clock_;           // watchdog context: now() at the latest drain_records()
+  std::uint64_t run_start_ = 0;   // run_clock_ value of start_tick_
   BoardStart config_{};
   bool started_ = false;
 };

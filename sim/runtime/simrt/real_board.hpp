@@ -66,6 +66,8 @@ class RealBoard final : public Board {
   bool sleep_until(PeripheralThread& peripheral, std::uint64_t at_us) noexcept;
   void hold_bus(PeripheralThread& peripheral, BusId bus, std::uint32_t us) noexcept;
   std::uint64_t us_now() const noexcept;
+  /// CLOCK_MONOTONIC at `at_us` into the run; in int64 nanoseconds for any at_us up to
+  /// kMaxRunUs plus a 32-bit period (about 12.7 days), far from overflowing.
   timespec deadline_at(std::uint64_t at_us) const noexcept;
   void stop_peripherals() noexcept;
 

@@ -10,6 +10,7 @@
 // text tables or one JSON object.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -48,21 +49,25 @@ class CulpritFinder {
   bool firmware_frame(Frame pc, bool return_address, char* name, std::size_t size) noexcept;
 
   port_linux::Symbolizer symbolizer_;
-  char executable_[256] = {};
+  char executable_[PATH_MAX] = {};  // whole, as the Symbolizer's module paths
 };
 
 /// What the reporter kept of one final record.
 struct KeptRecord {
   BlockRecord record;
+  /// When the dispatch started, microseconds from the start of the run (Board::us_since_start
+  /// when the record arrived: exact however long the run goes on after it). 0 without a board.
+  std::uint64_t start_us = 0;
   char function[kCulpritMax] = {};  ///< "" when no sample named one
   std::uint32_t function_votes = 0;
   std::uint32_t function_voters = 0;
 };
 
 struct ReporterConfig {
-  Board* board = nullptr;                    ///< for times relative to the start of the run
+  Board* board = nullptr;                    ///< for times relative to the start of the run (may be null: none)
   std::FILE* live = stderr;                  ///< live lines; null: none
-  port_linux::FileSink* sink = nullptr;      ///< every record is written here when set
+  port_linux::FileSink* sink = nullptr;      ///< every record is written here when set (its status()
+                                             ///< counts what could not be)
   RecordConsumer on_record = nullptr;        ///< the firmware's policy hook, after the rest
   void* on_record_context = nullptr;
 };
@@ -83,7 +88,6 @@ class Reporter {
   std::uint32_t in_progress_reports() const noexcept { return in_progress_; }
   std::uint32_t hang_reports() const noexcept { return hangs_; }
   std::uint32_t final_reports() const noexcept { return finals_; }
-  std::uint32_t sink_failures() const noexcept { return sink_failures_; }
 
  private:
   void handle(const BlockRecord& record) noexcept;
@@ -97,7 +101,6 @@ class Reporter {
   std::uint32_t in_progress_ = 0;
   std::uint32_t hangs_ = 0;
   std::uint32_t finals_ = 0;
-  std::uint32_t sink_failures_ = 0;
 };
 
 /// The innermost named scope `record`'s samples were in most often ("" when none), and in how

@@ -9,6 +9,11 @@
 // runtime measures what a user perceives as lag: for each event type, how long messages waited
 // between post and dispatch, and for each block, which messages it held up ("events delayed by
 // this block"). Nothing allocates: every table is fixed at compile time.
+//
+// Time: the loop extends the board's 32-bit ticks to 64 bits (Runtime::now(), a WideTicks
+// value) at every turn, so runs, timers and waits of any length up to kMaxRunUs compare
+// exactly, across any number of counter wraps. The one condition: no single handler runs for a
+// whole wrap period of the board's counter (71.6 minutes at 1 MHz, 35.8 at 2 MHz).
 #pragma once
 
 #include <cstddef>
@@ -43,7 +48,9 @@ struct EventType {
 struct Message {
   TypeId type = 0;
   std::uint32_t arg = 0;
-  tick_t posted = 0;  ///< when it became due: interrupt stamp, timer deadline or post() time
+  /// When it became due (interrupt stamp, timer deadline or post() time), in Runtime::now()
+  /// terms: 64-bit ticks whose low 32 bits are the board's tick.
+  std::uint64_t posted = 0;
 };
 
 /// Queue latency of one event type: post -> dispatch.
@@ -52,7 +59,7 @@ struct TypeStats {
   std::uint32_t lost = 0;          ///< interrupts lost (line full) + messages the queue refused
   std::uint32_t blocks = 0;        ///< dispatches over the type's threshold
   std::uint64_t wait_sum = 0;      ///< ticks
-  tick_t wait_max = 0;             ///< ticks
+  std::uint64_t wait_max = 0;      ///< ticks
   std::uint32_t timer_skips = 0;   ///< periods a periodic timer skipped because the loop was late
 };
 
@@ -61,11 +68,11 @@ struct TypeStats {
 struct BlockSpan {
   std::uint32_t dispatch = 0;      ///< dispatch number on the loop (BlockRecord::dispatch)
   TypeId type = 0;
-  tick_t begin = 0;
-  tick_t end = 0;
+  std::uint64_t begin = 0;         ///< Runtime::now() terms
+  std::uint64_t end = 0;           ///< Runtime::now() terms
   std::uint32_t delayed[kMaxEventTypes] = {};  ///< by type
   std::uint32_t delayed_total = 0;
-  tick_t delayed_wait_max = 0;     ///< longest post -> dispatch wait among them, ticks
+  std::uint64_t delayed_wait_max = 0;  ///< longest post -> dispatch wait among them, ticks
   std::uint32_t irqs_lost = 0;     ///< interrupts lost (lines full) while it ran
 };
 
@@ -79,7 +86,8 @@ using TimerId = std::uint8_t;
 
 class Runtime {
  public:
-  /// `monitor` must be initialised (the runtime reads each type's threshold from it).
+  /// `monitor` must be initialised (the runtime reads each type's threshold from it). `board`
+  /// must tick (its now()) from here on: the runtime's clock starts at init().
   Runtime(Board& board, Monitor& monitor) noexcept : board_(board), monitor_(monitor) {}
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -90,8 +98,8 @@ class Runtime {
   bool init(const RuntimeConfig& config) noexcept;
   /// A new interrupt line posting `type`; its index (for Action::target) or -1 when full.
   int add_irq_line(TypeId type) noexcept;
-  /// A timer posting `type`: periodic every `period_us`, or one-shot when 0. Inactive until
-  /// start_timer(). Its id, or -1 when the table is full.
+  /// A timer posting `type`: periodic every `period_us` (any u32: up to 71.6 minutes, exact),
+  /// or one-shot when 0. Inactive until start_timer(). Its id, or -1 when the table is full.
   int add_timer(TypeId type, std::uint32_t period_us) noexcept;
 
   IrqLine* lines() noexcept { return lines_; }
@@ -99,14 +107,20 @@ class Runtime {
 
   // ---- Loop context (handlers) -------------------------------------------------------------
 
-  /// Arms `timer` to fire `delay_us` from now (then every period for a periodic timer).
+  /// Arms `timer` to fire `delay_us` from now (any u32: up to 71.6 minutes, exact; then every
+  /// period for a periodic timer). An unknown timer is ignored.
   void start_timer(TimerId timer, std::uint32_t delay_us) noexcept;
   void stop_timer(TimerId timer) noexcept;
   /// Queues a message; false when the queue is full (counted as lost).
   bool post(TypeId type, std::uint32_t arg) noexcept;
 
-  /// Runs the loop for `duration_us` from now: drain lines, fire timers, dispatch, idle.
-  void run_for(std::uint64_t duration_us) noexcept;
+  /// Runs the loop for `duration_us` (0..kMaxRunUs) from now: drain lines, fire timers,
+  /// dispatch, idle. False, without running, when duration_us is past kMaxRunUs.
+  bool run_for(std::uint64_t duration_us) noexcept;
+
+  /// The loop's clock: the board's now(), extended to 64 bits (a WideTicks value; its low 32
+  /// bits are the board's tick). Loop context.
+  std::uint64_t now() noexcept { return clock_.update(board_.now()); }
 
   Board& board() noexcept { return board_; }
   Monitor& monitor() noexcept { return monitor_; }
@@ -128,21 +142,22 @@ class Runtime {
   struct Timer {
     TypeId type = 0;
     bool active = false;
-    tick_t period = 0;
-    tick_t due = 0;
+    std::uint64_t period = 0;  // ticks
+    std::uint64_t due = 0;     // now() terms
   };
 
   void drain_lines() noexcept;
-  void fire_timers(tick_t now) noexcept;
-  bool next_deadline(tick_t now, tick_t& deadline) const noexcept;
+  void fire_timers(std::uint64_t now) noexcept;
+  bool next_deadline(std::uint64_t& deadline) const noexcept;
   bool enqueue(const Message& message) noexcept;
   bool dequeue(Message& out) noexcept;
   void dispatch(const Message& message) noexcept;
-  void attribute_delay(const Message& message, tick_t dispatched_at) noexcept;
+  void attribute_delay(const Message& message, std::uint64_t dispatched_at) noexcept;
   std::uint32_t irq_overflows() const noexcept;
 
   Board& board_;
   Monitor& monitor_;
+  WideTicks clock_;  // now(): read at every turn of the loop, so never a wrap apart
   const EventType* types_ = nullptr;
   std::size_t type_count_ = 0;
   void* app_ = nullptr;

@@ -4,7 +4,8 @@
 // watchdog at its period meanwhile and the sim Machine accounts the loop's CPU time),
 // peripherals are events on the same timeline, and the loop's "program counter" is the
 // firmware call site of the running compute()/wait_us()/acquire(), so samples symbolise to the
-// same firmware functions as in real time.
+// same firmware functions as in real time. The timelines run on the virtual clock's 64-bit
+// count (sim::VirtualTime::elapsed()), so an action hours into the run happens on time.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,7 @@ class VirtualBoard final : public Board {
   struct PeripheralState {
     Timeline timeline;
     int holding = kNone;       // bus held, or kNone
-    tick_t hold_end = 0;
+    std::uint64_t hold_end = 0;  // VirtualTime::elapsed() at which the hold ends
     int waiting_for = kNone;   // bus it waits for (the loop holds it), or kNone
     std::uint32_t wait_hold_us = 0;
   };
@@ -62,20 +63,21 @@ class VirtualBoard final : public Board {
 
   /// Spends `ticks` doing `activity` (with `caller` as the loop's program counter), running the
   /// peripherals and the watchdog on the way; returns early when a wake in `wake_on` happens.
-  void advance(tick_t ticks, Activity activity, CallerPc caller, std::uint8_t wake_on) noexcept;
+  void advance(std::uint64_t ticks, Activity activity, CallerPc caller, std::uint8_t wake_on) noexcept;
   void run_due_peripherals() noexcept;
-  bool next_peripheral_event(tick_t& at) const noexcept;
+  /// The VirtualTime::elapsed() of the next peripheral event (now when overdue).
+  bool next_peripheral_event(std::uint64_t& at) const noexcept;
   void take_bus(std::size_t peripheral, BusId bus, std::uint32_t hold_us) noexcept;
   void free_bus(BusId bus) noexcept;
   void grant_waiting(BusId bus) noexcept;
-  tick_t tick_of(std::uint64_t us) const noexcept {
-    return static_cast<tick_t>(start_tick_ + ticks_from_us(us));
-  }
+  /// VirtualTime::elapsed() at `us` into the run.
+  std::uint64_t elapsed_at(std::uint64_t us) const noexcept { return start_elapsed_ + ticks_from_us(us); }
 
   sim::VirtualTime time_;
   sim::Machine machine_;
   sim::Thread thread_;
   std::optional<sim::Scheduler> scheduler_;
+  std::uint64_t start_elapsed_ = 0;  // VirtualTime::elapsed() at the start of the run
   PeripheralState peripherals_[kMaxPeripherals];
   std::size_t peripheral_count_ = 0;
   int bus_owner_[kMaxBuses];  // peripheral index, kLoop or kNone

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+// The simulator runtime over long runs, in virtual time: past 2^31 microseconds (half the wrap
+// of the 1 MHz 32-bit tick counter, where "before" and "after" become ambiguous), past 2^32
+// (the wrap itself), across the wrap, with timers, interrupts and reports that far apart.
+#include <cstdio>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "loopcanary/loopcanary.hpp"
+#include "simrt/report.hpp"
+#include "simrt/runtime.hpp"
+#include "simrt/virtual_board.hpp"
+
+namespace {
+
+namespace lc = loopcanary;
+namespace simrt = loopcanary::simrt;
+
+constexpr std::uint64_t kSecondUs = 1'000'000;
+constexpr std::uint64_t kHalfWrapUs = std::uint64_t{1} << 31;  // 2^31 ticks at 1 MHz
+constexpr std::uint64_t kWrapUs = std::uint64_t{1} << 32;
+// Each run_for() call of the tests that check something else than run_for() itself stays
+// below half the wrap, so what they check does not depend on run_for()'s own range.
+constexpr std::uint64_t kChunkUs = 1000 * kSecondUs;
+
+enum : simrt::TypeId { kTick, kSlow, kLine, kTypeCount };
+
+struct Firmware {
+  simrt::Runtime* runtime = nullptr;
+  std::uint32_t slow_us = 0;
+  std::uint32_t slow_dispatch = 0;  // dispatch number of the last slow one
+};
+
+void on_tick(void*, const simrt::Message&) noexcept {}
+void on_line(void*, const simrt::Message&) noexcept {}
+void on_slow(void* app, const simrt::Message&) noexcept {
+  auto& fw = *static_cast<Firmware*>(app);
+  fw.slow_dispatch = fw.runtime->dispatches() + 1u;
+  for (simrt::Burn burn(fw.slow_us); fw.runtime->board().compute(burn);) {
+  }
+}
+
+const simrt::EventType kTypes[kTypeCount] = {
+    {lc::Event{"tick"}, &on_tick},
+    {lc::Event{"slow"}, &on_slow},
+    {lc::Event{"line"}, &on_line},
+};
+
+// A monitored loop on a virtual board starting at `start` (ticks), its runtime and firmware.
+struct Rig {
+  explicit Rig(lc::tick_t start) : board(simrt::VirtualBoardConfig{start, 0}), runtime(board, monitor) {
+    lc::MonitorConfig config;
+    config.name = "main";
+    config.tick_hz = board.tick_hz();
+    config.threshold_us = 100'000;
+    config.sample_interval_us = 10'000;
+    config.hang_limit_us = 1'000'000;
+    config.context = board.loop_context();
+    EXPECT_EQ(monitor.init(config), lc::Status::ok);
+    EXPECT_EQ(watchdog.init(lc::WatchdogConfig{}, board.hal()), lc::Status::ok);
+    EXPECT_EQ(watchdog.add(monitor), lc::Status::ok);
+    firmware.runtime = &runtime;
+    EXPECT_TRUE(runtime.init(simrt::RuntimeConfig{kTypes, kTypeCount, &firmware}));
+    EXPECT_EQ(runtime.add_irq_line(kLine), 0);
+  }
+
+  simrt::BoardError start(std::uint32_t poll_period_us, const simrt::Peripheral* peripherals = nullptr,
+                          std::size_t peripheral_count = 0, simrt::RecordConsumer consumer = nullptr,
+                          void* consumer_context = nullptr) {
+    simrt::BoardStart s;
+    s.watchdog = &watchdog;
+    s.poll_period_us = poll_period_us;
+    s.consumer = consumer;
+    s.consumer_context = consumer_context;
+    s.lines = runtime.lines();
+    s.line_count = runtime.line_count();
+    s.peripherals = peripherals;
+    s.peripheral_count = peripheral_count;
+    return board.start(s);
+  }
+
+  // Runs for `us` in calls of at most kChunkUs.
+  void run_in_chunks(std::uint64_t us) {
+    while (us > 0) {
+      const std::uint64_t chunk = us < kChunkUs ? us : kChunkUs;
+      runtime.run_for(chunk);
+      us -= chunk;
+    }
+  }
+
+  std::uint64_t elapsed_us(lc::tick_t since) { return lc::ticks_between(since, board.now()); }
+
+  lc::Monitor monitor;
+  lc::StaticWatchdog<1, 16> watchdog;
+  simrt::VirtualBoard board;
+  simrt::Runtime runtime;
+  Firmware firmware;
+};
+
+// ---- run_for over long durations ---------------------------------------------------------
+
+struct LongRun {
+  const char* name;
+  lc::tick_t start;        // board time at the start
+  std::uint64_t duration;  // of the one run_for() call, us
+};
+
+void PrintTo(const LongRun& run, std::ostream* os) { *os << run.name; }
+
+class RunFor : public ::testing::TestWithParam<LongRun> {};
+
+// Durations just past 2^31 us and just past 2^32 us, each starting just before the counter
+// wraps and half a wrap away from that; a periodic timer (1 s) dispatches throughout: as many
+// times as whole periods fit, and the run lasts exactly the time asked for.
+const LongRun kLongRuns[] = {
+    {"HalfWrapPlusHalfSecondFromBeforeTheWrap", static_cast<lc::tick_t>(0u - 1000u), kHalfWrapUs + kSecondUs / 2},
+    {"HalfWrapPlusHalfSecondFromMidCounter", static_cast<lc::tick_t>(0x8000'0000u - 1000u), kHalfWrapUs + kSecondUs / 2},
+    {"WrapPlusHalfSecondFromBeforeTheWrap", static_cast<lc::tick_t>(0u - 1000u), kWrapUs + kSecondUs / 2},
+    {"WrapPlusHalfSecondFromMidCounter", static_cast<lc::tick_t>(0x8000'0000u - 1000u), kWrapUs + kSecondUs / 2},
+};
+INSTANTIATE_TEST_SUITE_P(Edges, RunFor, ::testing::ValuesIn(kLongRuns),
+                         [](const ::testing::TestParamInfo<LongRun>& run) { return std::string(run.param.name); });
+
+TEST_P(RunFor, DispatchesThroughoutAndLastsExactlyTheDuration) {
+  const LongRun& p = GetParam();
+  const std::uint32_t period_us = 1'000'000;
+  auto rig = std::make_unique<Rig>(p.start);
+  ASSERT_EQ(rig->start(1'000'000), simrt::BoardError::none);
+  const int timer = rig->runtime.add_timer(kTick, period_us);
+  ASSERT_GE(timer, 0);
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(timer), period_us);
+  const lc::tick_t begin = rig->board.now();
+
+  rig->runtime.run_for(p.duration);
+
+  EXPECT_EQ(rig->runtime.stats(kTick).dispatched, p.duration / period_us);
+  EXPECT_EQ(rig->runtime.stats(kTick).timer_skips, 0u);
+  EXPECT_EQ(rig->elapsed_us(begin), p.duration % kWrapUs) << "the clock stops where the run ends";
+  EXPECT_EQ(rig->monitor.stats().dispatches, p.duration / period_us);
+}
+
+// ---- Timers and peripheral actions far ahead ---------------------------------------------
+
+// A one-shot timer 3000 s ahead (more than half the wrap) fires then, not at once.
+TEST(LongTimer, OneShotFurtherThanHalfTheWrapFiresOnTime) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 1000u));
+  ASSERT_EQ(rig->start(1'000'000), simrt::BoardError::none);
+  const int timer = rig->runtime.add_timer(kTick, 0);
+  ASSERT_GE(timer, 0);
+  const std::uint32_t delay_us = 3'000'000'000u;
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(timer), delay_us);
+
+  rig->run_in_chunks(delay_us - kSecondUs);
+  EXPECT_EQ(rig->runtime.stats(kTick).dispatched, 0u) << "one second before it is due";
+  rig->run_in_chunks(2 * kSecondUs);
+  EXPECT_EQ(rig->runtime.stats(kTick).dispatched, 1u) << "one second after it is due";
+  EXPECT_EQ(rig->runtime.stats(kTick).wait_max, 0u) << "dispatched the moment it was due";
+}
+
+// A peripheral's one-shot interrupt 3000 s into the run (more than half the wrap) is raised then.
+TEST(LongTimeline, ActionFurtherThanHalfTheWrapHappensOnTime) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 1000u));
+  const std::uint64_t at_us = 3'000 * kSecondUs;
+  const simrt::Action actions[] = {{simrt::Action::Kind::raise, 0, 7, at_us, 0, 0}};
+  const simrt::Peripheral peripheral{"late", actions, 1};
+  ASSERT_EQ(rig->start(1'000'000, &peripheral, 1), simrt::BoardError::none);
+
+  rig->run_in_chunks(at_us - kSecondUs);
+  EXPECT_EQ(rig->runtime.stats(kLine).dispatched, 0u) << "one second before it is due";
+  rig->run_in_chunks(2 * kSecondUs);
+  EXPECT_EQ(rig->runtime.stats(kLine).dispatched, 1u) << "one second after it is due";
+}
+
+// A peripheral that holds a bus skips the periodic actions that fell due meanwhile, also when
+// the hold ends more than 2^32 us into the run: none piles up (nothing lost on the line).
+TEST(LongTimeline, HoldPastTheWrapSkipsWhatFellDueMeanwhile) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 1000u));
+  constexpr std::uint64_t hold_at_us = kWrapUs + 100 * kSecondUs;
+  constexpr std::uint32_t period_us = 100'000;
+  const std::uint32_t hold_us = 1'000'000;
+  const simrt::Action actions[] = {{simrt::Action::Kind::raise, 0, 1, period_us, period_us, 0},
+                                   {simrt::Action::Kind::hold_bus, 0, hold_us, hold_at_us, 0, 0}};
+  const simrt::Peripheral peripheral{"sensor", actions, 2};
+  ASSERT_EQ(rig->start(1'000'000, &peripheral, 1), simrt::BoardError::none);
+
+  const std::uint64_t run_us = hold_at_us + 10 * kSecondUs;
+  rig->run_in_chunks(run_us);
+
+  EXPECT_EQ(rig->runtime.stats(kLine).lost, 0u);
+  // Raised at every whole period before the end, except the hold_us / period_us that fell due
+  // during the hold (it starts between two periods: 2^32 is no multiple of 100'000).
+  static_assert(hold_at_us % period_us != 0);
+  const std::uint64_t expected = (run_us - 1u) / period_us - hold_us / period_us;
+  EXPECT_EQ(rig->runtime.stats(kLine).dispatched, expected);
+}
+
+// ---- What a block delayed, hours later -----------------------------------------------------
+
+// A 600 ms block at 1.5 s holds up the tick due at 2 s; the ticks of the next 4400 s were posted
+// long after it ended and are not counted against it.
+TEST(LongRunDelays, ABlockDelaysOnlyWhatWasPostedBeforeItEnded) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 1000u));
+  ASSERT_EQ(rig->start(1'000'000), simrt::BoardError::none);
+  const int tick = rig->runtime.add_timer(kTick, 1'000'000);
+  const int slow = rig->runtime.add_timer(kSlow, 0);
+  ASSERT_GE(tick, 0);
+  ASSERT_GE(slow, 0);
+  rig->firmware.slow_us = 600'000;
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(tick), 1'000'000);
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(slow), 1'500'000);
+
+  rig->run_in_chunks(10 * kSecondUs);
+  const simrt::BlockSpan* span = rig->runtime.span_of(rig->firmware.slow_dispatch);
+  ASSERT_NE(span, nullptr);
+  EXPECT_EQ(span->delayed_total, 1u) << "the tick posted at 2 s, during the block";
+  EXPECT_EQ(span->delayed[kTick], 1u);
+
+  rig->run_in_chunks(kWrapUs + 100 * kSecondUs);
+  span = rig->runtime.span_of(rig->firmware.slow_dispatch);
+  ASSERT_NE(span, nullptr);
+  EXPECT_EQ(span->delayed_total, 1u) << "nothing posted after the block ended is counted";
+}
+
+// ---- Reports with times past 2^32 us -------------------------------------------------------
+
+std::string read_all(std::FILE* file) {
+  std::string text;
+  std::rewind(file);
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  return text;
+}
+
+// A block 4400 s into the run (past the wrap) is reported at 4400 s, live and in the summary,
+// also when the run goes on for more than half a wrap after it.
+TEST(LongRunReport, TimesCountFromTheStartOfTheRunPastTheWrap) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 1000u));
+  std::FILE* live = std::tmpfile();
+  std::FILE* summary = std::tmpfile();
+  ASSERT_NE(live, nullptr);
+  ASSERT_NE(summary, nullptr);
+  simrt::ReporterConfig reporter_config;
+  reporter_config.board = &rig->board;
+  reporter_config.live = live;
+  auto reporter = std::make_unique<simrt::Reporter>(reporter_config);
+  ASSERT_EQ(rig->start(10'000, nullptr, 0, &simrt::Reporter::consume, reporter.get()), simrt::BoardError::none);
+  const int slow = rig->runtime.add_timer(kSlow, 0);
+  ASSERT_GE(slow, 0);
+  rig->firmware.slow_us = 600'000;
+
+  const std::uint64_t block_at_us = 4'400 * kSecondUs;
+  rig->run_in_chunks(block_at_us - 100 * kSecondUs);
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(slow), 100'000'000);
+  rig->run_in_chunks(110 * kSecondUs + kHalfWrapUs);
+  rig->board.finish();
+
+  ASSERT_EQ(reporter->final_reports(), 1u);
+  const std::string live_text = read_all(live);
+  EXPECT_NE(live_text.find("4400.600 s  block ended        slow"), std::string::npos) << live_text;
+
+  simrt::SummaryInput in;
+  in.header.run_us = block_at_us + 10 * kSecondUs + kHalfWrapUs;
+  in.runtime = &rig->runtime;
+  in.reporter = reporter.get();
+  in.monitor = &rig->monitor;
+  in.watchdog = &rig->watchdog;
+  in.board = &rig->board;
+  simrt::print_summary_text(summary, in);
+  const std::string summary_text = read_all(summary);
+  EXPECT_NE(summary_text.find("at 4400.000 s  slow, dispatch "), std::string::npos) << summary_text;
+  std::fclose(live);
+  std::fclose(summary);
+}
+
+}  // namespace
