@@ -402,10 +402,11 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
                in.monitor->name(), loop.dispatches, loop.blocks, loop.hangs,
                ms_text(in.board->us_from_ticks(loop.max_duration)).c_str(), in.runtime->pending());
   std::fprintf(out,
-               "watchdog: %u polls, %u reports (%u in progress, %u hang, %u final), %u records dropped, "
-               "%u samples missed\n",
+               "watchdog: %u polls, %u reports (%u in progress, %u hang, %u final, %u of them end estimated), "
+               "%u notes dropped, %u records dropped, %u samples missed\n",
                dog.polls, dog.reports, in.reporter->in_progress_reports(), in.reporter->hang_reports(),
-               in.reporter->final_reports(), dog.records_dropped, dog.samples_missed);
+               in.reporter->final_reports(), dog.finals_estimated, dog.notes_dropped, dog.records_dropped,
+               dog.samples_missed);
 }
 
 void print_summary_json(std::FILE* out, const SummaryInput& in) {
@@ -464,7 +465,8 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
   o.close('}');
   o.key("watchdog").open('{').key("polls").value(dog.polls).key("reports").value(dog.reports);
   o.key("in_progress").value(in.reporter->in_progress_reports()).key("hang").value(in.reporter->hang_reports());
-  o.key("final").value(in.reporter->final_reports()).key("records_dropped").value(dog.records_dropped);
+  o.key("final").value(in.reporter->final_reports()).key("finals_estimated").value(dog.finals_estimated);
+  o.key("notes_dropped").value(dog.notes_dropped).key("records_dropped").value(dog.records_dropped);
   o.key("samples_missed").value(dog.samples_missed).close('}');
   o.close('}');
   std::fprintf(out, "%s\n", o.text().c_str());
