@@ -1059,34 +1059,33 @@ TEST(Classify, StolenTimeIsTakenOffTheWindow) {
 
 namespace {
 
-/// Two loops, one watch: StaticWatchdog<2, kRecords, 1>. Both loops stamped by one virtual time.
-class SharedWatchTest : public testing::TestWithParam<tick_t> {
+/// Two loops, "a" and "b", each on its own sim thread and stamped by one virtual time; a
+/// watchdog with `Watches` watches (StaticWatchdog<2, kRecords, Watches>) polled by a
+/// Scheduler; every report collected.
+template <std::size_t Watches>
+class TwoLoopTest : public testing::TestWithParam<tick_t> {
  protected:
-  void SetUp() override {
+  /// Both loops with `threshold` and `sample_interval` (hang limit 1 s), polled every `period`.
+  void set_up(tick_t threshold, tick_t sample_interval, tick_t period) {
     for (sim::PortMonitor* m : {&loop_a, &loop_b}) {
-      lc::MonitorConfig config = loop_config(ms(100), ms(10), ms(1000));
+      lc::MonitorConfig config = loop_config(threshold, sample_interval, ms(1000));
       config.name = m == &loop_a ? "a" : "b";
       config.tick_hz = sim::kTickHz;
       config.context = m == &loop_a ? &thread_a : &thread_b;
       ASSERT_EQ(m->init(config), Status::ok);
     }
-    thread_a.pc = 0xA000;  // each loop's "program counter" while it runs (the sim captures it)
-    thread_b.pc = 0xB000;
-    machine.set_pc_capture(true);
     ASSERT_EQ(dog.init(lc::WatchdogConfig{}, machine.hal()), Status::ok);
     ASSERT_EQ(dog.add(loop_a), Status::ok);
     ASSERT_EQ(dog.add(loop_b), Status::ok);
     ASSERT_EQ(dog.add_interceptor(&collect, &reports), Status::ok);
-    scheduler.emplace(time, machine, dog, kPeriod);
-    // Start 100 ms before the wrap point: the blocks below straddle it in the before_wrap run.
-    scheduler->idle(lc::ticks_between(time.peek(), later(GetParam(), kWrapOffset - ms(100))));
+    scheduler.emplace(time, machine, dog, period);
   }
 
-  /// The reports about loop `name`, in order.
-  std::vector<BlockRecord> of(const char* name) const {
+  /// The reports about loop `name` that `keep` accepts (all when null), in order.
+  std::vector<BlockRecord> reports_of(const char* name, bool (*keep)(const BlockRecord&) = nullptr) const {
     std::vector<BlockRecord> out;
     for (const BlockRecord& r : reports) {
-      if (std::strcmp(r.loop, name) == 0) out.push_back(r);
+      if (std::strcmp(r.loop, name) == 0 && (keep == nullptr || keep(r))) out.push_back(r);
     }
     return out;
   }
@@ -1097,9 +1096,25 @@ class SharedWatchTest : public testing::TestWithParam<tick_t> {
   sim::Thread thread_b;
   sim::PortMonitor loop_a{sim::Clock{time}};
   sim::PortMonitor loop_b{sim::Clock{time}};
-  lc::StaticWatchdog<2, kRecords, 1> dog;
+  lc::StaticWatchdog<2, kRecords, Watches> dog;
   std::optional<sim::Scheduler> scheduler;
   std::vector<BlockRecord> reports;
+};
+
+/// Two loops, one watch.
+class SharedWatchTest : public TwoLoopTest<1> {
+ protected:
+  void SetUp() override {
+    set_up(ms(100), ms(10), kPeriod);
+    thread_a.pc = 0xA000;  // each loop's "program counter" while it runs (the sim captures it)
+    thread_b.pc = 0xB000;
+    machine.set_pc_capture(true);
+    // Start 100 ms before the wrap point: the blocks below straddle it in the before_wrap run.
+    scheduler->idle(lc::ticks_between(time.peek(), later(GetParam(), kWrapOffset - ms(100))));
+  }
+
+  /// The reports about loop `name`, in order.
+  std::vector<BlockRecord> of(const char* name) const { return reports_of(name); }
 };
 
 INSTANTIATE_TEST_SUITE_P(Watchdog, SharedWatchTest, testing::Values(tick_t{0}, kBeforeWrap), start_name);
@@ -1178,25 +1193,12 @@ namespace {
 /// wrap point): a loop can end more blocks between two polls than its note ring holds
 /// (LOOPCANARY_NOTE_CAPACITY), as under a watchdog that overruns its period. Both loops stamped
 /// by one virtual time.
-class NoteRingTest : public testing::TestWithParam<tick_t> {
+class NoteRingTest : public TwoLoopTest<2> {
  protected:
   static constexpr tick_t kSlowPoll = ms(48);
   static constexpr tick_t kBlock = ms(2);  // each dispatch of a burst: a block
 
-  void SetUp() override {
-    for (sim::PortMonitor* m : {&loop_a, &loop_b}) {
-      lc::MonitorConfig config = loop_config(ms(1), ms(1), ms(1000));
-      config.name = m == &loop_a ? "a" : "b";
-      config.tick_hz = sim::kTickHz;
-      config.context = m == &loop_a ? &thread_a : &thread_b;
-      ASSERT_EQ(m->init(config), Status::ok);
-    }
-    ASSERT_EQ(dog.init(lc::WatchdogConfig{}, machine.hal()), Status::ok);
-    ASSERT_EQ(dog.add(loop_a), Status::ok);
-    ASSERT_EQ(dog.add(loop_b), Status::ok);
-    ASSERT_EQ(dog.add_interceptor(&collect, &reports), Status::ok);
-    scheduler.emplace(time, machine, dog, kSlowPoll);
-  }
+  void SetUp() override { set_up(ms(1), ms(1), kSlowPoll); }
 
   /// Idles until `offset` after the start tick.
   void idle_until(tick_t offset) { scheduler->idle(lc::ticks_between(time.peek(), later(GetParam(), offset))); }
@@ -1215,24 +1217,10 @@ class NoteRingTest : public testing::TestWithParam<tick_t> {
 
   /// The final records of loop `name` whose end the loop stamped (no end_estimated), in order.
   std::vector<BlockRecord> confirmed_finals(const char* name) const {
-    std::vector<BlockRecord> out;
-    for (const BlockRecord& r : reports) {
-      if (std::strcmp(r.loop, name) == 0 && r.phase == Phase::final && !has_flag(r, lc::kFlagEndEstimated)) {
-        out.push_back(r);
-      }
-    }
-    return out;
+    return reports_of(name, [](const BlockRecord& r) {
+      return r.phase == Phase::final && !has_flag(r, lc::kFlagEndEstimated);
+    });
   }
-
-  sim::VirtualTime time{GetParam()};
-  sim::Machine machine;
-  sim::Thread thread_a;
-  sim::Thread thread_b;
-  sim::PortMonitor loop_a{sim::Clock{time}};
-  sim::PortMonitor loop_b{sim::Clock{time}};
-  lc::StaticWatchdog<2, kRecords> dog;
-  std::optional<sim::Scheduler> scheduler;
-  std::vector<BlockRecord> reports;
 };
 
 INSTANTIATE_TEST_SUITE_P(Watchdog, NoteRingTest, testing::Values(tick_t{0}, kBeforeWrap), start_name);
