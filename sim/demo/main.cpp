@@ -2,6 +2,7 @@
 // loopcanary-sim: the thermostat firmware on the simulator runtime, watched by loopcanary, in
 // real or virtual time. `loopcanary-sim --help` explains the options; docs/demo.md the rest.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,20 @@
 #include "thermostat.hpp"
 
 namespace {
+
+// The host tool as the user can run it: beside this program in a build tree (sim/tool/) or an
+// installed one, else by name from PATH.
+std::string tool_command() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path dir = self.parent_path();
+    for (const std::filesystem::path& candidate : {dir / "tool" / "loopcanary", dir / "loopcanary"}) {
+      if (std::filesystem::is_regular_file(candidate, error)) return candidate.string();
+    }
+  }
+  return "loopcanary";
+}
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;
@@ -150,6 +165,10 @@ int run(const Options& options) {
     }
     if (!sink_healthy) {
       return fail(std::string("--log-dir: not writable at the end of the run: ") + s.message, kExitFailed);
+    }
+    // The host tool (docs/tool.md) reads the logs.
+    if (!options.json) {
+      std::printf("\nlogs: open them with `%s report %s`\n", tool_command().c_str(), options.log_dir.c_str());
     }
   }
   return kExitOk;

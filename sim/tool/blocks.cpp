@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+// Blocks from records (model.hpp): the culprit rule, the assembly of a dispatch's reports into
+// one Block, the filters every command shares and the reading summary.
+#include <algorithm>
+#include <cstdio>
+#include <ostream>
+
+#include "model.hpp"
+
+namespace loopcanary::tool {
+
+namespace {
+
+bool starts_with(const std::string& text, const std::string& prefix) noexcept {
+  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+const char* base_name(const std::string& path) noexcept {
+  const std::size_t slash = path.rfind('/');
+  return path.c_str() + (slash == std::string::npos ? 0 : slash + 1);
+}
+
+// Modules of the C and C++ runtimes, the dynamic loader and the vDSO (base-name prefixes).
+constexpr const char* kRuntimeModules[] = {"libc.so", "libc-", "libm.so", "libm-", "libstdc++", "libgcc_s",
+                                           "libpthread", "ld-linux", "ld.so", "ld64.so", "linux-vdso",
+                                           "linux-gate", "[vdso]"};
+// Functions of loopcanary (the simulator runtime loopcanary::simrt included) and the C++ library.
+constexpr const char* kRuntimeFunctions[] = {"loopcanary::", "std::", "__gnu_cxx::", "__cxa", "__cxxabiv1::"};
+
+}  // namespace
+
+bool frame_matches(const Frame& frame, const std::vector<std::string>& prefixes) {
+  for (const std::string& p : prefixes) {
+    if (p.empty()) continue;
+    if (frame.is_scope()) {
+      if (starts_with(frame.scope, p)) return true;
+      continue;
+    }
+    if (!frame.function.empty() && starts_with(frame.function, p)) return true;
+    if (!frame.module.empty() && (starts_with(frame.module, p) || starts_with(base_name(frame.module), p))) return true;
+  }
+  return false;
+}
+
+bool is_runtime_frame(const Frame& frame) {
+  if (frame.is_scope()) return false;
+  if (!frame.module.empty()) {
+    const std::string base = base_name(frame.module);
+    for (const char* m : kRuntimeModules) {
+      if (starts_with(base, m)) return true;
+    }
+  }
+  for (const char* f : kRuntimeFunctions) {
+    if (starts_with(frame.function, f) || starts_with(frame.nearest_symbol, f)) return true;
+  }
+  return false;
+}
+
+std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRules& rules) {
+  for (std::size_t i = 0; i < sample.frames.size(); ++i) {
+    const Frame& f = sample.frames[i];
+    if (rules.concern.empty() ? !is_runtime_frame(f) : frame_matches(f, rules.concern)) return i;
+  }
+  return std::nullopt;
+}
+
+Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
+  Culprit best;
+  best.of = record.stacks.size();
+  // Kept samples are at most a few dozen: a small vector of (label, count, first frame).
+  struct Count {
+    std::string label;
+    std::uint64_t count;
+    const Frame* frame;
+  };
+  std::vector<Count> counts;
+  for (const Sample& sample : record.stacks) {
+    const std::optional<std::size_t> at = sample_culprit(sample, rules);
+    if (!at) continue;
+    const Frame& f = sample.frames[*at];
+    std::string label = f.label();
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const Count& c) { return c.label == label; });
+    if (it == counts.end()) {
+      counts.push_back(Count{std::move(label), 1, &f});
+    } else {
+      ++it->count;
+    }
+  }
+  const Count* top = nullptr;
+  for (const Count& c : counts) {
+    if (top == nullptr || c.count > top->count) top = &c;  // ties: the first seen
+  }
+  if (top != nullptr) {
+    best.label = top->label;
+    best.frame = *top->frame;
+    best.samples = top->count;
+  }
+  return best;
+}
+
+std::string block_id(const LogRecord& record) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](const void* data, std::size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < size; ++i) {
+      h ^= bytes[i];
+      h *= 0x100000001b3ULL;
+    }
+  };
+  auto mix_string = [&](const std::string& s) { mix(s.c_str(), s.size() + 1); };  // with the NUL
+  auto mix_number = [&](std::uint64_t v) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(v >> (8 * i));
+    mix(le, sizeof le);
+  };
+  mix_string(record.qualifier);
+  mix_string(record.loop);
+  mix_number(record.loop_index);
+  mix_number(record.dispatch);
+  mix_number(record.start);
+  const std::uint64_t folded = (h ^ (h >> 48)) & 0xFFFFFFFFFFFFULL;
+  char text[16];
+  std::snprintf(text, sizeof text, "%012llx", static_cast<unsigned long long>(folded));
+  return text;
+}
+
+BlockAssembler::BlockAssembler(CulpritRules rules, Callback on_block)
+    : rules_(std::move(rules)), on_block_(std::move(on_block)) {}
+
+void BlockAssembler::emit(Block& block) {
+  block.culprit = block_culprit(block.record, rules_);
+  ++blocks_;
+  if (on_block_) on_block_(block);
+}
+
+void BlockAssembler::add(const LogRecord& r) {
+  Key key{r.source, r.qualifier, r.loop, r.loop_index};
+  auto it = open_.find(key);
+  if (it != open_.end()) {
+    Block& open = it->second;
+    const bool same = open.record.dispatch == r.dispatch && open.record.start == r.start;
+    if (same && r.report > open.record.report) {
+      ++open.reports;
+      open.hung = open.hung || r.hung || r.phase == Phase::hang;
+      if (!open.has_final) open.record = r;  // the final one, else the latest
+      open.has_final = open.has_final || r.phase == Phase::final;
+      if (open.has_final) {
+        emit(open);
+        last_emitted_[key] = {r.dispatch, r.start};
+        open_.erase(it);
+      }
+      return;
+    }
+    // A later dispatch, or a restarted writer (report numbers start again): the open block
+    // is complete as it is.
+    emit(open);
+    last_emitted_[key] = {open.record.dispatch, open.record.start};
+    open_.erase(it);
+  }
+  const auto last = last_emitted_.find(key);
+  if (last != last_emitted_.end() && last->second.first == r.dispatch && last->second.second == r.start) {
+    ++out_of_order_;  // a report after its dispatch's final one
+  }
+  Block block;
+  block.id = block_id(r);
+  block.record = r;
+  block.reports = 1;
+  block.has_final = r.phase == Phase::final;
+  block.hung = r.hung || r.phase == Phase::hang;
+  block.first_file = r.file;
+  block.first_line = r.line;
+  if (block.has_final) {
+    emit(block);
+    last_emitted_[key] = {r.dispatch, r.start};
+    return;
+  }
+  open_.emplace(std::move(key), std::move(block));
+}
+
+void BlockAssembler::finish() {
+  for (auto& [key, block] : open_) {
+    emit(block);
+    last_emitted_[key] = {block.record.dispatch, block.record.start};
+  }
+  open_.clear();
+}
+
+bool Filter::accepts(const Block& block) const {
+  const LogRecord& r = block.record;
+  if (since_ms || until_ms) {
+    if (!r.wall_ms) return false;
+    if (since_ms && *r.wall_ms < *since_ms) return false;
+    if (until_ms && *r.wall_ms >= *until_ms) return false;
+  }
+  if (!qualifiers.empty() && std::find(qualifiers.begin(), qualifiers.end(), r.qualifier) == qualifiers.end()) return false;
+  if (!events.empty() && std::find(events.begin(), events.end(), r.event) == events.end()) return false;
+  if (!causes.empty() && std::find(causes.begin(), causes.end(), r.cause) == causes.end()) return false;
+  return r.duration_us >= min_us;
+}
+
+BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, const CulpritRules& rules,
+                       const Filter& filter, const std::function<void(const Block&)>& on_block) {
+  BlockStats stats;
+  BlockAssembler assembler(rules, [&](const Block& block) {
+    ++stats.blocks;
+    if (!filter.accepts(block)) {
+      ++stats.filtered;
+      if ((filter.since_ms || filter.until_ms) && !block.record.wall_ms) ++stats.no_wall_time;
+      return;
+    }
+    if (!rules.ignore.empty() && block.culprit.known() && frame_matches(block.culprit.frame, rules.ignore)) {
+      ++stats.ignored;
+      return;
+    }
+    ++stats.kept;
+    if (on_block) on_block(block);
+  });
+  for (const std::string& path : paths) {
+    reader.read_path(path, [&](const LogRecord& record) { assembler.add(record); });
+  }
+  assembler.finish();
+  stats.out_of_order = assembler.out_of_order();
+  return stats;
+}
+
+void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* blocks) {
+  out << "read " << stats.files << (stats.files == 1 ? " file, " : " files, ") << stats.lines
+      << (stats.lines == 1 ? " line, " : " lines, ") << stats.records << (stats.records == 1 ? " record; " : " records; ")
+      << stats.warnings_total() << (stats.warnings_total() == 1 ? " warning" : " warnings");
+  bool first = true;
+  for (std::size_t k = 0; k < kWarningKinds; ++k) {
+    if (stats.warnings[k] == 0) continue;
+    out << (first ? " (" : ", ") << to_string(static_cast<WarningKind>(k)) << ' ' << stats.warnings[k];
+    first = false;
+  }
+  if (!first) out << ')';
+  if (blocks != nullptr) {
+    out << "; " << blocks->blocks << (blocks->blocks == 1 ? " block, " : " blocks, ") << blocks->kept << " shown";
+    if (blocks->filtered > 0) {
+      out << ", " << blocks->filtered << " filtered out";
+      if (blocks->no_wall_time > 0) out << " (" << blocks->no_wall_time << " without wall time)";
+    }
+    if (blocks->ignored > 0) out << ", " << blocks->ignored << " ignored (--ignore)";
+    if (blocks->out_of_order > 0) out << ", " << blocks->out_of_order << " reports after their final one";
+  }
+  out << '\n';
+}
+
+}  // namespace loopcanary::tool

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// The small parts of the tool's model (model.hpp): names, labels, times, log sources.
+#include "model.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace loopcanary::tool {
+
+namespace {
+
+std::string hex(std::uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's civil algorithm).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept {
+  y -= m <= 2 ? 1 : 0;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+bool digits(const std::string& text, std::size_t at, std::size_t count, unsigned& out) noexcept {
+  if (at + count > text.size()) return false;
+  unsigned value = 0;
+  for (std::size_t i = at; i < at + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    value = value * 10 + static_cast<unsigned>(text[i] - '0');
+  }
+  out = value;
+  return true;
+}
+
+}  // namespace
+
+std::string Frame::label() const {
+  if (!function.empty()) return function;
+  if (!scope.empty()) return scope;
+  if (!module.empty()) {
+    const std::size_t slash = module.rfind('/');
+    return (slash == std::string::npos ? module : module.substr(slash + 1)) + "+" + hex(module_offset);
+  }
+  return hex(pc);
+}
+
+void Frame::clear() noexcept {
+  scope.clear();
+  pc = 0;
+  function.clear();
+  function_offset = 0;
+  nearest_symbol.clear();
+  nearest_offset = 0;
+  module.clear();
+  build_id.clear();
+  module_offset = 0;
+  file.clear();
+  line = 0;
+}
+
+void LogRecord::clear() noexcept {
+  std::vector<Sample> keep_stacks;
+  std::vector<TopEntry> keep_top;
+  keep_stacks.swap(stacks);
+  keep_top.swap(top);
+  std::string keep_strings[6];
+  keep_strings[0].swap(file);
+  keep_strings[1].swap(source);
+  keep_strings[2].swap(loop);
+  keep_strings[3].swap(qualifier);
+  keep_strings[4].swap(event);
+  keep_strings[5].swap(clock);
+  *this = LogRecord{};
+  for (std::string& s : keep_strings) s.clear();
+  file.swap(keep_strings[0]);
+  source.swap(keep_strings[1]);
+  loop.swap(keep_strings[2]);
+  qualifier.swap(keep_strings[3]);
+  event.swap(keep_strings[4]);
+  clock.swap(keep_strings[5]);
+  keep_stacks.clear();
+  keep_top.clear();
+  stacks.swap(keep_stacks);
+  top.swap(keep_top);
+}
+
+bool parse_phase(const std::string& text, Phase& out) noexcept {
+  for (Phase p : {Phase::in_progress, Phase::hang, Phase::final}) {
+    if (text == to_string(p)) {
+      out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_cause(const std::string& text, Cause& out) noexcept {
+  for (Cause c : {Cause::unknown, Cause::running, Cause::waiting, Cause::starved}) {
+    if (text == to_string(c)) {
+      out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* to_string(WarningKind kind) noexcept {
+  switch (kind) {
+    case WarningKind::unreadable: return "unreadable";
+    case WarningKind::torn_tail: return "torn tail";
+    case WarningKind::malformed_json: return "malformed JSON";
+    case WarningKind::too_deep: return "too deep";
+    case WarningKind::too_long: return "too long";
+    case WarningKind::wrong_type: return "wrong type";
+    case WarningKind::missing_field: return "missing field";
+    case WarningKind::unknown_version: return "unknown format version";
+    case WarningKind::count_: break;
+  }
+  return "?";
+}
+
+std::uint64_t ReadStats::warnings_total() const noexcept {
+  std::uint64_t total = 0;
+  for (std::uint64_t w : warnings) total += w;
+  return total;
+}
+
+std::string log_source(const std::string& file) {
+  // <stem>.<YYYYMMDDTHHMMSSZ>-<serial digits>.jsonl → <stem>.jsonl
+  static const char kSuffix[] = ".jsonl";
+  const std::size_t suffix = sizeof kSuffix - 1;
+  if (file.size() <= suffix || file.compare(file.size() - suffix, suffix, kSuffix) != 0) return file;
+  const std::size_t body_end = file.size() - suffix;
+  std::size_t dash = body_end;
+  while (dash > 0 && file[dash - 1] >= '0' && file[dash - 1] <= '9') --dash;
+  if (dash == body_end || dash == 0 || file[dash - 1] != '-') return file;
+  --dash;  // at '-'
+  const std::size_t stamp_length = 16;  // YYYYMMDDTHHMMSSZ
+  if (dash < stamp_length + 1) return file;
+  const std::size_t stamp = dash - stamp_length;
+  if (file[stamp - 1] != '.' || file[stamp + 8] != 'T' || file[dash - 1] != 'Z') return file;
+  for (std::size_t i = stamp; i < dash - 1; ++i) {
+    if (i == stamp + 8) continue;
+    if (file[i] < '0' || file[i] > '9') return file;
+  }
+  return file.substr(0, stamp - 1) + kSuffix;
+}
+
+bool parse_utc_time(const std::string& text, std::int64_t& ms) noexcept {
+  unsigned year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, milli = 0;
+  if (!digits(text, 0, 4, year) || text.size() < 10 || text[4] != '-' || !digits(text, 5, 2, month) ||
+      text[7] != '-' || !digits(text, 8, 2, day)) {
+    return false;
+  }
+  std::size_t at = 10;
+  if (at < text.size() && (text[at] == 'T' || text[at] == ' ')) {
+    if (!digits(text, at + 1, 2, hour) || at + 3 >= text.size() || text[at + 3] != ':' ||
+        !digits(text, at + 4, 2, minute)) {
+      return false;
+    }
+    at += 6;
+    if (at < text.size() && text[at] == ':') {
+      if (!digits(text, at + 1, 2, second)) return false;
+      at += 3;
+      if (at < text.size() && text[at] == '.') {
+        std::size_t n = 0;
+        unsigned scale = 100;
+        for (++at; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at, ++n) {
+          milli += static_cast<unsigned>(text[at] - '0') * scale;
+          scale /= 10;
+        }
+        if (n == 0) return false;
+      }
+    }
+  }
+  if (at < text.size() && text[at] == 'Z') ++at;
+  if (at != text.size()) return false;
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return false;
+  const std::int64_t days = days_from_civil(static_cast<std::int64_t>(year), month, day);
+  ms = ((days * 24 + hour) * 60 + minute) * 60'000 + static_cast<std::int64_t>(second) * 1000 + milli;
+  return true;
+}
+
+std::string format_utc_time(std::int64_t ms) {
+  std::int64_t days = ms >= 0 ? ms / 86'400'000 : (ms - 86'399'999) / 86'400'000;
+  const auto rest = static_cast<unsigned>(ms - days * 86'400'000);  // 0 .. 86'399'999
+  // civil_from_days (Howard Hinnant).
+  days += 719468;
+  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(days - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2 ? 1 : 0);
+  char text[64];
+  std::snprintf(text, sizeof text, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ", static_cast<long long>(y), m, d,
+                rest / 3'600'000 % 24, rest / 60'000 % 60, rest / 1000 % 60, rest % 1000);
+  return text;
+}
+
+}  // namespace loopcanary::tool

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+// The data model of the host tool `loopcanary` (docs/tool.md) and its reading API: a streaming
+// reader of JSON Lines block reports (docs/report-format.md, plus the Linux file sink's "linux"
+// extension), the assembly of reports into blocks (one per dispatch) and the culprit rule.
+//
+// Host code: the whole standard library, exceptions not used for control flow (no function
+// here throws on bad input; bad input is a warning, counted). Nothing here is thread-safe: one
+// Reader, one BlockAssembler per thread. Memory is bounded: a record is parsed into a reused
+// LogRecord, never a tree, and the assembler keeps one open dispatch per loop.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "loopcanary/record.hpp"
+
+namespace loopcanary::tool {
+
+/// One frame of a sample: a scope name (the firmware's own label, LOOPCANARY_SCOPE) or a program
+/// counter with what the record says about it. Innermost first in Sample::frames: the scopes
+/// (innermost first), then the PCs (innermost first), as in the record.
+struct Frame {
+  std::string scope;                 ///< scope name; non-empty exactly for a scope frame
+  std::uint64_t pc = 0;              ///< program counter (PC frames)
+  std::string function;              ///< symbolised function (exact symbol), "" when unknown
+  std::uint64_t function_offset = 0; ///< bytes from the function's start (with `function`)
+  std::string nearest_symbol;        ///< nearest symbol below the PC when not inside a sized one (a hint)
+  std::uint64_t nearest_offset = 0;  ///< bytes from `nearest_symbol`
+  std::string module;                ///< module path (executable or shared object), "" when unknown
+  std::string build_id;              ///< module's GNU build-id in hex, "" when unknown
+  std::uint64_t module_offset = 0;   ///< PC − module load address (with `module`)
+  std::string file;                  ///< source file (symbolize output), "" when unknown
+  std::uint32_t line = 0;            ///< source line (with `file`), 0 when unknown
+
+  bool is_scope() const noexcept { return !scope.empty(); }
+  bool has_module() const noexcept { return !module.empty(); }
+  /// For display and grouping: the function, else the scope name, else `<module base
+  /// name>+0x<offset>`, else `0x<pc>` (lower-case hex, as docs/report-format.md prints PCs).
+  std::string label() const;
+  /// Empties every field, keeping the strings' capacity (the reader reuses frames).
+  void clear() noexcept;
+};
+
+/// One kept sample of a report.
+struct Sample {
+  std::uint64_t at_us = 0;    ///< µs from the dispatch's start (the record's `at_us`)
+  std::vector<Frame> frames;  ///< innermost first: scopes, then PCs
+};
+
+/// One entry of a report's top-frame histogram (`top`).
+struct TopEntry {
+  Frame frame;                ///< a scope frame or a PC frame (symbolised as the stacks' PCs)
+  std::uint64_t count = 0;    ///< samples whose key (innermost scope, else innermost PC) is `frame`
+};
+
+/// The core's report phase and cause (loopcanary/record.hpp), and their spellings in a record
+/// (loopcanary::to_string).
+using loopcanary::Cause;
+using loopcanary::Phase;
+using loopcanary::to_string;
+
+/// Parses the record's spelling; false (output untouched) for anything else.
+bool parse_phase(const std::string& text, Phase& out) noexcept;
+bool parse_cause(const std::string& text, Cause& out) noexcept;
+
+/// One JSON line of a block report as read (docs/report-format.md, JSON Lines form). Fields not
+/// listed are ignored (a newer writer may add some). Optional numbers of the record (`null`
+/// there) are std::nullopt here.
+struct LogRecord {
+  // Where the line came from.
+  std::string file;               ///< the file as given or found in a directory
+  std::uint64_t line = 0;         ///< line number in `file`, from 1
+  std::string source;             ///< the log it belongs to: `file` without its rotation suffix (see log_source())
+
+  // Required fields (a record without one is skipped with a warning "missing field").
+  std::uint64_t report = 0;       ///< watchdog-wide report number, from 1
+  Phase phase = Phase::final;
+  std::string loop;               ///< loop name
+  std::uint64_t dispatch = 0;     ///< dispatch number on the loop, from 1
+  std::uint64_t duration_us = 0;  ///< µs: final = end − start, else elapsed so far
+
+  // Other fields: 0, "" or false when absent.
+  std::string qualifier;          ///< firmware version or device label
+  std::uint64_t loop_index = 0;
+  std::string event;              ///< event name
+  std::uint64_t tick_hz = 0;      ///< Hz of start, end, duration_ticks
+  std::uint64_t start = 0;        ///< ticks
+  std::uint64_t end = 0;          ///< ticks
+  std::uint64_t duration_ticks = 0;
+  std::uint64_t threshold_us = 0; ///< µs
+  Cause cause = Cause::unknown;
+  bool hung = false;              ///< flag "hung"
+  bool unwatched = false;         ///< flag "unwatched"
+  bool end_estimated = false;     ///< flag "end_estimated"
+
+  // CPU evidence (`cpu` object), µs and per mille.
+  std::uint64_t cpu_window_us = 0;
+  std::optional<std::uint64_t> cpu_thread_us;
+  std::uint64_t cpu_steal_us = 0;
+  std::optional<std::uint64_t> cpu_thread_wait_us;
+  std::optional<std::uint64_t> cpu_system_busy_permille;
+  std::optional<std::uint64_t> cpu_process_permille;
+
+  // Samples (`samples` object and arrays).
+  std::uint64_t samples_taken = 0;
+  std::uint64_t samples_kept = 0;
+  std::uint64_t samples_overwritten = 0;
+  std::uint64_t samples_missed = 0;
+  std::vector<TopEntry> top;      ///< most frequent first
+  std::uint64_t top_other = 0;
+  std::vector<Sample> stacks;     ///< kept samples, oldest first (empty when ReaderOptions::want_stacks is false)
+
+  std::uint64_t records_dropped = 0;
+  std::uint64_t notes_dropped = 0;
+
+  // The Linux file sink's extension object "linux".
+  bool has_linux = false;
+  std::optional<std::int64_t> wall_ms;  ///< "linux.time" (UTC, ISO-8601) as ms since the Unix epoch
+  std::string clock;                    ///< "linux.clock": the clock's name, "other" when the ticks are not the process clock's
+  // "linux.frames" is merged into the PC frames of `stacks` and `top` (by PC) and not kept.
+
+  /// Duration in ms (duration_us / 1000, with decimals).
+  double duration_ms() const noexcept { return static_cast<double>(duration_us) / 1000.0; }
+  /// Resets every field to its default, keeping allocated capacity where it can.
+  void clear() noexcept;
+};
+
+/// The log a file belongs to: its path with a rotation suffix `.<UTC>-<serial>` removed before
+/// `.jsonl` (`dir/stem.20260101T000000Z-000003.jsonl` → `dir/stem.jsonl`). Rotated files and
+/// the current one of a log share it.
+std::string log_source(const std::string& file);
+
+/// What kind of fault a warning reports; each kind is counted apart in ReadStats.
+enum class WarningKind : std::uint8_t {
+  unreadable,       ///< a path cannot be opened or read (not found, permission, I/O error)
+  torn_tail,        ///< the file ends inside a line (no newline): the writer was stopped mid-record
+  malformed_json,   ///< the line is not one JSON object (garbage, truncated, bad escape, trailing bytes)
+  too_deep,         ///< nesting deeper than kMaxJsonDepth
+  too_long,         ///< the line is longer than ReaderOptions::max_line_bytes (skipped, not buffered)
+  wrong_type,       ///< a known field has the wrong JSON type or an out-of-range value
+  missing_field,    ///< a required field is absent
+  unknown_version,  ///< "format_version" is present and not one this reader knows
+  count_            ///< number of kinds (not a kind)
+};
+constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::count_);
+/// A short name for summaries: "unreadable", "torn tail", "malformed JSON", "too deep",
+/// "too long", "wrong type", "missing field", "unknown format version".
+const char* to_string(WarningKind kind) noexcept;
+
+/// The format version this reader reads. Records of docs/report-format.md carry no version
+/// field: a record without "format_version" is version 1. A record whose "format_version" is
+/// another number is skipped with an unknown_version warning.
+constexpr std::uint64_t kFormatVersion = 1;
+/// JSON nesting limit (objects and arrays); deeper lines are skipped (too_deep).
+constexpr int kMaxJsonDepth = 64;
+
+/// Counters of one or more reads, for the summary.
+struct ReadStats {
+  std::uint64_t files = 0;         ///< files opened
+  std::uint64_t bytes = 0;         ///< bytes read
+  std::uint64_t lines = 0;         ///< lines seen (a torn tail counts as one)
+  std::uint64_t records = 0;       ///< well-formed records passed to the callback
+  std::array<std::uint64_t, kWarningKinds> warnings{};  ///< by WarningKind
+  std::uint64_t warnings_total() const noexcept;
+  std::uint64_t warnings_of(WarningKind kind) const noexcept { return warnings[static_cast<std::size_t>(kind)]; }
+};
+
+struct ReaderOptions {
+  /// Longest line accepted, bytes (newline excluded); longer ones are skipped with a too_long
+  /// warning while read in fixed-size chunks (never buffered whole). Range 1 KiB .. 1 GiB.
+  std::size_t max_line_bytes = std::size_t{1} << 20;
+  /// false: stacks are validated but not stored (LogRecord::stacks stays empty); faster.
+  bool want_stacks = true;
+  /// Warnings printed per kind and per file; further ones are counted only, and one line says
+  /// so. 0: no limit.
+  std::uint32_t max_printed_per_kind = 20;
+};
+
+/// Reads JSON Lines block reports from files and directories, streaming: memory does not grow
+/// with the input (one line buffer of at most max_line_bytes plus a reused LogRecord). Every
+/// fault is a warning `<file>:<line>: <what>` on the warning stream and a count in stats();
+/// nothing throws. Calls from one thread.
+class Reader {
+ public:
+  /// Called once per well-formed record; the reference is valid during the call only (the
+  /// record is reused).
+  using Callback = std::function<void(const LogRecord&)>;
+
+  explicit Reader(std::ostream& warnings, ReaderOptions options = {});
+
+  /// A file: read it. A directory: read its *.jsonl files (see list_logs), not recursing. Returns
+  /// false when the path cannot be read at all (with an unreadable warning).
+  bool read_path(const std::string& path, const Callback& on_record);
+  /// Reads one file (any name). false when it cannot be opened (with an unreadable warning).
+  bool read_file(const std::string& path, const Callback& on_record);
+  /// Reads lines from a stream already open; `name` names it in warnings and in LogRecord::file.
+  void read_stream(std::istream& in, const std::string& name, const Callback& on_record);
+
+  const ReadStats& stats() const noexcept { return stats_; }
+
+  /// The *.jsonl files of a directory in reading order: per log (stem), the rotated files
+  /// `<stem>.<UTC>-<serial>.jsonl` by serial, oldest first, then the current `<stem>.jsonl`;
+  /// logs by stem name. Full paths. Empty when the directory cannot be listed.
+  static std::vector<std::string> list_logs(const std::string& directory);
+
+ private:
+  // Reads bytes: returns the count, 0 at the end, -1 on an error (errno set).
+  using Fill = std::function<long(char* to, std::size_t size)>;
+  void read_lines(const std::string& name, const Fill& fill, const Callback& on_record);
+  void warn(const std::string& file, std::uint64_t line, WarningKind kind, const std::string& what);
+  std::ostream& warnings_;
+  ReaderOptions options_;
+  ReadStats stats_;
+  std::array<std::uint32_t, kWarningKinds> printed_{};  // in the current file
+  LogRecord record_;
+  std::string buffer_;
+};
+
+/// Parses one line (without its newline) into `out` (cleared first; `out.file`, `line` and
+/// `source` are left to the caller). Returns true for a record; false with `kind` and `what`
+/// (the warning text, without file:line) otherwise. `want_stacks` as in ReaderOptions.
+bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
+                  bool want_stacks = true);
+
+/// What counts as the user's own code (BlockCanary's concern packages) and which culprits to
+/// leave out (its white list). A prefix matches a frame when the frame's module path, module base
+/// name, function name or scope name starts with it.
+struct CulpritRules {
+  std::vector<std::string> concern;  ///< empty: the default rule (is_runtime_frame)
+  std::vector<std::string> ignore;   ///< blocks whose culprit frame matches one are left out
+};
+
+/// True when a prefix of `prefixes` matches the frame (see CulpritRules).
+bool frame_matches(const Frame& frame, const std::vector<std::string>& prefixes);
+
+/// The default rule's "not the user's code": a frame in libc, libm, libstdc++, libgcc_s, the
+/// dynamic loader (ld-linux*, ld.so), the vDSO, or a function of loopcanary itself or of the
+/// simulator runtime (names starting with `loopcanary::`, which covers `loopcanary::simrt::`),
+/// or of the C++ library (`std::`, `__cxa`, `__gnu_cxx::`). Scope frames are user code (the
+/// firmware names them). A PC with neither module nor function is user code (nothing says
+/// otherwise; device records are like that).
+bool is_runtime_frame(const Frame& frame);
+
+/// Index in `sample.frames` of its culprit: with concern prefixes, the first frame matching one;
+/// without, the first frame that is not a runtime frame. std::nullopt when no frame qualifies.
+std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRules& rules);
+
+/// A block's culprit: its most frequent sample culprit (by Frame::label()) over the kept samples
+/// of its representative report, with that share. Ties: the one seen first (oldest sample).
+struct Culprit {
+  std::string label;          ///< Frame::label() of the culprit; "" when none (no samples, or none qualifies)
+  Frame frame;                ///< the culprit frame (first occurrence)
+  std::uint64_t samples = 0;  ///< kept samples whose culprit it is
+  std::uint64_t of = 0;       ///< kept samples of the report
+  bool known() const noexcept { return !label.empty(); }
+  /// samples / of, 0 when of == 0.
+  double share() const noexcept { return of == 0 ? 0.0 : static_cast<double>(samples) / static_cast<double>(of); }
+};
+Culprit block_culprit(const LogRecord& record, const CulpritRules& rules);
+
+/// One dispatch that was reported: its reports merged.
+struct Block {
+  /// Block ID (docs/tool.md): 12 lower-case hex digits, FNV-1a 64 of qualifier, loop,
+  /// loop_index, dispatch and start, folded to 48 bits. Identical runs of the same firmware
+  /// give the same ID (show prints every block with it, with its file).
+  std::string id;
+  /// The representative report: the final one if there is one, else the latest (hang over
+  /// in_progress).
+  LogRecord record;
+  std::uint32_t reports = 0;   ///< reports merged (1 .. 3 for a well-formed log)
+  bool has_final = false;      ///< one of them is the final report
+  bool hung = false;           ///< a hang report, or the hung flag on any report
+  Culprit culprit;             ///< of `record`, under the assembler's rules
+  std::uint64_t first_line = 0;  ///< line of the first report in its file
+  std::string first_file;        ///< file of the first report
+};
+
+/// The block ID of a record's dispatch (see Block::id).
+std::string block_id(const LogRecord& record);
+
+/// Turns a stream of records into Blocks. The reports of one dispatch (same source, qualifier,
+/// loop, loop_index, dispatch and start) become one Block, whatever mix of in_progress, hang
+/// and final they are. A Block is emitted when its final report arrives, when a later dispatch
+/// (or an earlier report number: a restarted writer) of its loop arrives, or at finish().
+/// Memory: one open Block per (source, qualifier, loop, loop_index).
+class BlockAssembler {
+ public:
+  using Callback = std::function<void(const Block&)>;
+  BlockAssembler(CulpritRules rules, Callback on_block);
+  /// Feeds one record (from Reader's callback).
+  void add(const LogRecord& record);
+  /// Emits every open Block (end of input). The assembler can be fed again afterwards.
+  void finish();
+  std::uint64_t blocks() const noexcept { return blocks_; }
+  /// Reports whose dispatch was already emitted (a report after the final one, or out of
+  /// order): emitted as a Block of their own and counted here.
+  std::uint64_t out_of_order() const noexcept { return out_of_order_; }
+  const CulpritRules& rules() const noexcept { return rules_; }
+
+ private:
+  void emit(Block& block);
+  CulpritRules rules_;
+  Callback on_block_;
+  using Key = std::tuple<std::string, std::string, std::string, std::uint64_t>;
+  std::map<Key, Block> open_;
+  std::map<Key, std::pair<std::uint64_t, std::uint64_t>> last_emitted_;  // (dispatch, start)
+  std::uint64_t blocks_ = 0;
+  std::uint64_t out_of_order_ = 0;
+};
+
+/// Which blocks a command keeps (report, show, export). Every set criterion must hold.
+struct Filter {
+  std::optional<std::int64_t> since_ms;  ///< wall time ≥ (ms since the epoch); blocks without wall time fail
+  std::optional<std::int64_t> until_ms;  ///< wall time < (ms since the epoch); blocks without wall time fail
+  std::vector<std::string> qualifiers;   ///< any of them, exactly; empty: all
+  std::vector<std::string> events;       ///< any of them, exactly; empty: all
+  std::vector<Cause> causes;             ///< any of them; empty: all
+  std::uint64_t min_us = 0;              ///< duration ≥ (µs)
+  /// true when the block passes (the ignore rule is not part of the filter; see read_blocks).
+  bool accepts(const Block& block) const;
+};
+
+/// Why blocks were left out, for the summary.
+struct BlockStats {
+  std::uint64_t blocks = 0;        ///< assembled
+  std::uint64_t kept = 0;          ///< passed the filter and the ignore rule
+  std::uint64_t filtered = 0;      ///< failed the filter
+  std::uint64_t ignored = 0;       ///< culprit matched an --ignore prefix
+  std::uint64_t no_wall_time = 0;  ///< failed --since/--until for lack of wall time (also in filtered)
+  std::uint64_t out_of_order = 0;  ///< BlockAssembler::out_of_order()
+};
+
+/// The pipeline every command shares: reads `paths` (files or directories) with `reader`,
+/// assembles blocks under `rules`, drops those `filter` rejects and those whose culprit matches
+/// rules.ignore, and calls `on_block` for the others, in input order of their completion.
+BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, const CulpritRules& rules,
+                       const Filter& filter, const std::function<void(const Block&)>& on_block);
+
+/// Prints the reading summary, one line: `read F files, L lines, R records; W warnings (K1 N1, ...)`
+/// and, when blocks is given, the block counts.
+void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* blocks = nullptr);
+
+/// Parses an ISO-8601 UTC time `YYYY-MM-DD[THH:MM[:SS[.fff]]][Z]` (also with a space for T) into
+/// ms since the Unix epoch. false for anything else.
+bool parse_utc_time(const std::string& text, std::int64_t& ms) noexcept;
+/// Formats ms since the epoch as `YYYY-MM-DDTHH:MM:SS.fffZ`.
+std::string format_utc_time(std::int64_t ms);
+
+}  // namespace loopcanary::tool

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: MIT
+// `loopcanary report` and `loopcanary show` (commands.hpp, docs/tool.md).
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "commands.hpp"
+
+namespace loopcanary::tool {
+
+namespace {
+
+constexpr std::size_t kMaxGroups = 10000;        // further keys go into kOtherGroups
+constexpr std::size_t kMaxNamesPerGroup = 32;    // events, qualifiers, culprits listed per group
+constexpr std::size_t kExactDurations = 1024;    // per group, before the histogram takes over
+const char* const kOtherGroups = "(other groups)";
+
+std::string ms(std::uint64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%" PRIu64 ".%03" PRIu64, us / 1000, us % 1000);
+  return text;
+}
+
+std::string percent(double share) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f", share * 100.0);
+  return text;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", u);
+      out += esc;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// Durations of a group: exact while there are at most kExactDurations, then a log-bucket
+// histogram of relative resolution 1/128 (values < 128 µs exact).
+class Durations {
+ public:
+  void add(std::uint64_t us) {
+    ++count_;
+    max_ = std::max(max_, us);
+    min_ = count_ == 1 ? us : std::min(min_, us);
+    if (exact_) {
+      values_.push_back(us);
+      if (values_.size() <= kExactDurations) return;
+      exact_ = false;
+      for (std::uint64_t v : values_) ++buckets_[bucket(v)];
+      values_.clear();
+      values_.shrink_to_fit();
+      return;
+    }
+    ++buckets_[bucket(us)];
+  }
+  bool exact() const noexcept { return exact_; }
+  std::uint64_t max() const noexcept { return max_; }
+  /// Nearest rank: the ceil(p × n)-th smallest value (p in (0, 1]).
+  std::uint64_t percentile(double p) {
+    if (count_ == 0) return 0;
+    auto rank = static_cast<std::uint64_t>(p * static_cast<double>(count_) + 0.999999);
+    rank = std::clamp<std::uint64_t>(rank, 1, count_);
+    if (exact_) {
+      std::sort(values_.begin(), values_.end());
+      return values_[rank - 1];
+    }
+    std::uint64_t seen = 0;
+    for (const auto& [b, n] : buckets_) {
+      seen += n;
+      if (seen >= rank) return std::clamp(middle(b), min_, max_);
+    }
+    return max_;
+  }
+
+ private:
+  static std::uint32_t bucket(std::uint64_t v) noexcept {
+    if (v < 128) return static_cast<std::uint32_t>(v);
+    int e = 63;
+    while ((v >> e) == 0) --e;  // e >= 7
+    const auto mantissa = static_cast<std::uint32_t>((v >> (e - 7)) & 127u);
+    return static_cast<std::uint32_t>(e - 6) * 128u + mantissa;
+  }
+  static std::uint64_t middle(std::uint32_t b) noexcept {
+    if (b < 128) return b;
+    const int e = static_cast<int>(b / 128) + 6;
+    const std::uint64_t low = (std::uint64_t{128} + (b % 128)) << (e - 7);
+    return low + ((std::uint64_t{1} << (e - 7)) >> 1);
+  }
+  bool exact_ = true;
+  std::vector<std::uint64_t> values_;
+  std::map<std::uint32_t, std::uint64_t> buckets_;
+  std::uint64_t count_ = 0, max_ = 0, min_ = 0;
+};
+
+// Counts by name, at most kMaxNamesPerGroup names; the rest in `other`.
+struct NameCounts {
+  std::map<std::string, std::uint64_t> counts;
+  std::uint64_t other = 0;
+  void add(const std::string& name) {
+    auto it = counts.find(name);
+    if (it != counts.end()) {
+      ++it->second;
+    } else if (counts.size() < kMaxNamesPerGroup) {
+      counts.emplace(name, 1);
+    } else {
+      ++other;
+    }
+  }
+  // Most frequent first.
+  std::vector<std::pair<std::string, std::uint64_t>> sorted() const {
+    std::vector<std::pair<std::string, std::uint64_t>> out(counts.begin(), counts.end());
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
+  }
+};
+
+struct Group {
+  std::string key;
+  std::uint64_t blocks = 0;
+  std::uint64_t hangs = 0;
+  Durations durations;
+  std::array<std::uint64_t, 4> causes{};  // by Cause
+  NameCounts events, qualifiers, culprits;
+  std::optional<std::int64_t> first_ms, last_ms;
+  std::uint64_t without_wall_time = 0;
+  std::string worst_id;
+  std::uint64_t worst_us = 0;
+  std::uint64_t culprit_samples = 0;  // samples of each block's culprit, summed
+  std::uint64_t kept_samples = 0;     // kept samples of the blocks, summed
+};
+
+std::string culprit_key(const Block& block) {
+  if (block.culprit.known()) return block.culprit.label;
+  return block.record.stacks.empty() ? "(no samples)" : "(no culprit frame)";
+}
+
+std::string group_key(GroupBy by, const Block& block) {
+  switch (by) {
+    case GroupBy::culprit: return culprit_key(block);
+    case GroupBy::event: return block.record.event;
+    case GroupBy::qualifier: return block.record.qualifier;
+    case GroupBy::cause: return to_string(block.record.cause);
+    case GroupBy::loop: return block.record.loop;
+  }
+  return {};
+}
+
+void add_block(Group& g, const Block& block) {
+  const LogRecord& r = block.record;
+  ++g.blocks;
+  if (block.hung) ++g.hangs;
+  g.durations.add(r.duration_us);
+  ++g.causes[static_cast<std::size_t>(r.cause)];
+  g.events.add(r.event);
+  g.qualifiers.add(r.qualifier);
+  g.culprits.add(culprit_key(block));
+  if (r.wall_ms) {
+    if (!g.first_ms || *r.wall_ms < *g.first_ms) g.first_ms = r.wall_ms;
+    if (!g.last_ms || *r.wall_ms > *g.last_ms) g.last_ms = r.wall_ms;
+  } else {
+    ++g.without_wall_time;
+  }
+  if (g.worst_id.empty() || r.duration_us > g.worst_us) {
+    g.worst_id = block.id;
+    g.worst_us = r.duration_us;
+  }
+  g.culprit_samples += block.culprit.samples;
+  g.kept_samples += block.culprit.of;
+}
+
+std::string names_text(const NameCounts& names) {
+  std::string out;
+  for (const auto& [name, count] : names.sorted()) {
+    if (!out.empty()) out += ", ";
+    out += (name.empty() ? std::string("\"\"") : name) + " " + std::to_string(count);
+  }
+  if (names.other > 0) out += ", others " + std::to_string(names.other);
+  return out;
+}
+
+std::string names_json(const NameCounts& names) {
+  std::string out = "{";
+  for (const auto& [name, count] : names.sorted()) {
+    if (out.size() > 1) out += ',';
+    out += json_string(name) + ":" + std::to_string(count);
+  }
+  out += '}';
+  return out;
+}
+
+std::string seen_text(const std::optional<std::int64_t>& ms_since_epoch) {
+  return ms_since_epoch ? format_utc_time(*ms_since_epoch) : "n/a (no wall time)";
+}
+
+void print_warning_counts_json(std::ostream& out, const ReadStats& stats) {
+  out << "{";
+  bool first = true;
+  for (std::size_t k = 0; k < kWarningKinds; ++k) {
+    out << (first ? "" : ",") << json_string(to_string(static_cast<WarningKind>(k))) << ':' << stats.warnings[k];
+    first = false;
+  }
+  out << "}";
+}
+
+// Exit status from what was read.
+int read_status(const Reader& reader, std::ostream& err) {
+  if (reader.stats().records == 0) {
+    err << "loopcanary: nothing readable: no record in the input\n";
+    return 1;
+  }
+  return 0;
+}
+
+// One PC frame for show: `function+0xoff`, the nearest symbol as a hint, or the bare PC; then
+// (module+offset, build-id) and file:line when known.
+std::string describe(const Frame& f) {
+  if (f.is_scope()) return f.scope;
+  char hex[32];
+  std::string out;
+  if (!f.function.empty()) {
+    std::snprintf(hex, sizeof hex, "+0x%" PRIx64, f.function_offset);
+    out = f.function + hex;
+  } else if (!f.nearest_symbol.empty()) {
+    std::snprintf(hex, sizeof hex, "+0x%" PRIx64, f.nearest_offset);
+    out = "? (after " + f.nearest_symbol + hex + ")";
+  } else {
+    std::snprintf(hex, sizeof hex, "0x%" PRIx64, f.pc);
+    out = hex;
+  }
+  if (!f.file.empty()) out += " at " + f.file + ":" + std::to_string(f.line);
+  if (f.has_module()) {
+    const std::size_t slash = f.module.rfind('/');
+    std::snprintf(hex, sizeof hex, "+0x%" PRIx64, f.module_offset);
+    out += " (" + (slash == std::string::npos ? f.module : f.module.substr(slash + 1)) + hex;
+    if (!f.build_id.empty()) out += ", build-id " + f.build_id;
+    out += ")";
+  }
+  if (!f.function.empty() || !f.nearest_symbol.empty() || f.has_module()) {
+    std::snprintf(hex, sizeof hex, " [0x%" PRIx64 "]", f.pc);
+    out += hex;
+  }
+  return out;
+}
+
+std::string optional_ms(const std::optional<std::uint64_t>& us) { return us ? ms(*us) + " ms" : "n/a"; }
+
+std::string optional_permille(const std::optional<std::uint64_t>& permille) {
+  if (!permille || *permille == 0xFFFF) return "n/a";
+  return std::to_string(*permille / 10) + "." + std::to_string(*permille % 10) + " %";
+}
+
+void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rules) {
+  out << "report " << r.report << " (" << to_string(r.phase) << ")  " << r.file << ':' << r.line << '\n';
+  out << "  qualifier = " << r.qualifier << '\n';
+  out << "  loop = " << r.loop << " (index " << r.loop_index << ")\n";
+  out << "  event = " << r.event << '\n';
+  out << "  dispatch = " << r.dispatch << '\n';
+  out << "  time-start = " << r.start << " ticks @ " << r.tick_hz << " Hz\n";
+  out << "  time-end = " << r.end << " ticks" << (r.phase == Phase::final ? "" : " (still running)") << '\n';
+  if (r.wall_ms) out << "  written = " << format_utc_time(*r.wall_ms) << (r.clock.empty() ? "" : " (clock " + r.clock + ")") << '\n';
+  out << "  duration = " << ms(r.duration_us) << " ms (threshold " << ms(r.threshold_us) << " ms)\n";
+  out << "  thread-time = " << optional_ms(r.cpu_thread_us) << " over a " << ms(r.cpu_window_us) << " ms window, waiting for a CPU "
+      << optional_ms(r.cpu_thread_wait_us) << ", stolen " << ms(r.cpu_steal_us) << " ms\n";
+  out << "  cpu-busy = " << optional_permille(r.cpu_system_busy_permille) << ", process "
+      << optional_permille(r.cpu_process_permille) << '\n';
+  out << "  cause = " << to_string(r.cause) << '\n';
+  out << "  flags =" << (r.hung ? " hung" : "") << (r.unwatched ? " unwatched" : "") << (r.end_estimated ? " end_estimated" : "")
+      << '\n';
+  out << "  samples = " << r.samples_taken << " taken, " << r.samples_kept << " kept, " << r.samples_overwritten
+      << " overwritten, " << r.samples_missed << " missed\n";
+  if (!r.top.empty()) {
+    out << "  top frames:\n";
+    for (const TopEntry& t : r.top) {
+      const double share = r.samples_taken == 0 ? 0.0 : static_cast<double>(t.count) / static_cast<double>(r.samples_taken);
+      out << "    " << percent(share) << " % " << t.count << ' ' << describe(t.frame) << '\n';
+    }
+    if (r.top_other > 0) out << "    other " << r.top_other << '\n';
+  }
+  if (!r.stacks.empty()) {
+    out << "  stacks (innermost first; * the culprit):\n";
+    for (const Sample& s : r.stacks) {
+      const std::optional<std::size_t> culprit = sample_culprit(s, rules);
+      out << "    +" << ms(s.at_us) << " ms\n";
+      for (std::size_t i = 0; i < s.frames.size(); ++i) {
+        out << "      " << (culprit && *culprit == i ? "* " : "  ") << describe(s.frames[i]) << '\n';
+      }
+    }
+    const Culprit c = block_culprit(r, rules);
+    out << "  culprit = " << (c.known() ? c.label : std::string("(no culprit frame)")) << " (" << c.samples << '/'
+        << c.of << " kept samples, " << percent(c.share()) << " %)\n";
+  }
+  out << "  dropped = " << r.records_dropped << " records, " << r.notes_dropped << " notes\n";
+}
+
+}  // namespace
+
+int run_report(const Options& options, std::ostream& out, std::ostream& err) {
+  Reader reader(err);
+  std::map<std::string, Group> groups;
+  std::uint64_t overflowed = 0;
+  const BlockStats stats = read_blocks(reader, options.paths, options.rules, options.filter, [&](const Block& block) {
+    std::string key = group_key(options.by, block);
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      if (groups.size() >= kMaxGroups) {
+        key = kOtherGroups;
+        ++overflowed;
+      }
+      it = groups.emplace(key, Group{}).first;
+      it->second.key = key;
+    }
+    add_block(it->second, block);
+  });
+  std::vector<Group*> order;
+  for (auto& [key, g] : groups) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) {
+    if (a->blocks != b->blocks) return a->blocks > b->blocks;
+    return a->worst_us > b->worst_us;
+  });
+  const std::size_t shown = options.top == 0 ? order.size() : std::min(options.top, order.size());
+  const char* by = to_string(options.by);
+
+  if (options.format == "json") {
+    out << "{\"by\":" << json_string(by) << ",\"groups\":[";
+    for (std::size_t i = 0; i < shown; ++i) {
+      Group& g = *order[i];
+      out << (i == 0 ? "" : ",") << "{\"key\":" << json_string(g.key) << ",\"blocks\":" << g.blocks
+          << ",\"hangs\":" << g.hangs << ",\"worst_ms\":" << ms(g.durations.max())
+          << ",\"p50_ms\":" << ms(g.durations.percentile(0.50)) << ",\"p95_ms\":" << ms(g.durations.percentile(0.95))
+          << ",\"percentiles_exact\":" << (g.durations.exact() ? "true" : "false") << ",\"causes\":{";
+      for (std::size_t c = 0; c < g.causes.size(); ++c) {
+        out << (c == 0 ? "" : ",") << json_string(to_string(static_cast<Cause>(c))) << ':' << g.causes[c];
+      }
+      out << "},\"events\":" << names_json(g.events) << ",\"events_other\":" << g.events.other
+          << ",\"qualifiers\":" << names_json(g.qualifiers) << ",\"qualifiers_other\":" << g.qualifiers.other
+          << ",\"culprits\":" << names_json(g.culprits) << ",\"culprits_other\":" << g.culprits.other
+          << ",\"culprit_samples\":" << g.culprit_samples << ",\"kept_samples\":" << g.kept_samples
+          << ",\"first_seen\":" << (g.first_ms ? json_string(format_utc_time(*g.first_ms)) : "null")
+          << ",\"last_seen\":" << (g.last_ms ? json_string(format_utc_time(*g.last_ms)) : "null")
+          << ",\"without_wall_time\":" << g.without_wall_time << ",\"worst_block\":" << json_string(g.worst_id) << '}';
+    }
+    const ReadStats& rs = reader.stats();
+    out << "],\"groups_total\":" << groups.size() << ",\"groups_overflowed_blocks\":" << overflowed
+        << ",\"summary\":{\"files\":" << rs.files << ",\"lines\":" << rs.lines << ",\"records\":" << rs.records
+        << ",\"warnings\":";
+    print_warning_counts_json(out, rs);
+    out << ",\"blocks\":" << stats.blocks << ",\"kept\":" << stats.kept << ",\"filtered\":" << stats.filtered
+        << ",\"ignored\":" << stats.ignored << ",\"no_wall_time\":" << stats.no_wall_time
+        << ",\"out_of_order\":" << stats.out_of_order << "}}\n";
+  } else {
+    out << "blocks by " << by << ": " << groups.size() << (groups.size() == 1 ? " group" : " groups");
+    if (shown < order.size()) out << " (top " << shown << " shown)";
+    out << '\n';
+    std::size_t width = std::string(by).size();
+    for (std::size_t i = 0; i < shown; ++i) width = std::max(width, order[i]->key.size());
+    width = std::min<std::size_t>(width, 60);
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-*s %7s %6s %11s %11s %11s  %s\n", static_cast<int>(width), by, "blocks", "hangs",
+                  "worst ms", "p50 ms", "p95 ms", "running/waiting/starved/unknown");
+    out << line;
+    for (std::size_t i = 0; i < shown; ++i) {
+      Group& g = *order[i];
+      const std::string key = g.key.empty() ? "\"\"" : g.key;
+      out << "  " << key << std::string(key.size() < width ? width - key.size() : 0, ' ');
+      std::snprintf(line, sizeof line, " %7" PRIu64 " %6" PRIu64 " %11s %11s %11s  %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n",
+                    g.blocks, g.hangs, ms(g.durations.max()).c_str(), ms(g.durations.percentile(0.50)).c_str(),
+                    ms(g.durations.percentile(0.95)).c_str(), g.causes[1], g.causes[2], g.causes[3], g.causes[0]);
+      out << line;
+    }
+    out << '\n';
+    for (std::size_t i = 0; i < shown; ++i) {
+      const Group& g = *order[i];
+      out << (g.key.empty() ? "\"\"" : g.key) << '\n';
+      if (options.by != GroupBy::event) out << "  events: " << names_text(g.events) << '\n';
+      if (options.by != GroupBy::qualifier) out << "  qualifiers: " << names_text(g.qualifiers) << '\n';
+      if (options.by != GroupBy::culprit) out << "  culprits: " << names_text(g.culprits) << '\n';
+      if (options.by == GroupBy::culprit) {
+        const double share = g.kept_samples == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.kept_samples);
+        out << "  culprit share: " << g.culprit_samples << '/' << g.kept_samples << " kept samples (" << percent(share) << " %)\n";
+      }
+      out << "  first seen: " << seen_text(g.first_ms) << ", last seen: " << seen_text(g.last_ms);
+      if (g.without_wall_time > 0 && g.first_ms) out << " (" << g.without_wall_time << " blocks without wall time)";
+      out << '\n';
+      out << "  worst: block " << g.worst_id << " (" << ms(g.worst_us) << " ms)"
+          << (g.durations.exact() ? "" : "; p50/p95 from a histogram (1/128 resolution)") << '\n';
+    }
+    if (overflowed > 0) out << overflowed << " blocks beyond " << kMaxGroups << " groups are in \"" << kOtherGroups << "\"\n";
+  }
+  print_summary(err, reader.stats(), &stats);
+  return read_status(reader, err);
+}
+
+int run_show(const Options& options, std::ostream& out, std::ostream& err) {
+  std::string id = options.id;
+  std::transform(id.begin(), id.end(), id.begin(), [](char c) { return static_cast<char>(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c); });
+  if (id.size() < 6 || id.size() > 12 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    err << "loopcanary: option --id: expected 6 to 12 hex digits of a block ID, got \"" << options.id << "\"\n";
+    return 2;
+  }
+  Reader reader(err);
+  std::uint64_t reports = 0;
+  std::string last_block;  // the block whose reports are being printed (source + id)
+  std::uint64_t blocks = 0;
+  for (const std::string& path : options.paths) {
+    reader.read_path(path, [&](const LogRecord& r) {
+      const std::string block = block_id(r);
+      if (block.compare(0, id.size(), id) != 0) return;
+      const std::string key = r.source + '\n' + block;
+      if (key != last_block) {
+        out << (blocks == 0 ? "" : "\n") << "block " << block << "  " << r.qualifier << " / " << r.loop << " / "
+            << r.event << " / dispatch " << r.dispatch << "  (" << r.source << ")\n";
+        last_block = key;
+        ++blocks;
+      }
+      ++reports;
+      print_report(out, r, options.rules);
+    });
+  }
+  print_summary(err, reader.stats());
+  const int status = read_status(reader, err);
+  if (status != 0) return status;
+  if (reports == 0) {
+    err << "loopcanary: show: no block with ID " << options.id << '\n';
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace loopcanary::tool
