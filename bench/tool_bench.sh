@@ -1,0 +1,53 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The host tool's benchmark (docs/benchmarks.md, "Host tool"): `loopcanary report` against
+# `jq -c .event` over the same JSON Lines corpus, one core each (taskset -c 0): throughput in
+# MB/s (10^6 bytes per second of wall time) and peak RSS (GNU time's "Maximum resident set size").
+#
+#   bench/tool_bench.sh BUILD_DIR [MB] [WORK_DIR]
+#
+# BUILD_DIR: a build of this project with the targets loopcanary-sim, loopcanary and
+# loopcanary_tool_corpus (e.g. the bench preset). MB: corpus size in 10^6 bytes (default 1100).
+# WORK_DIR: where the corpus goes (default a new directory under /tmp), removed at the end.
+# Needs jq, GNU time (/usr/bin/time) and taskset (Debian: jq, time, util-linux).
+set -eu
+
+build=${1:?usage: tool_bench.sh BUILD_DIR [MB] [WORK_DIR]}
+mb=${2:-1100}
+work=${3:-$(mktemp -d /tmp/loopcanary-tool-bench.XXXXXX)}
+sim=$build/sim/loopcanary-sim
+tool=$build/sim/tool/loopcanary
+corpus_gen=$build/bench/loopcanary_tool_corpus
+for program in "$sim" "$tool" "$corpus_gen" /usr/bin/time; do
+  [ -x "$program" ] || { echo "tool_bench.sh: $program is missing" >&2; exit 1; }
+done
+command -v jq >/dev/null || { echo "tool_bench.sh: jq is missing (apt-get install jq)" >&2; exit 1; }
+command -v taskset >/dev/null || { echo "tool_bench.sh: taskset is missing" >&2; exit 1; }
+
+mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT INT TERM
+"$sim" --time virtual --log-dir "$work/seed" >/dev/null 2>&1
+"$corpus_gen" "$work"/seed/*.jsonl "$work/corpus.jsonl" "$((mb * 1000000))"
+bytes=$(stat -c %s "$work/corpus.jsonl")
+
+# Reads the corpus once so both programs start from the page cache.
+cat "$work/corpus.jsonl" >/dev/null
+
+measure() {  # NAME COMMAND...: one line "NAME  MB/s  peak RSS"
+  name=$1
+  shift
+  /usr/bin/time -f '%e %M' -o "$work/time" taskset -c 0 "$@" >/dev/null 2>"$work/stderr" || {
+    echo "tool_bench.sh: $name failed:" >&2
+    tail -n 5 "$work/stderr" >&2
+    exit 1
+  }
+  read -r seconds rss_kb <"$work/time"
+  awk -v n="$name" -v b="$bytes" -v s="$seconds" -v r="$rss_kb" \
+    'BEGIN { printf "%-28s %8.1f MB/s %8.1f s %8.1f MB peak RSS\n", n, b / 1e6 / s, s, r / 1024 }'
+}
+
+echo "corpus: $bytes bytes, $(wc -l <"$work/corpus.jsonl") records"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+measure "loopcanary report" "$tool" report "$work/corpus.jsonl"
+measure "loopcanary report --by event" "$tool" report --by event "$work/corpus.jsonl"
+measure "jq -c .event" jq -c .event "$work/corpus.jsonl"
