@@ -2,8 +2,8 @@
 // Blocks from records (model.hpp): the culprit rule, the assembly of a dispatch's reports into
 // one Block, the filters every command shares and the reading summary.
 #include <algorithm>
-#include <cstdio>
 #include <ostream>
+#include <string_view>
 
 #include "model.hpp"
 
@@ -11,13 +11,13 @@ namespace loopcanary::tool {
 
 namespace {
 
-bool starts_with(const std::string& text, const std::string& prefix) noexcept {
+bool starts_with(std::string_view text, std::string_view prefix) noexcept {
   return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
 }
 
-const char* base_name(const std::string& path) noexcept {
+std::string_view base_name(std::string_view path) noexcept {
   const std::size_t slash = path.rfind('/');
-  return path.c_str() + (slash == std::string::npos ? 0 : slash + 1);
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 // Modules of the C and C++ runtimes, the dynamic loader and the vDSO (base-name prefixes).
@@ -45,7 +45,7 @@ bool frame_matches(const Frame& frame, const std::vector<std::string>& prefixes)
 bool is_runtime_frame(const Frame& frame) {
   if (frame.is_scope()) return false;
   if (!frame.module.empty()) {
-    const std::string base = base_name(frame.module);
+    const std::string_view base = base_name(frame.module);
     for (const char* m : kRuntimeModules) {
       if (starts_with(base, m)) return true;
     }
@@ -67,21 +67,34 @@ std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRul
 Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
   Culprit best;
   best.of = record.stacks.size();
-  // Kept samples are at most a few dozen: a small vector of (label, count, first frame).
+  // Kept samples are at most a few dozen: a small vector of (label, count, first frame). A
+  // label that is a field of the frame (function, scope) is compared in place; others
+  // (module+offset, bare PC) are built.
   struct Count {
-    std::string label;
+    std::string_view field;  // the label when it is a field of `frame`
+    std::string built;       // else the label
     std::uint64_t count;
     const Frame* frame;
+    std::string_view label() const noexcept { return field.empty() ? std::string_view(built) : field; }
   };
   std::vector<Count> counts;
+  std::string built;
   for (const Sample& sample : record.stacks) {
     const std::optional<std::size_t> at = sample_culprit(sample, rules);
     if (!at) continue;
     const Frame& f = sample.frames[*at];
-    std::string label = f.label();
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const Count& c) { return c.label == label; });
+    std::string_view field;
+    if (!f.function.empty()) {
+      field = f.function;
+    } else if (!f.scope.empty()) {
+      field = f.scope;
+    } else {
+      built = f.label();
+    }
+    const std::string_view label = field.empty() ? std::string_view(built) : field;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const Count& c) { return c.label() == label; });
     if (it == counts.end()) {
-      counts.push_back(Count{std::move(label), 1, &f});
+      counts.push_back(Count{field, field.empty() ? built : std::string(), 1, &f});
     } else {
       ++it->count;
     }
@@ -91,7 +104,7 @@ Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
     if (top == nullptr || c.count > top->count) top = &c;  // ties: the first seen
   }
   if (top != nullptr) {
-    best.label = top->label;
+    best.label = std::string(top->label());
     best.frame = *top->frame;
     best.samples = top->count;
   }
@@ -119,8 +132,8 @@ std::string block_id(const LogRecord& record) {
   mix_number(record.dispatch);
   mix_number(record.start);
   const std::uint64_t folded = (h ^ (h >> 48)) & 0xFFFFFFFFFFFFULL;
-  char text[16];
-  std::snprintf(text, sizeof text, "%012llx", static_cast<unsigned long long>(folded));
+  std::string text(12, '0');
+  for (std::size_t i = 0; i < 12; ++i) text[i] = "0123456789abcdef"[(folded >> (44 - 4 * i)) & 0xF];
   return text;
 }
 
@@ -133,56 +146,77 @@ void BlockAssembler::emit(Block& block) {
   if (on_block_) on_block_(block);
 }
 
-void BlockAssembler::add(const LogRecord& r) {
-  Key key{r.source, r.qualifier, r.loop, r.loop_index};
-  auto it = open_.find(key);
-  if (it != open_.end()) {
-    Block& open = it->second;
+void BlockAssembler::add(const LogRecord& record) {
+  LogRecord copy = record;
+  take(copy);
+}
+
+void BlockAssembler::close(Loop& loop) {
+  Block& block = *loop.open;
+  emit(block);
+  loop.emitted = true;
+  loop.last_dispatch = block.record.dispatch;
+  loop.last_start = block.record.start;
+  if (spare_blocks_.size() < kSpareBlocks) spare_blocks_.push_back(std::move(loop.open));  // storage for the next
+  loop.open.reset();
+}
+
+void BlockAssembler::take(LogRecord& r) {
+  auto it = loops_.find(key_of(r));
+  if (it == loops_.end()) {
+    it = loops_.emplace(Key{r.source, r.qualifier, r.loop, r.loop_index}, Loop{}).first;
+  }
+  Loop& loop = it->second;
+  if (loop.open) {
+    Block& open = *loop.open;
     const bool same = open.record.dispatch == r.dispatch && open.record.start == r.start;
     if (same && r.report > open.record.report) {
       ++open.reports;
       open.hung = open.hung || r.hung || r.phase == Phase::hang;
-      if (!open.has_final) open.record = r;  // the final one, else the latest
-      open.has_final = open.has_final || r.phase == Phase::final;
-      if (open.has_final) {
-        emit(open);
-        last_emitted_[key] = {r.dispatch, r.start};
-        open_.erase(it);
-      }
+      const bool final = r.phase == Phase::final;
+      // The final one, else the latest (an open block has no final report); r gets the storage
+      // of the one it replaces.
+      std::swap(open.record, r);
+      open.has_final = final;
+      if (final) close(loop);
       return;
     }
     // A later dispatch, or a restarted writer (report numbers start again): the open block
     // is complete as it is.
-    emit(open);
-    last_emitted_[key] = {open.record.dispatch, open.record.start};
-    open_.erase(it);
+    close(loop);
   }
-  const auto last = last_emitted_.find(key);
-  if (last != last_emitted_.end() && last->second.first == r.dispatch && last->second.second == r.start) {
+  if (loop.emitted && loop.last_dispatch == r.dispatch && loop.last_start == r.start) {
     ++out_of_order_;  // a report after its dispatch's final one
   }
-  Block block;
+  const bool final = r.phase == Phase::final;
+  if (!final) {
+    if (spare_blocks_.empty()) {
+      loop.open = std::make_unique<Block>();
+    } else {
+      loop.open = std::move(spare_blocks_.back());
+      spare_blocks_.pop_back();
+    }
+  }
+  Block& block = final ? single_ : *loop.open;  // a final report is a block of its own at once
   block.id = block_id(r);
-  block.record = r;
   block.reports = 1;
-  block.has_final = r.phase == Phase::final;
+  block.has_final = final;
   block.hung = r.hung || r.phase == Phase::hang;
   block.first_file = r.file;
   block.first_line = r.line;
-  if (block.has_final) {
+  std::swap(block.record, r);  // r gets the storage of a block emitted before
+  if (final) {
     emit(block);
-    last_emitted_[key] = {r.dispatch, r.start};
-    return;
+    loop.emitted = true;
+    loop.last_dispatch = block.record.dispatch;
+    loop.last_start = block.record.start;
   }
-  open_.emplace(std::move(key), std::move(block));
 }
 
 void BlockAssembler::finish() {
-  for (auto& [key, block] : open_) {
-    emit(block);
-    last_emitted_[key] = {block.record.dispatch, block.record.start};
+  for (auto& [key, loop] : loops_) {
+    if (loop.open) close(loop);
   }
-  open_.clear();
 }
 
 bool Filter::accepts(const Block& block) const {
@@ -216,7 +250,7 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
     if (on_block) on_block(block);
   });
   for (const std::string& path : paths) {
-    reader.read_path(path, [&](const LogRecord& record) { assembler.add(record); });
+    reader.read_path(path, [&](LogRecord& record) { assembler.take(record); });
   }
   assembler.finish();
   stats.out_of_order = assembler.out_of_order();

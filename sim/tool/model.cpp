@@ -25,7 +25,7 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) noexcept {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool digits(const std::string& text, std::size_t at, std::size_t count, unsigned& out) noexcept {
+bool digits(std::string_view text, std::size_t at, std::size_t count, unsigned& out) noexcept {
   if (at + count > text.size()) return false;
   unsigned value = 0;
   for (std::size_t i = at; i < at + count; ++i) {
@@ -48,47 +48,52 @@ std::string Frame::label() const {
   return hex(pc);
 }
 
-void Frame::clear() noexcept {
-  scope.clear();
-  pc = 0;
-  function.clear();
-  function_offset = 0;
-  nearest_symbol.clear();
-  nearest_offset = 0;
-  module.clear();
-  build_id.clear();
-  module_offset = 0;
+void LogRecord::clear() noexcept {
   file.clear();
   line = 0;
+  source.clear();
+  stacks.clear();
+  top.clear();
+  clear_fields();
 }
 
-void LogRecord::clear() noexcept {
-  std::vector<Sample> keep_stacks;
-  std::vector<TopEntry> keep_top;
-  keep_stacks.swap(stacks);
-  keep_top.swap(top);
-  std::string keep_strings[6];
-  keep_strings[0].swap(file);
-  keep_strings[1].swap(source);
-  keep_strings[2].swap(loop);
-  keep_strings[3].swap(qualifier);
-  keep_strings[4].swap(event);
-  keep_strings[5].swap(clock);
-  *this = LogRecord{};
-  for (std::string& s : keep_strings) s.clear();
-  file.swap(keep_strings[0]);
-  source.swap(keep_strings[1]);
-  loop.swap(keep_strings[2]);
-  qualifier.swap(keep_strings[3]);
-  event.swap(keep_strings[4]);
-  clock.swap(keep_strings[5]);
-  keep_stacks.clear();
-  keep_top.clear();
-  stacks.swap(keep_stacks);
-  top.swap(keep_top);
+void LogRecord::clear_fields() noexcept {
+  report = 0;
+  phase = Phase::final;
+  loop.clear();
+  dispatch = 0;
+  duration_us = 0;
+  qualifier.clear();
+  loop_index = 0;
+  event.clear();
+  tick_hz = 0;
+  start = 0;
+  end = 0;
+  duration_ticks = 0;
+  threshold_us = 0;
+  cause = Cause::unknown;
+  hung = false;
+  unwatched = false;
+  end_estimated = false;
+  cpu_window_us = 0;
+  cpu_thread_us.reset();
+  cpu_steal_us = 0;
+  cpu_thread_wait_us.reset();
+  cpu_system_busy_permille.reset();
+  cpu_process_permille.reset();
+  samples_taken = 0;
+  samples_kept = 0;
+  samples_overwritten = 0;
+  samples_missed = 0;
+  top_other = 0;
+  records_dropped = 0;
+  notes_dropped = 0;
+  has_linux = false;
+  wall_ms.reset();
+  clock.clear();
 }
 
-bool parse_phase(const std::string& text, Phase& out) noexcept {
+bool parse_phase(std::string_view text, Phase& out) noexcept {
   for (Phase p : {Phase::in_progress, Phase::hang, Phase::final}) {
     if (text == to_string(p)) {
       out = p;
@@ -98,7 +103,7 @@ bool parse_phase(const std::string& text, Phase& out) noexcept {
   return false;
 }
 
-bool parse_cause(const std::string& text, Cause& out) noexcept {
+bool parse_cause(std::string_view text, Cause& out) noexcept {
   for (Cause c : {Cause::unknown, Cause::running, Cause::waiting, Cause::starved}) {
     if (text == to_string(c)) {
       out = c;
@@ -150,7 +155,7 @@ std::string log_source(const std::string& file) {
   return file.substr(0, stamp - 1) + kSuffix;
 }
 
-bool parse_utc_time(const std::string& text, std::int64_t& ms) noexcept {
+bool parse_utc_time(std::string_view text, std::int64_t& ms) noexcept {
   unsigned year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, milli = 0;
   if (!digits(text, 0, 4, year) || text.size() < 10 || text[4] != '-' || !digits(text, 5, 2, month) ||
       text[7] != '-' || !digits(text, 8, 2, day)) {

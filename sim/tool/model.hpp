@@ -15,8 +15,10 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -46,7 +48,23 @@ struct Frame {
   /// name>+0x<offset>`, else `0x<pc>` (lower-case hex, as docs/report-format.md prints PCs).
   std::string label() const;
   /// Empties every field, keeping the strings' capacity (the reader reuses frames).
-  void clear() noexcept;
+  void clear() noexcept {
+    scope.clear();
+    pc = 0;
+    clear_symbol();
+  }
+  /// Empties what a symbol entry says of a PC: every field but `scope` and `pc`.
+  void clear_symbol() noexcept {
+    function.clear();
+    function_offset = 0;
+    nearest_symbol.clear();
+    nearest_offset = 0;
+    module.clear();
+    build_id.clear();
+    module_offset = 0;
+    file.clear();
+    line = 0;
+  }
 };
 
 /// One kept sample of a report.
@@ -68,8 +86,8 @@ using loopcanary::Phase;
 using loopcanary::to_string;
 
 /// Parses the record's spelling; false (output untouched) for anything else.
-bool parse_phase(const std::string& text, Phase& out) noexcept;
-bool parse_cause(const std::string& text, Cause& out) noexcept;
+bool parse_phase(std::string_view text, Phase& out) noexcept;
+bool parse_cause(std::string_view text, Cause& out) noexcept;
 
 /// One JSON line of a block report as read (docs/report-format.md, JSON Lines form). Fields not
 /// listed are ignored (a newer writer may add some). Optional numbers of the record (`null`
@@ -125,12 +143,16 @@ struct LogRecord {
   bool has_linux = false;
   std::optional<std::int64_t> wall_ms;  ///< "linux.time" (UTC, ISO-8601) as ms since the Unix epoch
   std::string clock;                    ///< "linux.clock": the clock's name, "other" when the ticks are not the process clock's
-  // "linux.frames" is merged into the PC frames of `stacks` and `top` (by PC) and not kept.
+  // "linux.frames" and, in a device record symbolised by `loopcanary symbolize`, "symbols.frames"
+  // are merged into the PC frames of `stacks` and `top` (by PC) and not kept.
 
   /// Duration in ms (duration_us / 1000, with decimals).
   double duration_ms() const noexcept { return static_cast<double>(duration_us) / 1000.0; }
   /// Resets every field to its default, keeping allocated capacity where it can.
   void clear() noexcept;
+  /// Resets every field but where the record came from (file, line, source) and its samples
+  /// (stacks, top), which the reader refills in place. A new field is reset here.
+  void clear_fields() noexcept;
 };
 
 /// The log a file belongs to: its path with a rotation suffix `.<UTC>-<serial>` removed before
@@ -191,8 +213,10 @@ struct ReaderOptions {
 class Reader {
  public:
   /// Called once per well-formed record; the reference is valid during the call only (the
-  /// record is reused).
-  using Callback = std::function<void(const LogRecord&)>;
+  /// record is reused). The callee may modify the record or swap its contents with another
+  /// LogRecord (BlockAssembler::take does): the reader resets every field before the next line
+  /// and reuses whatever storage it then holds.
+  using Callback = std::function<void(LogRecord&)>;
 
   explicit Reader(std::ostream& warnings, ReaderOptions options = {});
 
@@ -297,6 +321,10 @@ class BlockAssembler {
   BlockAssembler(CulpritRules rules, Callback on_block);
   /// Feeds one record (from Reader's callback).
   void add(const LogRecord& record);
+  /// As add(), without copying: takes the record's contents and leaves it holding the storage
+  /// of another record (unspecified fields, to be reset by the caller: Reader's callback may
+  /// pass its record here).
+  void take(LogRecord& record);
   /// Emits every open Block (end of input). The assembler can be fed again afterwards.
   void finish();
   std::uint64_t blocks() const noexcept { return blocks_; }
@@ -306,12 +334,25 @@ class BlockAssembler {
   const CulpritRules& rules() const noexcept { return rules_; }
 
  private:
+  // Per (source, qualifier, loop, loop_index), looked up without copies through KeyView: the
+  // open block, if any, and the (dispatch, start) of the last one emitted.
+  using Key = std::tuple<std::string, std::string, std::string, std::uint64_t>;
+  using KeyView = std::tuple<std::string_view, std::string_view, std::string_view, std::uint64_t>;
+  static KeyView key_of(const LogRecord& r) noexcept { return KeyView{r.source, r.qualifier, r.loop, r.loop_index}; }
+  struct Loop {
+    std::unique_ptr<Block> open;
+    bool emitted = false;
+    std::uint64_t last_dispatch = 0;
+    std::uint64_t last_start = 0;
+  };
   void emit(Block& block);
+  void close(Loop& loop);  // emits the open block and keeps it (its storage) in spare_blocks_
   CulpritRules rules_;
   Callback on_block_;
-  using Key = std::tuple<std::string, std::string, std::string, std::uint64_t>;
-  std::map<Key, Block> open_;
-  std::map<Key, std::pair<std::uint64_t, std::uint64_t>> last_emitted_;  // (dispatch, start)
+  std::map<Key, Loop, std::less<>> loops_;
+  Block single_;  // a block of one final report, emitted at once (its storage reused)
+  static constexpr std::size_t kSpareBlocks = 16;
+  std::vector<std::unique_ptr<Block>> spare_blocks_;  // closed blocks, for the next open ones
   std::uint64_t blocks_ = 0;
   std::uint64_t out_of_order_ = 0;
 };
@@ -350,7 +391,7 @@ void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* 
 
 /// Parses an ISO-8601 UTC time `YYYY-MM-DD[THH:MM[:SS[.fff]]][Z]` (also with a space for T) into
 /// ms since the Unix epoch. false for anything else.
-bool parse_utc_time(const std::string& text, std::int64_t& ms) noexcept;
+bool parse_utc_time(std::string_view text, std::int64_t& ms) noexcept;
 /// Formats ms since the epoch as `YYYY-MM-DDTHH:MM:SS.fffZ`.
 std::string format_utc_time(std::int64_t ms);
 

@@ -1,19 +1,34 @@
 // SPDX-License-Identifier: MIT
 // The streaming reader of JSON Lines block reports (model.hpp): a line splitter with a bounded
 // buffer and a recursive-descent JSON scanner that validates each line and picks the fields the
-// tool uses, decoding straight into a reused LogRecord (no tree).
+// tool uses, decoding straight into a reused LogRecord (no tree). Keys and short values are
+// compared in place (views into the line); strings are scanned 8 bytes at a time; frames and
+// samples keep their storage from line to line.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <istream>
 #include <ostream>
+#include <string_view>
 #include <system_error>
 
 #include <dirent.h>
 #include <sys/stat.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "model.hpp"
+
+// The scanner's small hot functions are inlined into their callers, whatever the compiler's
+// size heuristics say of the large parse_record.
+#if defined(__GNUC__)
+#define LOOPCANARY_TOOL_HOT inline __attribute__((always_inline))
+#else
+#define LOOPCANARY_TOOL_HOT inline
+#endif
 
 namespace loopcanary::tool {
 
@@ -31,6 +46,96 @@ const char* type_name(char c) noexcept {
   }
 }
 
+// Whether the sizeof(Word) bytes at a and b are equal (one load each).
+template <class Word>
+LOOPCANARY_TOOL_HOT bool same_word(const char* a, const char* b) noexcept {
+  Word x{}, y{};
+  std::memcpy(&x, a, sizeof x);
+  std::memcpy(&y, b, sizeof y);
+  return x == y;
+}
+
+// A key (or short value) equal to a literal: length first, then word compares, the last one
+// overlapping the one before (N is a constant: the compiler unrolls it all).
+template <std::size_t N>
+LOOPCANARY_TOOL_HOT bool is(std::string_view text, const char (&literal)[N]) noexcept {
+  constexpr std::size_t n = N - 1;
+  if (text.size() != n) return false;
+  const char* a = text.data();
+  if constexpr (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (!same_word<std::uint64_t>(a + i, literal + i)) return false;
+    }
+    return same_word<std::uint64_t>(a + n - 8, literal + n - 8);
+  } else if constexpr (n >= 4) {
+    return same_word<std::uint32_t>(a, literal) && same_word<std::uint32_t>(a + n - 4, literal + n - 4);
+  } else if constexpr (n >= 2) {
+    return same_word<std::uint16_t>(a, literal) && same_word<std::uint16_t>(a + n - 2, literal + n - 2);
+  } else {
+    return n == 0 || a[0] == literal[0];
+  }
+}
+
+// The value of a hex digit, -1 for another byte.
+constexpr std::array<std::int8_t, 256> kHexDigit = [] {
+  std::array<std::int8_t, 256> digits{};
+  for (std::size_t c = 0; c < 256; ++c) {
+    digits[c] = c >= '0' && c <= '9'   ? static_cast<std::int8_t>(c - '0')
+                : c >= 'a' && c <= 'f' ? static_cast<std::int8_t>(c - 'a' + 10)
+                : c >= 'A' && c <= 'F' ? static_cast<std::int8_t>(c - 'A' + 10)
+                                       : std::int8_t{-1};
+  }
+  return digits;
+}();
+
+// Sets `to` to `from`, copying only when they differ: a reused frame often holds the same
+// text already (the same scope or symbol at the same place as on the line before).
+LOOPCANARY_TOOL_HOT void set_text(std::string& to, std::string_view from) {
+  if (to.size() != from.size() || (!from.empty() && std::memcmp(to.data(), from.data(), from.size()) != 0)) {
+    to.clear();  // then append: cheaper than a general assign (no overlap to handle)
+    to.append(from.data(), from.size());
+  }
+}
+
+// A byte that continues a JSON string's plain run (not '"', '\\' or a control character).
+LOOPCANARY_TOOL_HOT bool plain(char c) noexcept { return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20; }
+
+// The first byte of [p, end) that is not plain, or end: 8 bytes per step where the byte order
+// allows it. In each test word a byte's high bit marks a hit (a byte equal to '"' or '\\', or
+// below 0x20); a borrow only reaches bytes above a true hit, so the lowest mark is exact.
+LOOPCANARY_TOOL_HOT const char* plain_run(const char* p, const char* end) noexcept {
+#if defined(__SSE2__)
+  // 16 bytes per step: a byte equal to '"' or '\\', or at most 0x1F (max(v, 0x1F) == 0x1F).
+  const __m128i quotes = _mm_set1_epi8('"');
+  const __m128i backslashes = _mm_set1_epi8('\\');
+  const __m128i controls = _mm_set1_epi8(0x1F);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hits = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quotes), _mm_cmpeq_epi8(v, backslashes)),
+                                      _mm_cmpeq_epi8(_mm_max_epu8(v, controls), controls));
+    const auto mask = static_cast<unsigned>(_mm_movemask_epi8(hits));
+    if (mask != 0) return p + __builtin_ctz(mask);
+    p += 16;
+  }
+#endif
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
+  while (end - p >= 8) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, p, 8);
+    const std::uint64_t quote = v ^ (kOnes * 0x22);
+    const std::uint64_t backslash = v ^ (kOnes * 0x5C);
+    const std::uint64_t hits =
+        (((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | ((v - kOnes * 0x20) & ~v)) & kHigh;
+    if (hits != 0) return p + (__builtin_ctzll(hits) >> 3);
+    p += 8;
+  }
+#endif
+  while (p != end && plain(*p)) ++p;
+  return p;
+}
+
 // A JSON scanner over one line. Every method returns false after recording the first fault.
 class Scanner {
  public:
@@ -39,15 +144,17 @@ class Scanner {
   WarningKind kind = WarningKind::malformed_json;
   std::string what;
 
-  void ws() noexcept {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  LOOPCANARY_TOOL_HOT void ws() noexcept {
+    if (p_ != end_ && static_cast<unsigned char>(*p_) > ' ') return;  // no blank to skip
+    skip_blanks();
   }
   bool at_end() noexcept {
     ws();
     return p_ == end_;
   }
-  char peek() noexcept {
-    ws();
+  LOOPCANARY_TOOL_HOT char peek() noexcept {
+    if (p_ != end_ && static_cast<unsigned char>(*p_) > ' ') return *p_;  // no blank to skip
+    skip_blanks();
     return p_ == end_ ? '\0' : *p_;
   }
 
@@ -70,21 +177,23 @@ class Scanner {
     return false;
   }
 
-  // An object: calls on_key(key) positioned at the value; on_key must consume it.
+  // An object: calls on_key(key) positioned at the value; on_key must consume it. The key is a
+  // view valid until on_key starts consuming the value.
   template <class OnKey>
   bool object(OnKey&& on_key) {
     if (peek() != '{') return malformed("expected '{'");
     ++p_;
     if (!enter()) return false;
-    std::string key;
     if (peek() == '}') {
       ++p_;
       --depth_;
       return true;
     }
+    std::string escaped;  // a key with escapes, decoded
     for (;;) {
       if (peek() != '"') return malformed("expected a key string");
-      if (!string(&key)) return false;
+      std::string_view key;
+      if (!view(key, escaped)) return false;
       if (peek() != ':') return malformed("expected ':'");
       ++p_;
       ws();
@@ -127,6 +236,21 @@ class Scanner {
     return true;
   }
 
+  // A string as a view: into the line when it has no escape, else decoded into `escaped`.
+  LOOPCANARY_TOOL_HOT bool view(std::string_view& out, std::string& escaped) {
+    if (p_ == end_ || *p_ != '"') return malformed("expected a string");
+    const char* run = p_ + 1;
+    const char* stop = plain_run(run, end_);
+    if (stop != end_ && *stop == '"') {
+      out = std::string_view(run, static_cast<std::size_t>(stop - run));
+      p_ = stop + 1;
+      return true;
+    }
+    if (!string(&escaped)) return false;
+    out = escaped;
+    return true;
+  }
+
   // A string; out may be null (validated only).
   bool string(std::string* out) {
     if (p_ == end_ || *p_ != '"') return malformed("expected a string");
@@ -134,7 +258,7 @@ class Scanner {
     if (out != nullptr) out->clear();
     for (;;) {
       const char* run = p_;
-      while (p_ != end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+      p_ = plain_run(p_, end_);
       if (out != nullptr) out->append(run, static_cast<std::size_t>(p_ - run));
       if (p_ == end_) return malformed("unterminated string");
       const char c = *p_;
@@ -146,16 +270,16 @@ class Scanner {
       ++p_;
       if (p_ == end_) return malformed("unterminated string");
       const char e = *p_++;
-      char plain = 0;
+      char decoded = 0;
       switch (e) {
-        case '"': plain = '"'; break;
-        case '\\': plain = '\\'; break;
-        case '/': plain = '/'; break;
-        case 'b': plain = '\b'; break;
-        case 'f': plain = '\f'; break;
-        case 'n': plain = '\n'; break;
-        case 'r': plain = '\r'; break;
-        case 't': plain = '\t'; break;
+        case '"': decoded = '"'; break;
+        case '\\': decoded = '\\'; break;
+        case '/': decoded = '/'; break;
+        case 'b': decoded = '\b'; break;
+        case 'f': decoded = '\f'; break;
+        case 'n': decoded = '\n'; break;
+        case 'r': decoded = '\r'; break;
+        case 't': decoded = '\t'; break;
         case 'u': {
           std::uint32_t code = 0;
           if (!hex4(code)) return false;
@@ -176,30 +300,34 @@ class Scanner {
         }
         default: --p_; return malformed("bad escape in a string");
       }
-      if (out != nullptr) out->push_back(plain);
+      if (out != nullptr) out->push_back(decoded);
     }
   }
 
   // A JSON number that must be a non-negative integer fitting 64 bits (every number of the
-  // format is one).
-  bool u64(const char* field, std::uint64_t& out) {
-    if (p_ == end_ || !(*p_ == '-' || (*p_ >= '0' && *p_ <= '9'))) return wrong_type(field, "a non-negative integer");
-    const char* start = p_;
-    if (!number()) return false;
-    std::uint64_t value = 0;
-    for (const char* q = start; q != p_; ++q) {
-      if (*q < '0' || *q > '9') {
-        const auto shown = std::min<std::size_t>(static_cast<std::size_t>(p_ - start), 40);
-        return bad_value(field, "expected a non-negative integer, got " + std::string(start, shown));
+  // format is one). Plain digits are converted in one pass; anything else (a sign, a fraction,
+  // an exponent, a value near the limit) takes the checking path.
+  LOOPCANARY_TOOL_HOT bool u64(const char* field, std::uint64_t& out) {
+    const char* q = p_;
+    if (q != end_ && *q >= '0' && *q <= '9') {
+      std::uint64_t value = static_cast<std::uint64_t>(*q++ - '0');
+      bool simple = true;
+      if (value != 0) {  // a leading 0 is the whole number (JSON)
+        while (q != end_ && *q >= '0' && *q <= '9') {
+          if (value >= 1000000000000000000ULL) {  // 19 digits: the checking path decides
+            simple = false;
+            break;
+          }
+          value = value * 10 + static_cast<std::uint64_t>(*q++ - '0');
+        }
       }
-      const auto digit = static_cast<std::uint64_t>(*q - '0');
-      if (value > (~std::uint64_t{0} - digit) / 10) {
-        return bad_value(field, "integer out of the 64-bit range");
+      if (simple && (q == end_ || (*q != '.' && *q != 'e' && *q != 'E'))) {
+        p_ = q;
+        out = value;
+        return true;
       }
-      value = value * 10 + digit;
     }
-    out = value;
-    return true;
+    return u64_checked(field, out);
   }
 
   bool u64_or_null(const char* field, std::optional<std::uint64_t>& out) {
@@ -215,29 +343,57 @@ class Scanner {
 
   bool str(const char* field, std::string& out) {
     if (p_ == end_ || *p_ != '"') return wrong_type(field, "a string");
+    const char* run = p_ + 1;
+    const char* stop = plain_run(run, end_);
+    if (stop != end_ && *stop == '"') {  // no escape: copied as it is
+      out.clear();
+      out.append(run, static_cast<std::size_t>(stop - run));
+      p_ = stop + 1;
+      return true;
+    }
     return string(&out);
   }
 
-  // A string "0x<hex>" (how PCs and offsets print).
-  bool hex_string(const char* field, std::uint64_t& out, std::string& scratch) {
-    if (!str(field, scratch)) return false;
-    if (scratch.size() < 3 || scratch.size() > 18 || scratch[0] != '0' || (scratch[1] != 'x' && scratch[1] != 'X')) {
-      return bad_value(field, "expected \"0x<hex>\", got \"" + scratch.substr(0, 40) + "\"");
+  // A string as a view (see view()), or a wrong_type fault.
+  bool str_view(const char* field, std::string_view& out, std::string& escaped) {
+    if (p_ == end_ || *p_ != '"') return wrong_type(field, "a string");
+    return view(out, escaped);
+  }
+
+  // A string "0x<hex>" (how PCs and offsets print): 1 to 16 digits without escapes are
+  // converted in one pass; anything else takes the checking path.
+  LOOPCANARY_TOOL_HOT bool hex_string(const char* field, std::uint64_t& out, std::string& escaped) {
+    const char* q = p_;
+    if (end_ - q >= 4 && q[0] == '"' && q[1] == '0' && (q[2] == 'x' || q[2] == 'X')) {
+      q += 3;
+      const char* digits = q;
+      std::uint64_t value = 0;
+      while (q != end_ && q - digits < 17) {
+        const std::int8_t digit = kHexDigit[static_cast<unsigned char>(*q)];
+        if (digit < 0) break;
+        value = value << 4 | static_cast<std::uint64_t>(digit);
+        ++q;
+      }
+      if (q != end_ && *q == '"' && q != digits && q - digits <= 16) {
+        p_ = q + 1;
+        out = value;
+        return true;
+      }
+    }
+    return hex_string_checked(field, out, escaped);
+  }
+
+  bool hex_string_checked(const char* field, std::uint64_t& out, std::string& escaped) {
+    std::string_view text;
+    if (!str_view(field, text, escaped)) return false;
+    if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
+      return bad_value(field, "expected \"0x<hex>\", got \"" + std::string(text.substr(0, 40)) + "\"");
     }
     std::uint64_t value = 0;
-    for (std::size_t i = 2; i < scratch.size(); ++i) {
-      const char c = scratch[i];
-      unsigned digit = 0;
-      if (c >= '0' && c <= '9') {
-        digit = static_cast<unsigned>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        digit = static_cast<unsigned>(c - 'a' + 10);
-      } else if (c >= 'A' && c <= 'F') {
-        digit = static_cast<unsigned>(c - 'A' + 10);
-      } else {
-        return bad_value(field, "expected \"0x<hex>\", got \"" + scratch.substr(0, 40) + "\"");
-      }
-      value = value << 4 | digit;
+    for (std::size_t i = 2; i < text.size(); ++i) {
+      const std::int8_t digit = kHexDigit[static_cast<unsigned char>(text[i])];
+      if (digit < 0) return bad_value(field, "expected \"0x<hex>\", got \"" + std::string(text.substr(0, 40)) + "\"");
+      value = value << 4 | static_cast<std::uint64_t>(digit);
     }
     out = value;
     return true;
@@ -255,12 +411,12 @@ class Scanner {
     return wrong_type(field, "true or false");
   }
 
-  bool is(char c) noexcept { return peek() == c; }
+  LOOPCANARY_TOOL_HOT bool is(char c) noexcept { return peek() == c; }
 
-  // Any value, validated and dropped (unknown fields).
+  // Any value, validated and dropped (unknown fields, values the caller does not keep).
   bool skip_value() {
     switch (peek()) {
-      case '{': return object([this](const std::string&) { return skip_value(); });
+      case '{': return object([this](std::string_view) { return skip_value(); });
       case '[': return array([this](std::size_t) { return skip_value(); });
       case '"': return string(nullptr);
       case 't': return literal("true") || malformed("bad literal");
@@ -271,6 +427,10 @@ class Scanner {
   }
 
  private:
+  void skip_blanks() noexcept {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  }
+
   bool enter() {
     if (++depth_ > kMaxJsonDepth) {
       kind = WarningKind::too_deep;
@@ -281,10 +441,10 @@ class Scanner {
     return true;
   }
 
-  bool literal(const char* word) noexcept {
-    const std::size_t n = std::strlen(word);
-    if (static_cast<std::size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
-    p_ += n;
+  template <std::size_t N>
+  bool literal(const char (&word)[N]) noexcept {
+    if (static_cast<std::size_t>(end_ - p_) < N - 1 || std::memcmp(p_, word, N - 1) != 0) return false;
+    p_ += N - 1;
     return true;
   }
 
@@ -309,6 +469,28 @@ class Scanner {
       while (q != end_ && *q >= '0' && *q <= '9') ++q;
     }
     p_ = q;
+    return true;
+  }
+
+  // u64 for what the one-pass conversion leaves: validates the JSON number, then requires
+  // plain digits within 64 bits.
+  bool u64_checked(const char* field, std::uint64_t& out) {
+    if (p_ == end_ || !(*p_ == '-' || (*p_ >= '0' && *p_ <= '9'))) return wrong_type(field, "a non-negative integer");
+    const char* start = p_;
+    if (!number()) return false;
+    std::uint64_t value = 0;
+    for (const char* q = start; q != p_; ++q) {
+      if (*q < '0' || *q > '9') {
+        const auto shown = std::min<std::size_t>(static_cast<std::size_t>(p_ - start), 40);
+        return bad_value(field, "expected a non-negative integer, got " + std::string(start, shown));
+      }
+      const auto digit = static_cast<std::uint64_t>(*q - '0');
+      if (value > (~std::uint64_t{0} - digit) / 10) {
+        return bad_value(field, "integer out of the 64-bit range");
+      }
+      value = value * 10 + digit;
+    }
+    out = value;
     return true;
   }
 
@@ -358,10 +540,19 @@ class Scanner {
   int depth_ = 0;
 };
 
-// Scratch of parse_record that outlives one call (capacity reuse): the "linux.frames" entries.
+// Spare elements kept between lines (their strings' and vectors' capacity is reused), at most
+// this many of each kind: the rest of a huge line's frames is freed.
+constexpr std::size_t kMaxSpare = 4096;
+
+// Scratch of parse_record that outlives one call (capacity reuse): the symbol entries
+// ("linux"."frames", "symbols"."frames"), their order by PC, and spare samples and frames.
 struct Scratch {
   std::vector<Frame> symbols;
+  std::vector<std::uint32_t> by_pc;  // indices into symbols, by PC then by position
   std::string text;
+  std::vector<Sample> spare_samples;
+  std::vector<Frame> spare_frames;
+  std::vector<TopEntry> spare_top;
 };
 
 Scratch& scratch() {
@@ -369,189 +560,247 @@ Scratch& scratch() {
   return s;
 }
 
-// Resizes a vector of reusable elements without freeing the capacity of the ones kept.
+// The next element of a vector filled from the front (`used` so far): an element kept from an
+// earlier line, else a spare one, else a new one. Its content is the caller's to reset.
 template <class T>
-T& next(std::vector<T>& items, std::size_t& used) {
-  if (used == items.size()) items.emplace_back();
+T& next_slow(std::vector<T>& items, std::size_t& used, std::vector<T>& spare) {
+  if (spare.empty()) {
+    items.emplace_back();
+  } else {
+    items.push_back(std::move(spare.back()));
+    spare.pop_back();
+  }
   return items[used++];
 }
+template <class T>
+LOOPCANARY_TOOL_HOT T& next(std::vector<T>& items, std::size_t& used, std::vector<T>& spare) {
+  if (used < items.size()) return items[used++];
+  return next_slow(items, used, spare);
+}
 
-bool parse_frame_symbol(Scanner& s, Frame& f, std::string& text) {
+// Shrinks `items` to `used` elements, moving the others to `spare` (up to kMaxSpare).
+template <class T>
+void trim(std::vector<T>& items, std::size_t used, std::vector<T>& spare) {
+  while (items.size() > used) {
+    if (spare.size() < kMaxSpare) spare.push_back(std::move(items.back()));
+    items.pop_back();
+  }
+}
+
+// Where a symbol entry comes from, for warnings: "linux"."frames" or "symbols"."frames".
+struct SymbolFields {
+  const char* frames;
+  const char* pc;
+  const char* module;
+  const char* build_id;
+  const char* offset;
+  const char* function;
+  const char* function_offset;
+  const char* nearest_symbol;
+  const char* nearest_offset;
+  const char* file;
+  const char* line;
+};
+constexpr SymbolFields kLinuxFrames{"linux.frames",          "linux.frames.pc",
+                                    "linux.frames.module",   "linux.frames.build_id",
+                                    "linux.frames.offset",   "linux.frames.function",
+                                    "linux.frames.function_offset", "linux.frames.nearest_symbol",
+                                    "linux.frames.nearest_offset",  "linux.frames.file",
+                                    "linux.frames.line"};
+constexpr SymbolFields kSymbolsFrames{"symbols.frames",          "symbols.frames.pc",
+                                      "symbols.frames.module",   "symbols.frames.build_id",
+                                      "symbols.frames.offset",   "symbols.frames.function",
+                                      "symbols.frames.function_offset", "symbols.frames.nearest_symbol",
+                                      "symbols.frames.nearest_offset",  "symbols.frames.file",
+                                      "symbols.frames.line"};
+
+bool parse_frame_symbol(Scanner& s, Frame& f, std::string& text, const SymbolFields& names) {
   f.clear();
   bool has_pc = false;
-  const bool ok = s.object([&](const std::string& key) {
-    if (key == "pc") return has_pc = true, s.hex_string("linux.frames.pc", f.pc, text);
-    if (key == "module") return s.str("linux.frames.module", f.module);
-    if (key == "build_id") return s.str("linux.frames.build_id", f.build_id);
-    if (key == "offset") return s.hex_string("linux.frames.offset", f.module_offset, text);
-    if (key == "function") return s.str("linux.frames.function", f.function);
-    if (key == "function_offset") return s.hex_string("linux.frames.function_offset", f.function_offset, text);
-    if (key == "nearest_symbol") return s.str("linux.frames.nearest_symbol", f.nearest_symbol);
-    if (key == "nearest_offset") return s.hex_string("linux.frames.nearest_offset", f.nearest_offset, text);
-    if (key == "file") return s.str("linux.frames.file", f.file);
-    if (key == "line") {
+  const bool ok = s.object([&](std::string_view key) {
+    if (is(key, "pc")) return has_pc = true, s.hex_string(names.pc, f.pc, text);
+    if (is(key, "module")) return s.str(names.module, f.module);
+    if (is(key, "build_id")) return s.str(names.build_id, f.build_id);
+    if (is(key, "offset")) return s.hex_string(names.offset, f.module_offset, text);
+    if (is(key, "function")) return s.str(names.function, f.function);
+    if (is(key, "function_offset")) return s.hex_string(names.function_offset, f.function_offset, text);
+    if (is(key, "nearest_symbol")) return s.str(names.nearest_symbol, f.nearest_symbol);
+    if (is(key, "nearest_offset")) return s.hex_string(names.nearest_offset, f.nearest_offset, text);
+    if (is(key, "file")) return s.str(names.file, f.file);
+    if (is(key, "line")) {
       std::uint64_t line = 0;
-      if (!s.u64("linux.frames.line", line)) return false;
+      if (!s.u64(names.line, line)) return false;
       f.line = static_cast<std::uint32_t>(std::min<std::uint64_t>(line, 0xFFFFFFFFu));
       return true;
     }
     return s.skip_value();
   });
-  if (ok && !has_pc) return s.bad_value("linux.frames", "an entry without \"pc\"");
+  if (ok && !has_pc) return s.bad_value(names.frames, "an entry without \"pc\"");
   return ok;
 }
 
-void merge_symbol(Frame& frame, const std::vector<Frame>& symbols, std::size_t count) {
-  const auto end = symbols.begin() + static_cast<std::ptrdiff_t>(count);
-  const auto it = std::lower_bound(symbols.begin(), end, frame.pc,
-                                   [](const Frame& f, std::uint64_t pc) { return f.pc < pc; });
-  if (it == end || it->pc != frame.pc) return;
-  frame.function = it->function;
-  frame.function_offset = it->function_offset;
-  frame.nearest_symbol = it->nearest_symbol;
-  frame.nearest_offset = it->nearest_offset;
-  frame.module = it->module;
-  frame.build_id = it->build_id;
-  frame.module_offset = it->module_offset;
-  frame.file = it->file;
-  frame.line = it->line;
+// The symbol entry of a PC: the first of the record's entries with that PC (`by_pc` orders
+// them by PC, then by position), null when none.
+const Frame* find_symbol(std::uint64_t pc, const std::vector<Frame>& symbols, const std::vector<std::uint32_t>& by_pc) {
+  const auto it = std::lower_bound(by_pc.begin(), by_pc.end(), pc,
+                                   [&](std::uint32_t i, std::uint64_t value) { return symbols[i].pc < value; });
+  return it == by_pc.end() || symbols[*it].pc != pc ? nullptr : &symbols[*it];
+}
+
+// Sets what a PC frame says of its symbol from the entry (none: empty), whatever the frame held.
+void set_symbol(Frame& frame, const Frame* symbol) {
+  if (symbol == nullptr) {
+    frame.clear_symbol();
+    return;
+  }
+  set_text(frame.function, symbol->function);
+  frame.function_offset = symbol->function_offset;
+  set_text(frame.nearest_symbol, symbol->nearest_symbol);
+  frame.nearest_offset = symbol->nearest_offset;
+  set_text(frame.module, symbol->module);
+  set_text(frame.build_id, symbol->build_id);
+  frame.module_offset = symbol->module_offset;
+  set_text(frame.file, symbol->file);
+  frame.line = symbol->line;
 }
 
 }  // namespace
 
 bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
                   bool want_stacks) {
-  // Keep the reused parts; reset the rest.
+  // Keep the reused parts (samples are refilled in place); reset the rest.
   std::vector<Sample> stacks;
   std::vector<TopEntry> top;
   stacks.swap(out.stacks);
   top.swap(out.top);
-  {
-    std::string file, source;
-    file.swap(out.file);
-    source.swap(out.source);
-    const std::uint64_t line = out.line;
-    out.clear();
-    out.file.swap(file);
-    out.source.swap(source);
-    out.line = line;
-  }
+  out.clear_fields();
   std::size_t stacks_used = 0;
   std::size_t top_used = 0;
   Scratch& sc = scratch();
   std::size_t symbols_used = 0;
-  std::string& text = sc.text;
+  std::string& text = sc.text;  // decoded escapes of a value read as a view
 
   enum : unsigned { kReport = 1, kPhase = 2, kLoop = 4, kDispatch = 8, kDuration = 16 };
   unsigned seen = 0;
   std::uint64_t version = kFormatVersion;
 
   Scanner s(data, length);
-  bool ok = s.object([&](const std::string& key) -> bool {
+  // "linux"."frames" and "symbols"."frames": entries collected in sc.symbols, merged at the end.
+  const auto symbol_frames = [&](const SymbolFields& names) {
+    if (!s.is('[')) return s.wrong_type(names.frames, "an array");
+    return s.array([&](std::size_t) {
+      if (!s.is('{')) return s.wrong_type(names.frames, "an object");
+      return parse_frame_symbol(s, next(sc.symbols, symbols_used, sc.spare_frames), text, names);
+    });
+  };
+  bool ok = s.object([&](std::string_view key) -> bool {
+    std::string_view value;
     switch (key.empty() ? '\0' : key[0]) {
       case 'c':
-        if (key == "cause") {
-          if (!s.str("cause", text)) return false;
-          if (!parse_cause(text, out.cause)) return s.bad_value("cause", "unknown value \"" + text.substr(0, 40) + "\"");
+        if (is(key, "cause")) {
+          if (!s.str_view("cause", value, text)) return false;
+          if (!parse_cause(value, out.cause)) {
+            return s.bad_value("cause", "unknown value \"" + std::string(value.substr(0, 40)) + "\"");
+          }
           return true;
         }
-        if (key == "cpu") {
+        if (is(key, "cpu")) {
           if (!s.is('{')) return s.wrong_type("cpu", "an object");
-          return s.object([&](const std::string& k) {
-            if (k == "window_us") return s.u64("cpu.window_us", out.cpu_window_us);
-            if (k == "thread_us") return s.u64_or_null("cpu.thread_us", out.cpu_thread_us);
-            if (k == "steal_us") return s.u64("cpu.steal_us", out.cpu_steal_us);
-            if (k == "thread_wait_us") return s.u64_or_null("cpu.thread_wait_us", out.cpu_thread_wait_us);
-            if (k == "system_busy_permille") return s.u64_or_null("cpu.system_busy_permille", out.cpu_system_busy_permille);
-            if (k == "process_permille") return s.u64_or_null("cpu.process_permille", out.cpu_process_permille);
+          return s.object([&](std::string_view k) {
+            if (is(k, "window_us")) return s.u64("cpu.window_us", out.cpu_window_us);
+            if (is(k, "thread_us")) return s.u64_or_null("cpu.thread_us", out.cpu_thread_us);
+            if (is(k, "steal_us")) return s.u64("cpu.steal_us", out.cpu_steal_us);
+            if (is(k, "thread_wait_us")) return s.u64_or_null("cpu.thread_wait_us", out.cpu_thread_wait_us);
+            if (is(k, "system_busy_permille")) return s.u64_or_null("cpu.system_busy_permille", out.cpu_system_busy_permille);
+            if (is(k, "process_permille")) return s.u64_or_null("cpu.process_permille", out.cpu_process_permille);
             return s.skip_value();
           });
         }
         break;
       case 'd':
-        if (key == "dispatch") return seen |= kDispatch, s.u64("dispatch", out.dispatch);
-        if (key == "duration_us") return seen |= kDuration, s.u64("duration_us", out.duration_us);
-        if (key == "duration_ticks") return s.u64("duration_ticks", out.duration_ticks);
+        if (is(key, "dispatch")) return seen |= kDispatch, s.u64("dispatch", out.dispatch);
+        if (is(key, "duration_us")) return seen |= kDuration, s.u64("duration_us", out.duration_us);
+        if (is(key, "duration_ticks")) return s.u64("duration_ticks", out.duration_ticks);
         break;
       case 'e':
-        if (key == "event") return s.str("event", out.event);
-        if (key == "end") return s.u64("end", out.end);
+        if (is(key, "event")) return s.str("event", out.event);
+        if (is(key, "end")) return s.u64("end", out.end);
         break;
       case 'f':
-        if (key == "flags") {
+        if (is(key, "flags")) {
           if (!s.is('[')) return s.wrong_type("flags", "an array");
           return s.array([&](std::size_t) {
-            if (!s.str("flags", text)) return false;
-            if (text == "hung") out.hung = true;
-            else if (text == "unwatched") out.unwatched = true;
-            else if (text == "end_estimated") out.end_estimated = true;
+            std::string_view flag;
+            if (!s.str_view("flags", flag, text)) return false;
+            if (is(flag, "hung")) out.hung = true;
+            else if (is(flag, "unwatched")) out.unwatched = true;
+            else if (is(flag, "end_estimated")) out.end_estimated = true;
             return true;  // a flag of a newer writer: ignored
           });
         }
-        if (key == "format_version") return s.u64("format_version", version);
+        if (is(key, "format_version")) return s.u64("format_version", version);
         break;
       case 'l':
-        if (key == "loop") return seen |= kLoop, s.str("loop", out.loop);
-        if (key == "loop_index") return s.u64("loop_index", out.loop_index);
-        if (key == "linux") {
+        if (is(key, "loop")) return seen |= kLoop, s.str("loop", out.loop);
+        if (is(key, "loop_index")) return s.u64("loop_index", out.loop_index);
+        if (is(key, "linux")) {
           if (!s.is('{')) return s.wrong_type("linux", "an object");
           out.has_linux = true;
-          return s.object([&](const std::string& k) {
-            if (k == "time") {
-              if (!s.str("linux.time", text)) return false;
+          return s.object([&](std::string_view k) {
+            if (is(k, "time")) {
+              std::string_view time;
+              if (!s.str_view("linux.time", time, text)) return false;
               std::int64_t ms = 0;
-              if (!parse_utc_time(text, ms)) return s.bad_value("linux.time", "not an ISO-8601 UTC time: \"" + text.substr(0, 40) + "\"");
+              if (!parse_utc_time(time, ms)) {
+                return s.bad_value("linux.time", "not an ISO-8601 UTC time: \"" + std::string(time.substr(0, 40)) + "\"");
+              }
               out.wall_ms = ms;
               return true;
             }
-            if (k == "clock") return s.str("linux.clock", out.clock);
-            if (k == "frames") {
-              if (!s.is('[')) return s.wrong_type("linux.frames", "an array");
-              return s.array([&](std::size_t) {
-                if (!s.is('{')) return s.wrong_type("linux.frames", "an object");
-                return parse_frame_symbol(s, next(sc.symbols, symbols_used), text);
-              });
-            }
+            if (is(k, "clock")) return s.str("linux.clock", out.clock);
+            if (is(k, "frames")) return symbol_frames(kLinuxFrames);
             return s.skip_value();
           });
         }
         break;
       case 'n':
-        if (key == "notes_dropped") return s.u64("notes_dropped", out.notes_dropped);
+        if (is(key, "notes_dropped")) return s.u64("notes_dropped", out.notes_dropped);
         break;
       case 'p':
-        if (key == "phase") {
+        if (is(key, "phase")) {
           seen |= kPhase;
-          if (!s.str("phase", text)) return false;
-          if (!parse_phase(text, out.phase)) return s.bad_value("phase", "unknown value \"" + text.substr(0, 40) + "\"");
+          if (!s.str_view("phase", value, text)) return false;
+          if (!parse_phase(value, out.phase)) {
+            return s.bad_value("phase", "unknown value \"" + std::string(value.substr(0, 40)) + "\"");
+          }
           return true;
         }
         break;
       case 'q':
-        if (key == "qualifier") return s.str("qualifier", out.qualifier);
+        if (is(key, "qualifier")) return s.str("qualifier", out.qualifier);
         break;
       case 'r':
-        if (key == "report") return seen |= kReport, s.u64("report", out.report);
-        if (key == "records_dropped") return s.u64("records_dropped", out.records_dropped);
+        if (is(key, "report")) return seen |= kReport, s.u64("report", out.report);
+        if (is(key, "records_dropped")) return s.u64("records_dropped", out.records_dropped);
         break;
       case 's':
-        if (key == "start") return s.u64("start", out.start);
-        if (key == "samples") {
+        if (is(key, "start")) return s.u64("start", out.start);
+        if (is(key, "samples")) {
           if (!s.is('{')) return s.wrong_type("samples", "an object");
-          return s.object([&](const std::string& k) {
-            if (k == "taken") return s.u64("samples.taken", out.samples_taken);
-            if (k == "kept") return s.u64("samples.kept", out.samples_kept);
-            if (k == "overwritten") return s.u64("samples.overwritten", out.samples_overwritten);
-            if (k == "missed") return s.u64("samples.missed", out.samples_missed);
+          return s.object([&](std::string_view k) {
+            if (is(k, "taken")) return s.u64("samples.taken", out.samples_taken);
+            if (is(k, "kept")) return s.u64("samples.kept", out.samples_kept);
+            if (is(k, "overwritten")) return s.u64("samples.overwritten", out.samples_overwritten);
+            if (is(k, "missed")) return s.u64("samples.missed", out.samples_missed);
             return s.skip_value();
           });
         }
-        if (key == "stacks") {
+        if (is(key, "stacks")) {
           if (!s.is('[')) return s.wrong_type("stacks", "an array");
           return s.array([&](std::size_t) {
             if (!s.is('{')) return s.wrong_type("stacks", "an object");
             Sample* sample = nullptr;
-            if (want_stacks) sample = &next(stacks, stacks_used);
+            if (want_stacks) sample = &next(stacks, stacks_used, sc.spare_samples);
             if (sample != nullptr) sample->at_us = 0;
             std::size_t frames_used = 0;
             std::size_t scopes = 0;
@@ -559,68 +808,76 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
             // the scopes are moved behind them at the end.
             std::size_t pcs_before_scopes = 0;
             bool seen_scopes = false;
-            const bool sample_ok = s.object([&](const std::string& k) {
-              if (k == "at_us") {
+            const bool sample_ok = s.object([&](std::string_view k) {
+              if (is(k, "at_us")) {
                 std::uint64_t at = 0;
                 if (!s.u64("stacks.at_us", at)) return false;
                 if (sample != nullptr) sample->at_us = at;
                 return true;
               }
-              if (k == "scopes" || k == "pcs") {
-                const bool is_scopes = k == "scopes";
-                const char* field = is_scopes ? "stacks.scopes" : "stacks.pcs";
-                if (!s.is('[')) return s.wrong_type(field, "an array");
-                if (is_scopes) seen_scopes = true;
-                return s.array([&](std::size_t) {
-                  if (sample == nullptr) {
-                    std::uint64_t pc = 0;
-                    return is_scopes ? s.str(field, text) : s.hex_string(field, pc, text);
-                  }
-                  Frame& f = next(sample->frames, frames_used);
-                  f.clear();
-                  if (is_scopes) {
-                    if (!s.str(field, f.scope)) return false;
-                    if (f.scope.empty()) f.scope = "?";
-                    ++scopes;
-                    return true;
-                  }
-                  if (!seen_scopes) ++pcs_before_scopes;
-                  return s.hex_string(field, f.pc, text);
-                });
-              }
-              return s.skip_value();
+              const bool is_scopes = is(k, "scopes");
+              if (!is_scopes && !is(k, "pcs")) return s.skip_value();
+              const char* field = is_scopes ? "stacks.scopes" : "stacks.pcs";
+              if (!s.is('[')) return s.wrong_type(field, "an array");
+              if (is_scopes) seen_scopes = true;
+              return s.array([&](std::size_t) {
+                if (sample == nullptr) {
+                  std::uint64_t pc = 0;
+                  return is_scopes ? (s.str_view(field, value, text)) : s.hex_string(field, pc, text);
+                }
+                // A reused frame keeps its strings: each field is set below or, for a PC
+                // frame's symbol, after the parse (set_symbol).
+                Frame& f = next(sample->frames, frames_used, sc.spare_frames);
+                if (is_scopes) {
+                  std::string_view scope;
+                  if (!s.str_view(field, scope, text)) return false;
+                  set_text(f.scope, scope.empty() ? std::string_view("?") : scope);
+                  f.pc = 0;
+                  f.clear_symbol();
+                  ++scopes;
+                  return true;
+                }
+                f.scope.clear();
+                if (!seen_scopes) ++pcs_before_scopes;
+                return s.hex_string(field, f.pc, text);
+              });
             });
+            if (sample != nullptr) trim(sample->frames, frames_used, sc.spare_frames);
             if (!sample_ok) return false;
-            if (sample != nullptr) {
-              sample->frames.resize(frames_used);
-              if (pcs_before_scopes > 0 && scopes > 0) {
-                std::rotate(sample->frames.begin(), sample->frames.begin() + static_cast<std::ptrdiff_t>(pcs_before_scopes),
-                            sample->frames.end());
-              }
+            if (sample != nullptr && pcs_before_scopes > 0 && scopes > 0) {
+              std::rotate(sample->frames.begin(), sample->frames.begin() + static_cast<std::ptrdiff_t>(pcs_before_scopes),
+                          sample->frames.end());
             }
             return true;
           });
         }
+        if (is(key, "symbols")) {
+          if (!s.is('{')) return s.wrong_type("symbols", "an object");
+          return s.object([&](std::string_view k) {
+            if (is(k, "frames")) return symbol_frames(kSymbolsFrames);
+            return s.skip_value();
+          });
+        }
         break;
       case 't':
-        if (key == "tick_hz") return s.u64("tick_hz", out.tick_hz);
-        if (key == "threshold_us") return s.u64("threshold_us", out.threshold_us);
-        if (key == "top_other") return s.u64("top_other", out.top_other);
-        if (key == "top") {
+        if (is(key, "tick_hz")) return s.u64("tick_hz", out.tick_hz);
+        if (is(key, "threshold_us")) return s.u64("threshold_us", out.threshold_us);
+        if (is(key, "top_other")) return s.u64("top_other", out.top_other);
+        if (is(key, "top")) {
           if (!s.is('[')) return s.wrong_type("top", "an array");
           return s.array([&](std::size_t) {
             if (!s.is('{')) return s.wrong_type("top", "an object");
-            TopEntry& entry = next(top, top_used);
+            TopEntry& entry = next(top, top_used, sc.spare_top);
             entry.frame.clear();
             entry.count = 0;
-            return s.object([&](const std::string& k) {
-              if (k == "scope") {
+            return s.object([&](std::string_view k) {
+              if (is(k, "scope")) {
                 if (!s.str("top.scope", entry.frame.scope)) return false;
                 if (entry.frame.scope.empty()) entry.frame.scope = "?";
                 return true;
               }
-              if (k == "pc") return s.hex_string("top.pc", entry.frame.pc, text);
-              if (k == "count") return s.u64("top.count", entry.count);
+              if (is(k, "pc")) return s.hex_string("top.pc", entry.frame.pc, text);
+              if (is(k, "count")) return s.u64("top.count", entry.count);
               return s.skip_value();
             });
           });
@@ -632,8 +889,8 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
     return s.skip_value();  // a field of a newer writer
   });
   if (ok && !s.at_end()) ok = s.malformed("bytes after the object");
-  stacks.resize(want_stacks ? stacks_used : 0);
-  top.resize(top_used);
+  trim(stacks, want_stacks ? stacks_used : 0, sc.spare_samples);
+  trim(top, top_used, sc.spare_top);
   out.stacks.swap(stacks);
   out.top.swap(top);
   if (!ok) {
@@ -657,17 +914,24 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
     what = "missing field" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing;
     return false;
   }
-  if (symbols_used > 0) {
-    std::sort(sc.symbols.begin(), sc.symbols.begin() + static_cast<std::ptrdiff_t>(symbols_used),
-              [](const Frame& a, const Frame& b) { return a.pc < b.pc; });
-    for (Sample& sample : out.stacks) {
-      for (Frame& f : sample.frames) {
-        if (!f.is_scope()) merge_symbol(f, sc.symbols, symbols_used);
-      }
+  // Every PC frame gets what the symbol entries say of its PC, or nothing.
+  std::vector<std::uint32_t>& by_pc = sc.by_pc;
+  by_pc.resize(symbols_used);
+  for (std::size_t i = 0; i < symbols_used; ++i) by_pc[i] = static_cast<std::uint32_t>(i);
+  const std::vector<Frame>& symbols = sc.symbols;
+  std::sort(by_pc.begin(), by_pc.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return symbols[a].pc != symbols[b].pc ? symbols[a].pc < symbols[b].pc : a < b;
+  });
+  const Frame* last = nullptr;  // the entry of the PC before (samples repeat PCs)
+  for (Sample& sample : out.stacks) {
+    for (Frame& f : sample.frames) {
+      if (f.is_scope()) continue;
+      if (last == nullptr || last->pc != f.pc) last = symbols_used == 0 ? nullptr : find_symbol(f.pc, symbols, by_pc);
+      set_symbol(f, last != nullptr && last->pc == f.pc ? last : nullptr);
     }
-    for (TopEntry& entry : out.top) {
-      if (!entry.frame.is_scope()) merge_symbol(entry.frame, sc.symbols, symbols_used);
-    }
+  }
+  for (TopEntry& entry : out.top) {
+    if (!entry.frame.is_scope()) set_symbol(entry.frame, symbols_used == 0 ? nullptr : find_symbol(entry.frame.pc, symbols, by_pc));
   }
   return true;
 }
@@ -754,8 +1018,7 @@ int split_lines(std::string& buffer, std::size_t max_line, Fill&& fill, std::uin
 void Reader::read_lines(const std::string& name, const Fill& fill, const Callback& on_record) {
   printed_.fill(0);
   ++stats_.files;
-  record_.file = name;
-  record_.source = log_source(name);
+  const std::string source = log_source(name);
   std::uint64_t line = 0;
   std::string what;
   const int error = split_lines(
@@ -771,6 +1034,9 @@ void Reader::read_lines(const std::string& name, const Fill& fill, const Callbac
         record_.line = line;
         if (parse_record(data + lead, length - lead, record_, kind, what, options_.want_stacks)) {
           ++stats_.records;
+          // The callback may have swapped another record's storage in (Callback).
+          if (record_.file != name) record_.file = name;
+          if (record_.source != source) record_.source = source;
           if (on_record) on_record(record_);
         } else {
           warn(name, line, kind, what);

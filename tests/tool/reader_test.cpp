@@ -76,6 +76,68 @@ TEST(ToolReader, MergesTheLinuxFramesIntoPcFrames) {
   EXPECT_EQ(records[0].clock, "monotonic");
 }
 
+// A device record after `loopcanary symbolize --elf`: "symbols"."frames" (docs/tool.md) names
+// the function and source position of its PCs, which then label its PC frames and make the
+// culprit; a PC the member does not list stays bare.
+TEST(ToolReader, MergesTheSymbolsFramesOfADeviceRecordIntoPcFrames) {
+  TempDir dir;
+  RecordSpec spec;
+  spec.stacks = "{\"at_us\":10,\"pcs\":[\"0x8000140\",\"0x8000200\"]},{\"at_us\":20,\"pcs\":[\"0x8000140\"]}";
+  spec.extra =
+      ",\"symbols\":{\"frames\":[{\"pc\":\"0x8000140\",\"module\":\"fw.elf\",\"build_id\":\"\","
+      "\"offset\":\"0x8000140\",\"function\":\"ota_crc32\",\"file\":\"src/ota.c\",\"line\":42,"
+      "\"inlined\":[{\"function\":\"crc_step\",\"file\":\"src/crc.h\",\"line\":7}]}]}";
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::vector<LogRecord> records = read_all(reader, dir.write("device.jsonl", json_line(spec)));
+  ASSERT_EQ(records.size(), 1u) << warnings.str();
+  EXPECT_EQ(warnings.str(), "");
+  const LogRecord& r = records[0];
+  ASSERT_EQ(r.stacks.size(), 2u);
+  ASSERT_EQ(r.stacks[0].frames.size(), 2u);
+  const Frame& symbolised = r.stacks[0].frames[0];
+  EXPECT_EQ(symbolised.pc, 0x8000140u);
+  EXPECT_EQ(symbolised.function, "ota_crc32");
+  EXPECT_EQ(symbolised.file, "src/ota.c");
+  EXPECT_EQ(symbolised.line, 42u);
+  EXPECT_EQ(symbolised.module, "fw.elf");
+  EXPECT_EQ(symbolised.module_offset, 0x8000140u);
+  EXPECT_EQ(symbolised.label(), "ota_crc32");
+  EXPECT_EQ(r.stacks[1].frames[0].function, "ota_crc32");
+  const Frame& bare = r.stacks[0].frames[1];
+  EXPECT_EQ(bare.pc, 0x8000200u);
+  EXPECT_EQ(bare.function, "");
+  EXPECT_EQ(bare.label(), "0x8000200");
+  EXPECT_FALSE(r.has_linux);
+  const Culprit c = block_culprit(r, {});
+  EXPECT_EQ(c.label, "ota_crc32");
+  EXPECT_EQ(c.samples, 2u);
+  EXPECT_EQ(c.of, 2u);
+  EXPECT_EQ(c.frame.file, "src/ota.c");
+}
+
+// The same checks on "symbols"."frames" as on "linux"."frames": a malformed entry is a
+// wrong-type warning naming the member.
+TEST(ToolReader, ABadSymbolsFramesEntryIsAWarning) {
+  TempDir dir;
+  RecordSpec spec;
+  spec.extra = ",\"symbols\":{\"frames\":[{\"pc\":\"0x10\",\"line\":\"seven\"}]}";
+  const std::string bad_line = json_line(spec);
+  spec.extra = ",\"symbols\":{\"frames\":[{\"function\":\"f\"}]}";
+  const std::string no_pc = json_line(spec);
+  spec.extra = ",\"symbols\":[]";
+  const std::string not_object = json_line(spec);
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::string path = dir.write("bad_symbols.jsonl", bad_line + no_pc + not_object);
+  EXPECT_EQ(read_all(reader, path).size(), 0u);
+  EXPECT_EQ(warnings.str(),
+            path + ":1: field \"symbols.frames.line\": expected a non-negative integer, got a string\n" + path +
+                ":2: field \"symbols.frames\": an entry without \"pc\"\n" + path +
+                ":3: field \"symbols\": expected an object, got an array\n");
+  EXPECT_EQ(reader.stats().warnings_of(WarningKind::wrong_type), 3u);
+}
+
 TEST(ToolReader, DecodesEscapesAndIgnoresUnknownFields) {
   std::ostringstream warnings;
   Reader reader(warnings);
