@@ -792,6 +792,19 @@ TEST(FormatJson, LargeNumbersStayExact) {
   EXPECT_EQ(u64_of(doc["start"]), 0xFFFF'FFFFu);
 }
 
+// A dispatch longer than one counter wrap (a hang of hours, or seconds at a fast core clock):
+// its kept samples, the latest ones, are placed from the record's end back, so their offsets
+// count the whole wraps the start stamp alone cannot tell.
+TEST(FormatJson, SampleOffsetsOfADispatchLongerThanOneWrapCountTheWholeWraps) {
+  BlockRecord r = hand_record();  // 1 tick = 1 us; samples at ticks 26'000 and 126'000
+  constexpr std::uint64_t kWrap = std::uint64_t{1} << 32;
+  r.duration_ticks = kWrap + 250'042;  // start 1'000, end 251'042 after one wrap
+  const Json doc = json_of(r);
+  EXPECT_EQ(u64_of(doc["stacks"].at(0)["at_us"]), kWrap + 25'000);
+  EXPECT_EQ(u64_of(doc["stacks"].at(1)["at_us"]), kWrap + 125'000);
+  EXPECT_TRUE(has_line(text_of(r), "  +4295092.296 ms pc 0xdeadbeef 0x10")) << text_of(r);
+}
+
 // ---- Truncation, for both forms ---------------------------------------------------------------
 
 struct Form {

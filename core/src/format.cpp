@@ -20,6 +20,14 @@ std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept {
   return r.tick_hz != 0 ? us_from_ticks(ticks, r.tick_hz) : 0u;
 }
 
+// A sample's offset from the record's start, µs. Counted back from `end`: a kept sample is one
+// of the latest, within one counter wrap of the end, while the dispatch itself may be longer
+// than a wrap (duration_ticks is 64-bit); counted from `start` it would lose the whole wraps.
+std::uint64_t sample_offset_us(const BlockRecord& r, const Sample& s) noexcept {
+  const std::uint64_t before_end = ticks_between(s.at, r.end);
+  return us_of(r, before_end <= r.duration_ticks ? r.duration_ticks - before_end : 0u);
+}
+
 const char* scope_name(Frame f) noexcept { return name_or(reinterpret_cast<const char*>(f), "?"); }
 
 struct FlagName {
@@ -212,7 +220,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
     for (std::uint8_t i = 0; i < r.sample_count; ++i) {
       const Sample& s = r.samples[i];
       w.puts("  +");
-      w.ms(us_of(r, ticks_between(r.start, s.at)));
+      w.ms(sample_offset_us(r, s));
       w.puts(" ms ");
       for (std::uint8_t f = 0; f < s.scope_count; ++f) {
         if (f != 0) w.puts(" < ");
@@ -334,7 +342,7 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
     const Sample& s = r.samples[i];
     if (i != 0) w.put(',');
     w.puts("{\"at_us\":");
-    w.u64(us_of(r, ticks_between(r.start, s.at)));
+    w.u64(sample_offset_us(r, s));
     w.puts(",\"scopes\":[");
     for (std::uint8_t f = 0; f < s.scope_count; ++f) {
       if (f != 0) w.put(',');
