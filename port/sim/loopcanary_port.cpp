@@ -56,16 +56,14 @@ Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, ti
       machine_(machine),
       watchdog_(watchdog),
       period_(period != 0 ? period : 1u),
-      next_poll_(static_cast<tick_t>(time.peek() + period_)),
       next_poll_elapsed_(time.elapsed() + period_) {}
 
 void Scheduler::spend(tick_t ticks, Thread* running, bool saturated, Thread* runnable) noexcept {
   for (;;) {
     // Poll every deadline reached (also one passed by a clock read that costs time).
     while (next_poll_elapsed_ <= time_.elapsed()) {
-      watchdog_.poll(next_poll_);
+      watchdog_.poll(next_poll());
       ++polls_;
-      next_poll_ = static_cast<tick_t>(next_poll_ + period_);
       next_poll_elapsed_ += period_;
     }
     if (ticks == 0) return;

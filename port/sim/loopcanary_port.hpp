@@ -153,8 +153,10 @@ class Scheduler {
   /// Polls so far; wraps at 2^32.
   std::uint32_t polls() const noexcept { return polls_; }
   tick_t period() const noexcept { return period_; }
-  /// Tick time of the next poll.
-  tick_t next_poll() const noexcept { return next_poll_; }
+  /// Tick time of the next poll (the clock reads its start plus elapsed(), modulo 2^32).
+  tick_t next_poll() const noexcept {
+    return static_cast<tick_t>(time_.peek() + (next_poll_elapsed_ - time_.elapsed()));
+  }
 
  private:
   void spend(tick_t ticks, Thread* running, bool saturated, Thread* runnable = nullptr) noexcept;
@@ -163,8 +165,7 @@ class Scheduler {
   Machine& machine_;
   Watchdog& watchdog_;
   tick_t period_;
-  tick_t next_poll_;
-  std::uint64_t next_poll_elapsed_;  // next_poll_ in VirtualTime::elapsed() terms
+  std::uint64_t next_poll_elapsed_;  // the next poll, in VirtualTime::elapsed() terms
   std::uint32_t polls_ = 0;
 };
 
