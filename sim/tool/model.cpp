@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
+#include <string_view>
 
 namespace loopcanary::tool {
 
@@ -93,24 +95,28 @@ void LogRecord::clear_fields() noexcept {
   clock.clear();
 }
 
-bool parse_phase(std::string_view text, Phase& out) noexcept {
-  for (Phase p : {Phase::in_progress, Phase::hang, Phase::final}) {
-    if (text == to_string(p)) {
-      out = p;
+namespace {
+
+// The value among `values` whose to_string() spelling is `text`; false (out untouched) if none.
+template <typename Enum>
+bool parse_spelling(std::string_view text, std::initializer_list<Enum> values, Enum& out) noexcept {
+  for (Enum v : values) {
+    if (text == to_string(v)) {
+      out = v;
       return true;
     }
   }
   return false;
 }
 
+}  // namespace
+
+bool parse_phase(std::string_view text, Phase& out) noexcept {
+  return parse_spelling(text, {Phase::in_progress, Phase::hang, Phase::final}, out);
+}
+
 bool parse_cause(std::string_view text, Cause& out) noexcept {
-  for (Cause c : {Cause::unknown, Cause::running, Cause::waiting, Cause::starved}) {
-    if (text == to_string(c)) {
-      out = c;
-      return true;
-    }
-  }
-  return false;
+  return parse_spelling(text, {Cause::unknown, Cause::running, Cause::waiting, Cause::starved}, out);
 }
 
 const char* to_string(WarningKind kind) noexcept {
