@@ -32,66 +32,6 @@ void root_first_labels(const Sample& sample, std::vector<std::string>& out) {
   for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) out.push_back(stack_label(*it));
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence at text[i], 0 when the byte there does not start one.
-std::size_t utf8_sequence(const std::string& text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  std::size_t length = 0;
-  std::uint32_t min = 0;
-  std::uint32_t cp = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    length = 2, cp = b0 & 0x1Fu, min = 0x80;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    length = 3, cp = b0 & 0x0Fu, min = 0x800;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    length = 4, cp = b0 & 0x07u, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0u) != 0x80u) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3Fu);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return length;
-}
-
-}  // namespace
-
-void write_json_string(std::ostream& out, const std::string& text, bool html_safe) {
-  out.put('"');
-  char hex[8];
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x80) {
-      const std::size_t n = utf8_sequence(text, i);
-      if (n == 0) {
-        out << "\\ufffd";
-        ++i;
-      } else {
-        out.write(text.data() + i, static_cast<std::streamsize>(n));
-        i += n;
-      }
-      continue;
-    }
-    ++i;
-    if (c == '"' || c == '\\') {
-      out.put('\\');
-      out.put(c);
-    } else if (byte < 0x20 || (html_safe && (c == '<' || c == '>' || c == '&'))) {
-      std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned>(byte));
-      out << hex;
-    } else {
-      out.put(c);
-    }
-  }
-  out.put('"');
-}
-
 std::string format_us(double us) {
   char text[64];
   if (!std::isfinite(us)) return "0";

@@ -46,11 +46,6 @@ std::string stack_label(const Frame& frame);
 /// A sample without frames gives the single label "[no frames]".
 void root_first_labels(const Sample& sample, std::vector<std::string>& out);
 
-/// Writes `text` as a JSON string (quotes included). Escapes '"', '\\' and control characters;
-/// valid UTF-8 sequences are copied, each invalid byte becomes U+FFFD, so the output is always
-/// valid JSON. `html_safe`: also '<', '>', '&' as \u003c, \u003e, \u0026, so the string can sit
-/// inside an HTML <script> element ("</script>" cannot appear).
-void write_json_string(std::ostream& out, const std::string& text, bool html_safe = false);
 /// A number of µs for JSON: integer when whole, else up to 3 decimals (no exponent).
 std::string format_us(double us);
 

@@ -395,4 +395,14 @@ bool parse_utc_time(std::string_view text, std::int64_t& ms) noexcept;
 /// Formats ms since the epoch as `YYYY-MM-DDTHH:MM:SS.fffZ`.
 std::string format_utc_time(std::int64_t ms);
 
+// ---- JSON output (report --format json, the exports) --------------------------------------
+
+/// Writes `text` as a JSON string (quotes included). Escapes '"', '\\' and control characters;
+/// valid UTF-8 sequences are copied, each invalid byte becomes U+FFFD, so the output is always
+/// valid JSON. `html_safe`: also '<', '>', '&' as \u003c, \u003e, \u0026, so the string can sit
+/// inside an HTML <script> element ("</script>" cannot appear).
+void write_json_string(std::ostream& out, const std::string& text, bool html_safe = false);
+/// The same as a std::string.
+std::string json_string(const std::string& text);
+
 }  // namespace loopcanary::tool

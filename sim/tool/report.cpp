@@ -30,24 +30,6 @@ std::string percent(double share) {
   return text;
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char esc[8];
-      std::snprintf(esc, sizeof esc, "\\u%04x", u);
-      out += esc;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // Durations of a group: exact while there are at most kExactDurations, then a log-bucket
 // histogram of relative resolution 1/128 (values < 128 µs exact).
 class Durations {

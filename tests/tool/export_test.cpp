@@ -345,7 +345,7 @@ TEST(ExportChrome, PlacesBlocksOnTheWallClockWhenRecordsCarryIt) {
 
 TEST(ExportJsonString, EscapesAndKeepsValidUtf8AndReplacesInvalidBytes) {
   std::ostringstream out;
-  exporting::write_json_string(out, std::string("a\"\\\n\x01 \xc3\xa9 \xff </script>&"), true);
+  tool::write_json_string(out, std::string("a\"\\\n\x01 \xc3\xa9 \xff </script>&"), true);
   Json v;
   std::string error;
   ASSERT_TRUE(JsonParser::parse(out.str(), v, error)) << error << ": " << out.str();
