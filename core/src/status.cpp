@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <cstddef>
 
+#include "loopcanary/packet.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/status.hpp"
 #include "loopcanary/watchdog.hpp"
@@ -80,6 +81,19 @@ const char* to_string(Cause cause) noexcept {
     case Cause::starved: return "starved";
   }
   return "unknown_cause";
+}
+
+const char* to_string(ResetCause cause) noexcept {
+  switch (cause) {
+    case ResetCause::unknown: return "unknown";
+    case ResetCause::power_on: return "power_on";
+    case ResetCause::reset_pin: return "reset_pin";
+    case ResetCause::software: return "software";
+    case ResetCause::watchdog: return "watchdog";
+    case ResetCause::lockup: return "lockup";
+    case ResetCause::brown_out: return "brown_out";
+  }
+  return "unknown_reset_cause";
 }
 
 }  // namespace loopcanary

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// The binary form of a BlockRecord: one self-delimiting packet per record, with a CRC, for a
+// device's byte sinks (UART, semihosting, a RAM buffer a debugger reads, the crash box) and for
+// compact log files. The host tool decodes packets (`loopcanary decode`). No allocation, no
+// stdio. docs/report-format.md ("Binary form") specifies every byte.
+//
+//   magic(2) version(1) type(1) length(2, LE) | body(length) | CRC-32(4, LE)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loopcanary/config.hpp"
+#include "loopcanary/record.hpp"
+
+namespace loopcanary {
+
+/// First two bytes of every packet.
+inline constexpr std::uint8_t kPacketMagic0 = 0xA5;
+inline constexpr std::uint8_t kPacketMagic1 = 0x4C;
+/// Format version this build writes (and the newest its decoders read).
+inline constexpr std::uint8_t kPacketVersion = 1;
+/// Bytes before the body (magic, version, type, length) and after it (CRC-32).
+inline constexpr std::size_t kPacketHeaderBytes = 6;
+inline constexpr std::size_t kPacketTrailerBytes = 4;
+
+/// Packet types.
+enum class PacketType : std::uint8_t {
+  block = 1,          ///< a BlockRecord of the boot that sends it
+  previous_boot = 2,  ///< a BlockRecord kept across a reset (crash box): reset cause + block body
+};
+
+/// Why the device reset, as a `previous_boot` packet carries it (docs/report-format.md).
+enum class ResetCause : std::uint8_t {
+  unknown = 0,    ///< the board cannot tell and the firmware set no cause before the reset
+  power_on = 1,   ///< power-on reset (RAM held garbage: the box is discarded)
+  reset_pin = 2,  ///< external reset pin
+  software = 3,   ///< requested by the firmware (SYSRESETREQ)
+  watchdog = 4,   ///< a hardware watchdog expired
+  lockup = 5,     ///< the core locked up (a fault inside a fault handler)
+  brown_out = 6,  ///< supply voltage dropped
+};
+
+/// "unknown", "power_on", "reset_pin", "software", "watchdog", "lockup", "brown_out" (the
+/// decoder's JSON member "reset_cause"); "unknown_reset_cause" outside the enumeration. Any
+/// context.
+const char* to_string(ResetCause cause) noexcept;
+
+/// Where packets go (a UART, a semihosting file, a RAM buffer): one whole packet per call. The
+/// Cortex-M port's drain_packets() and CrashBox::drain() send through it.
+struct PacketSink {
+  /// Called once per packet with `size` bytes at `packet`, valid only during the call. Runs in
+  /// the context that called the sending function.
+  void (*write)(void* context, const std::uint8_t* packet, std::size_t size);
+  void* context;
+};
+
+/// Names longer than this (loop, event, scope names) are cut to it in a packet and marked cut.
+inline constexpr std::size_t kPacketNameMax = 31;
+
+namespace detail {
+// Worst-case bytes of an unsigned LEB128 varint holding `bits` bits.
+constexpr std::size_t varint_bytes(std::size_t bits) noexcept { return (bits + 6) / 7; }
+// Bits needed to hold `value`.
+constexpr std::size_t bit_width(std::size_t value) noexcept { return value == 0 ? 0 : 1 + bit_width(value >> 1); }
+constexpr std::size_t larger(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
+constexpr std::size_t kPointerBits = sizeof(Frame) * 8;
+// A name in the string table: its length varint (1 byte up to kPacketNameMax) and the bytes.
+constexpr std::size_t kPacketNameBytes = 1 + kPacketNameMax;
+// Strings: qualifier, loop, event, then at most one per scope frame of the samples and per top entry.
+constexpr std::size_t kPacketStringsMax = 3 + kMaxSamples * kMaxFrames + kTopFrames;
+// A string index, or a top entry's key holding one.
+constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(2 * kPacketStringsMax));
+// A frame is a scope (its string, counted here, and its index) or a PC delta (zigzag: pointer bits).
+constexpr std::size_t kPacketFrameBytes =
+    larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits));
+constexpr std::size_t kPacketBodyMax =
+    4 + varint_bytes(32) +                                  // configuration, tick_hz
+    varint_bytes(32) + 4 + varint_bytes(32) +               // report, phase..loop_index, dispatch
+    varint_bytes(32) + varint_bytes(64) + varint_bytes(32) + varint_bytes(32) +  // start, duration, end, threshold
+    varint_bytes(64) + 1 + 3 * varint_bytes(64) + 2 * varint_bytes(16) +  // window, presence, cpu, wait, steal, permille
+    2 * varint_bytes(32) +                                  // records_dropped, notes_dropped
+    varint_bytes(bit_width(kPacketStringsMax)) + 3 * kPacketNameBytes +  // string count, fixed strings
+    3 * varint_bytes(32) + 1 + varint_bytes(32) +           // sample counters, top_count, top_other
+    kTopFrames * (larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits + 1)) +
+                  varint_bytes(32)) +                       // top entries: key (and scope string), count
+    1 + kMaxSamples * (2 * varint_bytes(32) + 2 +           // samples: time, sequence, counts
+                       kMaxFrames * kPacketFrameBytes);     //   frames (and their scope strings)
+}  // namespace detail
+
+/// Largest packet this build's configuration can produce, in bytes (type `block`; a
+/// `previous_boot` packet adds one). A buffer this size never refuses a record.
+inline constexpr std::size_t kMaxPacketBytes =
+    kPacketHeaderBytes + detail::kPacketBodyMax + kPacketTrailerBytes + 1;
+static_assert(detail::kPacketBodyMax <= 0xFFFF, "packet body must fit its 16-bit length");
+
+/// Writes `record` as one `block` packet into `buffer` (`size` bytes). Returns the packet's
+/// length in bytes, or 0 when it does not fit (nothing usable is written then: a packet is never
+/// cut). A `size` of kMaxPacketBytes always fits. Any context; reentrant; reads only `record`
+/// and the strings it points to.
+std::size_t encode_packet(const BlockRecord& record, std::uint8_t* buffer, std::size_t size) noexcept;
+
+/// CRC-32 (ISO-HDLC, as zlib: reflected polynomial 0xEDB88320, initial value and final XOR
+/// 0xFFFFFFFF) of `size` bytes, continuing from `crc` (0 to start). Any context.
+std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc = 0) noexcept;
+
+}  // namespace loopcanary

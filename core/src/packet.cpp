@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// encode_packet and crc32. Small on purpose (it runs on Cortex-M0/M3 beside the monitor): a
+// bitwise CRC, one varint writer, a linear string-table search. docs/report-format.md
+// ("Binary form") is the specification this follows field by field.
+#include "loopcanary/packet.hpp"
+
+namespace loopcanary {
+namespace {
+
+static_assert(kPacketNameMax < 64, "a name's length varint (L << 1 | cut) must stay one byte");
+
+// Appends bytes to a fixed buffer, never at or past `size`, and counts them all: `pos` is the
+// length of everything written so far, whether it fitted or not.
+struct ByteWriter {
+  std::uint8_t* buffer;
+  std::size_t size;
+  std::size_t pos;
+
+  void u8(unsigned v) noexcept {
+    if (pos < size) buffer[pos] = static_cast<std::uint8_t>(v);
+    ++pos;
+  }
+  // Unsigned LEB128.
+  void uv(std::uint64_t v) noexcept {
+    for (; v >= 0x80u; v >>= 7) u8(static_cast<unsigned>(v & 0x7Fu) | 0x80u);
+    u8(static_cast<unsigned>(v));
+  }
+  // uv of (value << 1) | flag without the 65th bit a 64-bit value would need: the first byte
+  // holds the flag and the value's low 6 bits, the rest is uv(value >> 6).
+  void uv_flagged(std::uint64_t value, bool flag) noexcept {
+    const std::uint64_t rest = value >> 6;
+    u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
+    if (rest != 0) uv(rest);
+  }
+  // str: uv (L << 1) | cut, then L bytes; a null name is length 0.
+  void str(const char* s) noexcept {
+    std::size_t length = 0;
+    if (s != nullptr) {
+      while (length <= kPacketNameMax && s[length] != '\0') ++length;
+    }
+    const bool cut = length > kPacketNameMax;
+    if (cut) length = kPacketNameMax;
+    u8(static_cast<unsigned>(length << 1) | (cut ? 1u : 0u));  // uv (L << 1) | cut: one byte
+    for (std::size_t i = 0; i < length; ++i) u8(static_cast<unsigned char>(s[i]));
+  }
+};
+
+// Zigzag form of a two's complement value of T's width: 0, -1, 1, -2 ... -> 0, 1, 2, 3 ...
+// Equal to the spec's 64-bit zigzag of the value sign-extended from T's width.
+template <typename T>
+T zigzag(T v) noexcept {
+  return static_cast<T>(static_cast<T>(v << 1) ^ static_cast<T>(T{0} - (v >> (sizeof(T) * 8 - 1))));
+}
+
+// The record's distinct scope names after the three fixed strings, by pointer, in order of
+// first use (top entries, then samples).
+struct ScopeStrings {
+  const char* names[detail::kPacketStringsMax - 3];
+  std::uint32_t count = 0;
+
+  // String index (3..) of `name`, added at the end when new.
+  std::uint32_t index(Frame frame) noexcept {
+    const auto* name = reinterpret_cast<const char*>(frame);
+    std::uint32_t i = 0;
+    while (i < count && names[i] != name) ++i;
+    if (i == count) names[count++] = name;
+    return 3 + i;
+  }
+};
+
+constexpr unsigned kConfiguration = (sizeof(Frame) == 8 ? 1u : 0u) | (kHostDerives ? 4u : 0u)
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                                    | 2u
+#endif
+    ;
+
+}  // namespace
+
+std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc) noexcept {
+  crc = ~crc;
+  for (std::size_t i = 0; i < size; ++i) {
+    crc ^= data[i];
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_t size) noexcept {
+  ScopeStrings scopes;
+  for (unsigned i = 0; i < r.top_count; ++i) {
+    if (r.top[i].is_scope) scopes.index(r.top[i].frame);
+  }
+  for (unsigned i = 0; i < r.sample_count; ++i) {
+    for (unsigned f = 0; f < r.samples[i].scope_count; ++f) scopes.index(r.samples[i].frames[f]);
+  }
+
+  ByteWriter w{buffer, size, kPacketHeaderBytes};
+  w.u8(kConfiguration);
+  w.u8(kMaxSamples);
+  w.u8(kMaxFrames);
+  w.u8(kTopFrames);
+  w.uv(r.tick_hz);
+  w.uv(r.report);
+  w.u8(static_cast<unsigned>(r.phase));
+  w.u8(static_cast<unsigned>(r.cause));
+  w.u8(r.flags);
+  w.u8(r.loop_index);
+  w.uv(r.dispatch);
+  w.uv(r.start);
+  w.uv(r.duration_ticks);
+  w.uv(zigzag<std::uint32_t>(r.end - (r.start + static_cast<tick_t>(r.duration_ticks))));
+  w.uv(r.threshold_ticks);
+  w.uv(r.window_ticks);
+  const bool busy_known = r.system_busy_permille != kUnknownPermille;
+  const bool process_known = r.process_permille != kUnknownPermille;
+  w.u8((r.has_thread_cpu ? 1u : 0u) | (r.has_thread_wait ? 2u : 0u) | (busy_known ? 4u : 0u) |
+       (process_known ? 8u : 0u));
+  if (r.has_thread_cpu) w.uv(r.thread_cpu_us);
+  if (r.has_thread_wait) w.uv(r.thread_wait_us);
+  if (busy_known) w.uv(r.system_busy_permille);
+  if (process_known) w.uv(r.process_permille);
+  w.uv(r.steal_us);
+  w.uv(r.records_dropped);
+  w.uv(r.notes_dropped);
+
+  w.uv(3 + scopes.count);
+  w.str(r.qualifier);
+  w.str(r.loop);
+  w.str(r.event != nullptr ? r.event->name : nullptr);
+  for (std::uint32_t i = 0; i < scopes.count; ++i) w.str(scopes.names[i]);
+
+  w.uv(r.samples_taken);
+  w.uv(r.samples_missed);
+  w.uv(r.samples_overwritten);
+  w.u8(r.top_count);
+  w.uv(r.top_other);
+  for (unsigned i = 0; i < r.top_count; ++i) {
+    const TopFrame& t = r.top[i];
+    w.uv_flagged(t.is_scope ? scopes.index(t.frame) : t.frame, t.is_scope);
+    w.uv(t.count);
+  }
+  w.u8(r.sample_count);
+  const Sample* previous = nullptr;
+  for (unsigned i = 0; i < r.sample_count; ++i) {
+    const Sample& s = r.samples[i];
+    w.uv(static_cast<tick_t>(s.at - (previous != nullptr ? previous->at : r.start)));
+    w.uv(zigzag<std::uint32_t>(s.seq - (2u * r.dispatch - 1u)));
+    w.u8(s.scope_count);
+    w.u8(s.pc_count);
+    for (unsigned f = 0; f < s.scope_count; ++f) w.uv(scopes.index(s.frames[f]));
+    for (unsigned f = 0; f < s.pc_count; ++f) {
+      const Frame base = previous != nullptr && f < previous->pc_count
+                             ? previous->frames[previous->scope_count + f] : Frame{0};
+      w.uv(zigzag<Frame>(s.frames[s.scope_count + f] - base));
+    }
+    previous = &s;
+  }
+
+  const std::size_t body = w.pos - kPacketHeaderBytes;  // <= detail::kPacketBodyMax: fits 16 bits
+  const std::size_t length = w.pos + kPacketTrailerBytes;
+  if (length > size) return 0;
+  buffer[0] = kPacketMagic0;
+  buffer[1] = kPacketMagic1;
+  buffer[2] = kPacketVersion;
+  buffer[3] = static_cast<std::uint8_t>(PacketType::block);
+  buffer[4] = static_cast<std::uint8_t>(body);
+  buffer[5] = static_cast<std::uint8_t>(body >> 8);
+  std::uint32_t crc = crc32(buffer + 2, w.pos - 2);
+  for (int i = 0; i < 4; ++i, crc >>= 8) buffer[w.pos + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(crc);
+  return length;
+}
+
+}  // namespace loopcanary
