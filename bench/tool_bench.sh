@@ -5,14 +5,44 @@
 # MB/s (10^6 bytes per second of wall time) and peak RSS (GNU time's "Maximum resident set size").
 #
 #   bench/tool_bench.sh BUILD_DIR [MB] [WORK_DIR]
+#   bench/tool_bench.sh BUILD_DIR --packets [RECORDS] [WORK_DIR]
 #
+# --packets: the decode rate of binary captures instead: a capture of RECORDS (default 100000)
+# typical device records (8 samples of 4 PCs, loopcanary_capture_corpus) read by `loopcanary
+# decode` and `loopcanary report`, one core: records/s and peak RSS.
 # BUILD_DIR: a build of this project with the targets loopcanary-sim, loopcanary and
 # loopcanary_tool_corpus (e.g. the bench preset). MB: corpus size in 10^6 bytes (default 1100).
 # WORK_DIR: where the corpus goes (default a new directory under /tmp), removed at the end.
 # Needs jq, GNU time (/usr/bin/time) and taskset (Debian: jq, time, util-linux).
 set -eu
 
-build=${1:?usage: tool_bench.sh BUILD_DIR [MB] [WORK_DIR]}
+build=${1:?usage: tool_bench.sh BUILD_DIR [MB] [WORK_DIR] | BUILD_DIR --packets [RECORDS] [WORK_DIR]}
+if [ "${2:-}" = "--packets" ]; then
+  records=${3:-100000}
+  work=${4:-$(mktemp -d /tmp/loopcanary-tool-bench.XXXXXX)}
+  tool=$build/sim/tool/loopcanary
+  corpus_gen=$build/bench/loopcanary_capture_corpus
+  for program in "$tool" "$corpus_gen" /usr/bin/time; do
+    [ -x "$program" ] || { echo "tool_bench.sh: $program is missing" >&2; exit 1; }
+  done
+  command -v taskset >/dev/null || { echo "tool_bench.sh: taskset is missing" >&2; exit 1; }
+  mkdir -p "$work"
+  trap 'rm -rf "$work"' EXIT INT TERM
+  echo "capture: $("$corpus_gen" "$work/capture.lcb" "$records")"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+  cat "$work/capture.lcb" >/dev/null
+  for command in decode report; do
+    /usr/bin/time -f '%e %M' -o "$work/time" taskset -c 0 "$tool" "$command" "$work/capture.lcb" >/dev/null 2>"$work/stderr" || {
+      echo "tool_bench.sh: loopcanary $command failed:" >&2
+      tail -n 5 "$work/stderr" >&2
+      exit 1
+    }
+    read -r seconds rss_kb <"$work/time"
+    awk -v n="loopcanary $command" -v r="$records" -v s="$seconds" -v m="$rss_kb" \
+      'BEGIN { printf "%-28s %10.0f records/s %8.2f s %8.1f MB peak RSS\n", n, r / s, s, m / 1024 }'
+  done
+  exit 0
+fi
 mb=${2:-1100}
 work=${3:-$(mktemp -d /tmp/loopcanary-tool-bench.XXXXXX)}
 sim=$build/sim/loopcanary-sim

@@ -54,6 +54,8 @@ Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
   return r.system_busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
 }
 
+void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept { record.cause = classify(record, rule); }
+
 Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage) noexcept {
   if (config.qualifier == nullptr) return Status::qualifier_missing;
   const std::size_t length = std::strlen(config.qualifier);
@@ -379,8 +381,8 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
       r.process_permille = permille(process, total);
       cpu_delta(w, kCpuStealUs, r.steal_us);
     }
-    r.cause = classify(r, config_.value);
   }
+  if constexpr (!kHostDerives) derive(r, config_.value);
 
   static_cast<StackEvidence&>(r) = w.stack;
   if (w.oldest_sample != 0) {  // the watch's samples wrapped: oldest first in the record

@@ -259,8 +259,13 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
 
 void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* blocks) {
   out << "read " << stats.files << (stats.files == 1 ? " file, " : " files, ") << stats.lines
-      << (stats.lines == 1 ? " line, " : " lines, ") << stats.records << (stats.records == 1 ? " record; " : " records; ")
-      << stats.warnings_total() << (stats.warnings_total() == 1 ? " warning" : " warnings");
+      << (stats.lines == 1 ? " line, " : " lines, ") << stats.records << (stats.records == 1 ? " record; " : " records; ");
+  if (stats.captures > 0) {
+    out << stats.captures << (stats.captures == 1 ? " capture: " : " captures: ") << stats.packets
+        << (stats.packets == 1 ? " packet decoded, " : " packets decoded, ") << stats.skipped_bytes
+        << (stats.skipped_bytes == 1 ? " byte skipped; " : " bytes skipped; ");
+  }
+  out << stats.warnings_total() << (stats.warnings_total() == 1 ? " warning" : " warnings");
   bool first = true;
   for (std::size_t k = 0; k < kWarningKinds; ++k) {
     if (stats.warnings[k] == 0) continue;

@@ -20,7 +20,7 @@ bool parse_group_by(const std::string& text, GroupBy& out) noexcept;
 
 /// Everything the command line and a --config file can set. Unset options keep these defaults.
 struct Options {
-  std::string command;              ///< "report", "show", "export", "symbolize"
+  std::string command;              ///< "report", "show", "export", "symbolize", "decode"
   std::vector<std::string> paths;   ///< log files and directories, in the order given
   // Filters and culprit rules (report, show, export).
   Filter filter;
@@ -33,9 +33,9 @@ struct Options {
   std::string format;
   // show
   std::string id;                   ///< --id: a block ID or a prefix of one (6+ hex digits)
-  // export and symbolize
+  // export, symbolize and decode
   std::string output;               ///< -o FILE; "" : standard output
-  // symbolize
+  // symbolize and decode
   std::string elf;                  ///< --elf FILE: the image the addresses belong to
   std::string debug_dir;            ///< --debug-dir DIR: where to find images by build-id
   std::string config;               ///< --config FILE as given (already applied)
@@ -49,6 +49,9 @@ int run_show(const Options& options, std::ostream& out, std::ostream& err);
 int run_export(const Options& options, std::ostream& out, std::ostream& err);
 /// `loopcanary symbolize [--elf FILE | --debug-dir DIR] [-o FILE]`. Implemented in symbolize*.cpp.
 int run_symbolize(const Options& options, std::ostream& out, std::ostream& err);
+/// `loopcanary decode CAPTURE... [--elf FIRMWARE] [-o FILE]`: the records of binary captures (and
+/// of JSON Lines logs) as JSON Lines, symbolised with --elf as symbolize does. In symbolize.cpp.
+int run_decode(const Options& options, std::ostream& out, std::ostream& err);
 
 /// Parses the command line (argv[0] excluded) into `options`, applying a --config file where
 /// it appears (command-line options after it override it; repeatable options accumulate).

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
     status = run_show(options, std::cout, std::cerr);
   } else if (options.command == "export") {
     status = run_export(options, std::cout, std::cerr);
+  } else if (options.command == "decode") {
+    status = run_decode(options, std::cout, std::cerr);
   } else {
     status = run_symbolize(options, std::cout, std::cerr);
   }

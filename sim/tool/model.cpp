@@ -55,6 +55,7 @@ std::string Frame::label() const {
 void LogRecord::clear() noexcept {
   file.clear();
   line = 0;
+  from_capture = false;
   source.clear();
   stacks.clear();
   top.clear();
@@ -131,6 +132,11 @@ const char* to_string(WarningKind kind) noexcept {
     case WarningKind::wrong_type: return "wrong type";
     case WarningKind::missing_field: return "missing field";
     case WarningKind::unknown_version: return "unknown format version";
+    case WarningKind::garbage: return "garbage";
+    case WarningKind::crc_mismatch: return "CRC mismatch";
+    case WarningKind::unknown_type: return "unknown packet type";
+    case WarningKind::unknown_config: return "unknown configuration";
+    case WarningKind::malformed_packet: return "malformed packet";
     case WarningKind::count_: break;
   }
   return "?";
@@ -143,10 +149,13 @@ std::uint64_t ReadStats::warnings_total() const noexcept {
 }
 
 std::string log_source(const std::string& file) {
-  // <stem>.<YYYYMMDDTHHMMSSZ>-<serial digits>.jsonl → <stem>.jsonl
-  static const char kSuffix[] = ".jsonl";
-  const std::size_t suffix = sizeof kSuffix - 1;
-  if (file.size() <= suffix || file.compare(file.size() - suffix, suffix, kSuffix) != 0) return file;
+  // <stem>.<YYYYMMDDTHHMMSSZ>-<serial digits>.jsonl → <stem>.jsonl (the same for captures)
+  const auto ends_with = [&file](std::string_view suffix) {
+    return file.size() > suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const std::string_view kSuffix = ends_with(kCaptureSuffix) ? std::string_view(kCaptureSuffix) : ".jsonl";
+  const std::size_t suffix = kSuffix.size();
+  if (!ends_with(kSuffix)) return file;
   const std::size_t body_end = file.size() - suffix;
   std::size_t dash = body_end;
   while (dash > 0 && file[dash - 1] >= '0' && file[dash - 1] <= '9') --dash;
@@ -160,7 +169,7 @@ std::string log_source(const std::string& file) {
     if (i == stamp + 8) continue;
     if (file[i] < '0' || file[i] > '9') return file;
   }
-  return file.substr(0, stamp - 1) + kSuffix;
+  return file.substr(0, stamp - 1).append(kSuffix);
 }
 
 bool parse_utc_time(std::string_view text, std::int64_t& ms) noexcept {

@@ -95,7 +95,8 @@ bool parse_cause(std::string_view text, Cause& out) noexcept;
 struct LogRecord {
   // Where the line came from.
   std::string file;               ///< the file as given or found in a directory
-  std::uint64_t line = 0;         ///< line number in `file`, from 1
+  std::uint64_t line = 0;         ///< line number in `file`, from 1; in a binary capture, the packet's byte offset
+  bool from_capture = false;      ///< read from a binary capture (docs/tool.md, "Input"): `line` is a byte offset
   std::string source;             ///< the log it belongs to: `file` without its rotation suffix (see log_source())
 
   // Required fields (a record without one is skipped with a warning "missing field").
@@ -156,25 +157,37 @@ struct LogRecord {
 };
 
 /// The log a file belongs to: its path with a rotation suffix `.<UTC>-<serial>` removed before
-/// `.jsonl` (`dir/stem.20260101T000000Z-000003.jsonl` → `dir/stem.jsonl`). Rotated files and
-/// the current one of a log share it.
+/// `.jsonl` or kCaptureSuffix (`dir/stem.20260101T000000Z-000003.jsonl` → `dir/stem.jsonl`).
+/// Rotated files and the current one of a log share it.
 std::string log_source(const std::string& file);
+
+/// The file name suffix of binary captures (the Linux file sink's binary form) that a directory's
+/// listing includes (docs/tool.md, "Input"); a file given by name is a capture when its first
+/// bytes say so, whatever its name.
+inline constexpr char kCaptureSuffix[] = ".lcb";
 
 /// What kind of fault a warning reports; each kind is counted apart in ReadStats.
 enum class WarningKind : std::uint8_t {
   unreadable,       ///< a path cannot be opened or read (not found, permission, I/O error)
-  torn_tail,        ///< the file ends inside a line (no newline): the writer was stopped mid-record
+  torn_tail,        ///< the file ends inside a line (no newline), or a capture inside a packet: the writer was stopped mid-record
   malformed_json,   ///< the line is not one JSON object (garbage, truncated, bad escape, trailing bytes)
   too_deep,         ///< nesting deeper than kMaxJsonDepth
   too_long,         ///< the line is longer than ReaderOptions::max_line_bytes (skipped, not buffered)
   wrong_type,       ///< a known field has the wrong JSON type or an out-of-range value
   missing_field,    ///< a required field is absent
-  unknown_version,  ///< "format_version" is present and not one this reader knows
+  unknown_version,  ///< "format_version" is present and not one this reader knows; a packet of another format version
+  // Binary captures (packet_reader.hpp); each names the byte offset where it starts.
+  garbage,          ///< a run of bytes between packets that is no packet
+  crc_mismatch,     ///< a magic pair whose packet fails its CRC (damaged, a byte lost, or garbage)
+  unknown_type,     ///< a whole packet of a type this reader does not know (skipped)
+  unknown_config,   ///< a packet of a configuration this reader does not know or whose counts do not fit this build
+  malformed_packet, ///< a whole packet whose body does not decode (bad varint, cut field, bad index, trailing bytes)
   count_            ///< number of kinds (not a kind)
 };
 constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::count_);
 /// A short name for summaries: "unreadable", "torn tail", "malformed JSON", "too deep",
-/// "too long", "wrong type", "missing field", "unknown format version".
+/// "too long", "wrong type", "missing field", "unknown format version", "garbage",
+/// "CRC mismatch", "unknown packet type", "unknown configuration", "malformed packet".
 const char* to_string(WarningKind kind) noexcept;
 
 /// The format version this reader reads. Records of docs/report-format.md carry no version
@@ -190,6 +203,9 @@ struct ReadStats {
   std::uint64_t bytes = 0;         ///< bytes read
   std::uint64_t lines = 0;         ///< lines seen (a torn tail counts as one)
   std::uint64_t records = 0;       ///< well-formed records passed to the callback
+  std::uint64_t captures = 0;      ///< files read as binary captures (also in `files`)
+  std::uint64_t packets = 0;       ///< packets of the captures decoded into records (also in `records`)
+  std::uint64_t skipped_bytes = 0; ///< bytes of the captures not part of a decoded packet (each in a warning)
   std::array<std::uint64_t, kWarningKinds> warnings{};  ///< by WarningKind
   std::uint64_t warnings_total() const noexcept;
   std::uint64_t warnings_of(WarningKind kind) const noexcept { return warnings[static_cast<std::size_t>(kind)]; }
@@ -226,19 +242,33 @@ class Reader {
   /// Reads one file (any name). false when it cannot be opened (with an unreadable warning).
   bool read_file(const std::string& path, const Callback& on_record);
   /// Reads lines from a stream already open; `name` names it in warnings and in LogRecord::file.
+  /// A file or stream whose first bytes say it is a binary capture (looks_like_capture in
+  /// packet_reader.hpp) is read as one: each decoded packet becomes the JSON line format_json
+  /// writes (format_record_json), parsed as a line of a log; each problem is a warning
+  /// `<file>: offset N: <what>`.
   void read_stream(std::istream& in, const std::string& name, const Callback& on_record);
 
   const ReadStats& stats() const noexcept { return stats_; }
+  /// During the callback: the text of the record's line (blanks around it removed; for a packet,
+  /// the JSON line made from it), from which the record was parsed.
+  std::string_view current_line() const noexcept { return current_line_; }
 
-  /// The *.jsonl files of a directory in reading order: per log (stem), the rotated files
-  /// `<stem>.<UTC>-<serial>.jsonl` by serial, oldest first, then the current `<stem>.jsonl`;
-  /// logs by stem name. Full paths. Empty when the directory cannot be listed.
+  /// The *.jsonl files and binary captures (kCaptureSuffix) of a directory in reading order: per
+  /// log (stem), the rotated files `<stem>.<UTC>-<serial>.jsonl` by serial, oldest first, then the
+  /// current `<stem>.jsonl`; logs by stem name. A stem's captures (`.lcb`, rotated the same way)
+  /// are listed only when it has no .jsonl file: the file sink writes the same records to both,
+  /// with more in the JSON. Full paths. Empty when the directory cannot be listed.
   static std::vector<std::string> list_logs(const std::string& directory);
 
  private:
   // Reads bytes: returns the count, 0 at the end, -1 on an error (errno set).
   using Fill = std::function<long(char* to, std::size_t size)>;
+  void read_any(const std::string& name, const Fill& fill, const Callback& on_record);
   void read_lines(const std::string& name, const Fill& fill, const Callback& on_record);
+  void read_capture(const std::string& name, const Fill& fill, const Callback& on_record);
+  // Parses one line into record_ and passes it on, or warns (file and line: the caller's).
+  void take_line(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture,
+                 const char* data, std::size_t length, const Callback& on_record);
   void warn(const std::string& file, std::uint64_t line, WarningKind kind, const std::string& what);
   std::ostream& warnings_;
   ReaderOptions options_;
@@ -246,6 +276,9 @@ class Reader {
   std::array<std::uint32_t, kWarningKinds> printed_{};  // in the current file
   LogRecord record_;
   std::string buffer_;
+  std::string packet_line_;  // the JSON line of a decoded packet
+  std::string_view current_line_;
+  std::string what_;
 };
 
 /// Parses one line (without its newline) into `out` (cleared first; `out.file`, `line` and
@@ -385,8 +418,8 @@ struct BlockStats {
 BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, const CulpritRules& rules,
                        const Filter& filter, const std::function<void(const Block&)>& on_block);
 
-/// Prints the reading summary, one line: `read F files, L lines, R records; W warnings (K1 N1, ...)`
-/// and, when blocks is given, the block counts.
+/// Prints the reading summary, one line: `read F files, L lines, R records; [C captures: P packets
+/// decoded, S bytes skipped; ]W warnings (K1 N1, ...)` and, when blocks is given, the block counts.
 void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* blocks = nullptr);
 
 /// Parses an ISO-8601 UTC time `YYYY-MM-DD[THH:MM[:SS[.fff]]][Z]` (also with a space for T) into

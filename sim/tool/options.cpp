@@ -12,7 +12,7 @@ namespace loopcanary::tool {
 namespace {
 
 // Which subcommands take an option (bits).
-enum : unsigned { kReport = 1, kShow = 2, kExport = 4, kSymbolize = 8, kFiltering = kReport | kShow | kExport };
+enum : unsigned { kReport = 1, kShow = 2, kExport = 4, kSymbolize = 8, kDecode = 16, kFiltering = kReport | kShow | kExport };
 
 struct OptionSpec {
   const char* name;     // without the dashes; also the config-file key
@@ -25,8 +25,8 @@ constexpr OptionSpec kOptions[] = {
     {"qualifier", kFiltering, true}, {"event", kFiltering, true},     {"cause", kFiltering, true},
     {"min-ms", kFiltering, true},    {"top", kReport, true},          {"format", kReport | kExport, true},
     {"concern", kFiltering, true},   {"ignore", kFiltering, true},    {"config", kFiltering, false},
-    {"id", kShow, false},            {"output", kExport | kSymbolize, false},
-    {"elf", kSymbolize, false},      {"debug-dir", kSymbolize, false},
+    {"id", kShow, false},            {"output", kExport | kSymbolize | kDecode, false},
+    {"elf", kSymbolize | kDecode, false}, {"debug-dir", kSymbolize, false},
 };
 
 unsigned command_bit(const std::string& command) noexcept {
@@ -34,6 +34,7 @@ unsigned command_bit(const std::string& command) noexcept {
   if (command == "show") return kShow;
   if (command == "export") return kExport;
   if (command == "symbolize") return kSymbolize;
+  if (command == "decode") return kDecode;
   return 0;
 }
 
@@ -169,13 +170,13 @@ bool parse_command_line(const std::vector<std::string>& args, Options& options, 
     }
   }
   if (args.empty()) {
-    error = "no subcommand (report, show, export, symbolize; --help)";
+    error = "no subcommand (report, show, export, symbolize, decode; --help)";
     return false;
   }
   options.command = args[0];
   const unsigned bit = command_bit(options.command);
   if (bit == 0) {
-    error = "unknown subcommand \"" + options.command + "\" (report, show, export, symbolize; --help)";
+    error = "unknown subcommand \"" + options.command + "\" (report, show, export, symbolize, decode; --help)";
     return false;
   }
   bool only_paths = false;
@@ -259,8 +260,9 @@ bool parse_command_line(const std::vector<std::string>& args, Options& options, 
 
 const char* usage() noexcept {
   return "usage: loopcanary COMMAND PATH... [OPTIONS]\n"
-         "Reads loopcanary block reports (JSON Lines, *.jsonl; a directory means its *.jsonl files,\n"
-         "rotated ones included) and groups, shows, exports or symbolises them (docs/tool.md).\n"
+         "Reads loopcanary block reports (JSON Lines, *.jsonl, or binary captures of packets, *.lcb;\n"
+         "a directory means those files, rotated ones included) and groups, shows, exports,\n"
+         "symbolises or decodes them (docs/tool.md).\n"
          "\n"
          "commands:\n"
          "  report PATH...        blocks grouped: count, hangs, worst/p50/p95 ms, causes, events,\n"
@@ -268,6 +270,7 @@ const char* usage() noexcept {
          "  show PATH... --id ID  every report of one block (ID from report), stacks and evidence\n"
          "  export PATH... --format folded|chrome|html [-o FILE]\n"
          "  symbolize PATH... [--elf FILE | --debug-dir DIR] [-o FILE]\n"
+         "  decode CAPTURE... [--elf FIRMWARE] [-o FILE]   binary captures as JSON Lines\n"
          "\n"
          "options (report, show, export):\n"
          "  --by culprit|event|qualifier|cause|loop   grouping of report (default culprit)\n"

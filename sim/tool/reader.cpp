@@ -11,6 +11,7 @@
 #include <cstring>
 #include <istream>
 #include <ostream>
+#include <set>
 #include <string_view>
 #include <system_error>
 
@@ -21,6 +22,7 @@
 #endif
 
 #include "model.hpp"
+#include "packet_reader.hpp"
 
 // The scanner's small hot functions are inlined into their callers, whatever the compiler's
 // size heuristics say of the large parse_record.
@@ -1015,12 +1017,91 @@ int split_lines(std::string& buffer, std::size_t max_line, Fill&& fill, std::uin
 
 }  // namespace
 
+void Reader::take_line(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture,
+                       const char* data, std::size_t length, const Callback& on_record) {
+  WarningKind kind{};
+  record_.line = line;
+  if (parse_record(data, length, record_, kind, what_, options_.want_stacks)) {
+    ++stats_.records;
+    // The callback may have swapped another record's storage in (Callback).
+    if (record_.file != name) record_.file = name;
+    if (record_.source != source) record_.source = source;
+    record_.line = line;
+    record_.from_capture = from_capture;
+    current_line_ = std::string_view(data, length);
+    if (on_record) on_record(record_);
+    current_line_ = {};
+  } else {
+    warn(name, line, kind, what_);
+  }
+}
+
+void Reader::read_any(const std::string& name, const Fill& fill, const Callback& on_record) {
+  // The first bytes say whether it is a capture; then they are served again, first.
+  std::string head(kCaptureSniffBytes, '\0');
+  std::size_t got = 0;
+  int error = 0;
+  while (got < head.size()) {
+    const long n = fill(&head[got], head.size() - got);
+    if (n < 0) {
+      error = errno == 0 ? EIO : errno;
+      break;
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  head.resize(got);
+  std::size_t served = 0;
+  const Fill replay = [&](char* to, std::size_t size) -> long {
+    if (served < head.size()) {
+      const std::size_t n = std::min(size, head.size() - served);
+      std::memcpy(to, head.data() + served, n);
+      served += n;
+      return static_cast<long>(n);
+    }
+    if (error != 0) {
+      errno = error;
+      return -1;
+    }
+    return fill(to, size);
+  };
+  if (looks_like_capture(reinterpret_cast<const std::uint8_t*>(head.data()), head.size())) {
+    read_capture(name, replay, on_record);
+  } else {
+    read_lines(name, replay, on_record);
+  }
+}
+
+void Reader::read_capture(const std::string& name, const Fill& fill, const Callback& on_record) {
+  printed_.fill(0);
+  ++stats_.files;
+  ++stats_.captures;
+  const std::string source = log_source(name);
+  CaptureReader capture;
+  const int error = capture.read(
+      [&fill](std::uint8_t* to, std::size_t size) { return fill(reinterpret_cast<char*>(to), size); },
+      [&](DecodedRecord& decoded) {
+        format_record_json(decoded, packet_line_);
+        take_line(name, source, decoded.offset, true, packet_line_.data(), packet_line_.size(), on_record);
+      },
+      [&](WarningKind kind, std::uint64_t offset, const std::string& what) {
+        warn(name, 0, kind, "offset " + std::to_string(offset) + ": " + what);
+      });
+  const CaptureStats& counts = capture.stats();
+  stats_.bytes += counts.bytes;
+  stats_.packets += counts.decoded;
+  stats_.skipped_bytes += counts.skipped_bytes;
+  if (error != 0) {
+    warn(name, 0, WarningKind::unreadable,
+         "offset " + std::to_string(counts.bytes) + ": read error: " + std::strerror(error));
+  }
+}
+
 void Reader::read_lines(const std::string& name, const Fill& fill, const Callback& on_record) {
   printed_.fill(0);
   ++stats_.files;
   const std::string source = log_source(name);
   std::uint64_t line = 0;
-  std::string what;
   const int error = split_lines(
       buffer_, options_.max_line_bytes, fill, stats_.bytes,
       [&](const char* data, std::size_t length) {
@@ -1030,17 +1111,7 @@ void Reader::read_lines(const std::string& name, const Fill& fill, const Callbac
         std::size_t lead = 0;
         while (lead < length && (data[lead] == ' ' || data[lead] == '\t')) ++lead;
         if (lead == length) return;  // a blank line
-        WarningKind kind{};
-        record_.line = line;
-        if (parse_record(data + lead, length - lead, record_, kind, what, options_.want_stacks)) {
-          ++stats_.records;
-          // The callback may have swapped another record's storage in (Callback).
-          if (record_.file != name) record_.file = name;
-          if (record_.source != source) record_.source = source;
-          if (on_record) on_record(record_);
-        } else {
-          warn(name, line, kind, what);
-        }
+        take_line(name, source, line, false, data + lead, length - lead, on_record);
       },
       [&](std::uint64_t length) {
         ++line;
@@ -1060,7 +1131,7 @@ void Reader::read_lines(const std::string& name, const Fill& fill, const Callbac
 }
 
 void Reader::read_stream(std::istream& in, const std::string& name, const Callback& on_record) {
-  read_lines(
+  read_any(
       name,
       [&in](char* to, std::size_t size) -> long {
         in.read(to, static_cast<std::streamsize>(size));
@@ -1086,7 +1157,7 @@ bool Reader::read_file(const std::string& path, const Callback& on_record) {
     std::fclose(file);
     return read_path(path, on_record);
   }
-  read_lines(
+  read_any(
       path,
       [file](char* to, std::size_t size) -> long {
         const std::size_t got = std::fread(to, 1, size, file);
@@ -1115,7 +1186,7 @@ bool Reader::read_path(const std::string& path, const Callback& on_record) {
   closedir(dir);
   const std::vector<std::string> files = list_logs(path);
   if (files.empty()) {
-    warn(path, 0, WarningKind::unreadable, "no *.jsonl file in the directory");
+    warn(path, 0, WarningKind::unreadable, std::string("no *.jsonl or *") + kCaptureSuffix + " file in the directory");
     return false;
   }
   for (const std::string& file : files) read_file(file, on_record);
@@ -1125,22 +1196,30 @@ bool Reader::read_path(const std::string& path, const Callback& on_record) {
 std::vector<std::string> Reader::list_logs(const std::string& directory) {
   struct Entry {
     std::string stem;
+    bool capture;
     bool current;
     std::uint64_t serial;
     std::string name;
   };
   std::vector<Entry> entries;
+  std::set<std::string> json_stems;  // stems with JSON Lines files: their captures are not read
   DIR* dir = opendir(directory.c_str());
   if (dir == nullptr) return {};
   while (const dirent* e = readdir(dir)) {
     const std::string name = e->d_name;
-    if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0) continue;
+    const auto ends_with = [&name](std::string_view suffix) {
+      return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    const bool capture = ends_with(kCaptureSuffix);
+    if (!capture && !ends_with(".jsonl")) continue;
     const std::string current = log_source(name);
-    Entry entry{current.substr(0, current.size() - 6), current == name, 0, name};
+    const std::size_t suffix = capture ? sizeof kCaptureSuffix - 1 : 6;
+    Entry entry{current.substr(0, current.size() - suffix), capture, current == name, 0, name};
     if (!entry.current) {
       const std::size_t dash = name.rfind('-');
       entry.serial = std::strtoull(name.c_str() + dash + 1, nullptr, 10);
     }
+    if (!capture) json_stems.insert(entry.stem);
     entries.push_back(std::move(entry));
   }
   closedir(dir);
@@ -1152,7 +1231,10 @@ std::vector<std::string> Reader::list_logs(const std::string& directory) {
   });
   std::vector<std::string> paths;
   const std::string prefix = directory.empty() || directory.back() == '/' ? directory : directory + "/";
-  for (const Entry& e : entries) paths.push_back(prefix + e.name);
+  for (const Entry& e : entries) {
+    if (e.capture && json_stems.count(e.stem) != 0) continue;  // the same records, with less in them
+    paths.push_back(prefix + e.name);
+  }
   return paths;
 }
 

@@ -246,7 +246,8 @@ std::string optional_permille(const std::optional<std::uint64_t>& permille) {
 }
 
 void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rules) {
-  out << "report " << r.report << " (" << to_string(r.phase) << ")  " << r.file << ':' << r.line << '\n';
+  out << "report " << r.report << " (" << to_string(r.phase) << ")  " << r.file << (r.from_capture ? " offset " : ":")
+      << r.line << '\n';
   out << "  qualifier = " << r.qualifier << '\n';
   out << "  loop = " << r.loop << " (index " << r.loop_index << ")\n";
   out << "  event = " << r.event << '\n';

@@ -568,7 +568,7 @@ class Symbolizer {
       std::vector<SourceChain> chains;
       std::string error;
       if (!run_addr2line(addr2line_program(t.info.machine), t.path, addresses, chains, error)) {
-        err_ << "loopcanary symbolize: " << error << '\n';
+        err_ << prefix() << error << '\n';
         t.failed = true;
         continue;
       }
@@ -588,6 +588,9 @@ class Symbolizer {
     }
     out += '\n';
   }
+
+  // "loopcanary <command>: " (symbolize or decode), before each message.
+  std::string prefix() const { return "loopcanary " + options_.command + ": "; }
 
   void print_summary() const {
     err_ << "symbolize: " << counts_.frames << " frames: " << counts_.with_line << " with file:line, "
@@ -627,7 +630,7 @@ class Symbolizer {
       found = add_target(std::move(t));
     }
     if (found < 0) {
-      err_ << "loopcanary symbolize: no file for module " << module
+      err_ << prefix() << "no file for module " << module
            << (build_id.empty() ? std::string() : " (build-id " + build_id + ")")
            << (debug_dir_ ? std::string() : "; give --debug-dir DIR") << '\n';
     }
@@ -667,7 +670,7 @@ class Symbolizer {
         l.target = elf_target_;
         if (l.target < 0 && !warned_no_elf_) {
           warned_no_elf_ = true;
-          err_ << "loopcanary symbolize: " << record.file << ":" << record.line
+          err_ << prefix() << record.file << (record.from_capture ? ": offset " : ":") << record.line
                << ": program counters without module information (device records) need --elf FILE\n";
         }
       }
@@ -801,52 +804,15 @@ class Symbolizer {
   Counts counts_;
 };
 
-// Calls on_line(line, number) for each complete line of `path` not longer than `max_bytes`
-// (blanks around it removed; blank lines not delivered), in bounded memory: a longer line is
-// skipped unbuffered, a torn last line is not delivered (pass 1's Reader has warned about both).
-template <class OnLine>
-void for_each_line(const std::string& path, std::size_t max_bytes, OnLine on_line) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return;
-  std::string line;
-  bool skipping = false;
-  std::uint64_t number = 0;
-  char chunk[65536];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    const std::size_t n = static_cast<std::size_t>(in.gcount());
-    std::size_t from = 0;
-    while (from < n) {
-      const char* newline = static_cast<const char*>(std::memchr(chunk + from, '\n', n - from));
-      const std::size_t end = newline != nullptr ? static_cast<std::size_t>(newline - chunk) : n;
-      if (!skipping) {
-        line.append(chunk + from, end - from);
-        if (line.size() > max_bytes + 1) {
-          skipping = true;
-          line.clear();
-        }
-      }
-      if (newline == nullptr) break;
-      ++number;
-      if (!skipping) {
-        // Blanks around the line are not part of the record (the Reader trims them the same way).
-        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-        const std::size_t lead = line.find_first_not_of(" \t");
-        if (lead != std::string::npos && line.size() <= max_bytes) on_line(line.substr(lead), number);
-      }
-      skipping = false;
-      line.clear();
-      from = end + 1;
-    }
-  }
-}
-
-}  // namespace
-
-int run_symbolize(const Options& options, std::ostream& out, std::ostream& err) {
+// symbolize and decode: every record the reader accepts from `options.paths` (logs and binary
+// captures), in input order, as a JSON line; with `symbolize`, its program counters looked up
+// first (two passes: the addresses of every record, one addr2line run per file, then the output).
+int write_records(const Options& options, bool symbolize, std::ostream& out, std::ostream& err) {
+  const std::string prefix = "loopcanary " + options.command + ": ";
   Symbolizer symbolizer(options, err);
   std::string error;
   if (!symbolizer.prepare(error)) {
-    err << "loopcanary symbolize: " << error << '\n';
+    err << prefix << error << '\n';
     return 2;
   }
   std::ofstream file;
@@ -854,51 +820,58 @@ int run_symbolize(const Options& options, std::ostream& out, std::ostream& err) 
   if (!options.output.empty()) {
     file.open(options.output, std::ios::binary | std::ios::trunc);
     if (!file) {
-      err << "loopcanary symbolize: -o " << options.output << ": cannot create: " << std::strerror(errno) << '\n';
+      err << prefix << "-o " << options.output << ": cannot create: " << std::strerror(errno) << '\n';
       return 2;
     }
     sink = &file;
   }
 
-  // Pass 1: read (warnings and counts come from here) and queue the addresses.
+  // Pass 1 (symbolize): read (warnings and counts come from here) and queue the addresses.
   const ReaderOptions reader_options;
   Reader reader(err, reader_options);
-  for (const std::string& path : options.paths) {
-    reader.read_path(path, [&symbolizer](const LogRecord& r) { symbolizer.collect(r); });
+  if (symbolize) {
+    for (const std::string& path : options.paths) {
+      reader.read_path(path, [&symbolizer](const LogRecord& r) { symbolizer.collect(r); });
+    }
+    symbolizer.resolve();
   }
-  symbolizer.resolve();
 
-  // Pass 2: the same files, every record again, with its sources.
-  LogRecord record;
-  WarningKind kind{};
-  std::string what;
+  // The output: the same files, every record again (its warnings already given by pass 1).
+  std::ostream no_warnings(nullptr);
+  Reader writer(symbolize ? no_warnings : err, reader_options);
+  std::string line;
   std::string text;
   for (const std::string& path : options.paths) {
-    struct stat st {};
-    std::vector<std::string> files;
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      files = Reader::list_logs(path);
-    } else {
-      files.push_back(path);
-    }
-    for (const std::string& f : files) {
-      for_each_line(f, reader_options.max_line_bytes, [&](const std::string& line, std::uint64_t number) {
-        if (!parse_record(line.data(), line.size(), record, kind, what)) return;
-        record.file = f;
-        record.line = number;
+    writer.read_path(path, [&](const LogRecord& record) {
+      if (symbolize) {
+        line.assign(writer.current_line().data(), writer.current_line().size());
         symbolizer.emit(record, line, text);
-        sink->write(text.data(), static_cast<std::streamsize>(text.size()));
-      });
-    }
+      } else {
+        text.assign(writer.current_line().data(), writer.current_line().size());
+        text += '\n';
+      }
+      sink->write(text.data(), static_cast<std::streamsize>(text.size()));
+    });
   }
   sink->flush();
-  print_summary(err, reader.stats());
-  symbolizer.print_summary();
+  const ReadStats& stats = symbolize ? reader.stats() : writer.stats();
+  print_summary(err, stats);
+  if (symbolize) symbolizer.print_summary();
   if (!*sink) {
-    err << "loopcanary symbolize: writing the output failed\n";
+    err << prefix << "writing the output failed\n";
     return 1;
   }
-  return reader.stats().records > 0 ? 0 : 1;
+  return stats.records > 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int run_symbolize(const Options& options, std::ostream& out, std::ostream& err) {
+  return write_records(options, true, out, err);
+}
+
+int run_decode(const Options& options, std::ostream& out, std::ostream& err) {
+  return write_records(options, !options.elf.empty(), out, err);
 }
 
 }  // namespace loopcanary::tool

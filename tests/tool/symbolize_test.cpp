@@ -20,6 +20,7 @@
 
 #include "commands.hpp"
 #include "model.hpp"
+#include "packet_builder.hpp"
 #include "symbolize.hpp"
 
 namespace lt = loopcanary::tool;
@@ -398,6 +399,45 @@ TEST_F(SymbolizeTest, BadRecordsAreSkippedWithTheirWarningAndCounted) {
   expect_fixture_sources(sample_frames(out));
   EXPECT_NE(err.find("mixed.jsonl:1:"), std::string::npos) << err;
   EXPECT_NE(err.find("mixed.jsonl:3:"), std::string::npos) << err;
+}
+
+// A binary capture of one device record: `decode --elf` symbolises it as symbolize does (the
+// same code), `decode` alone writes it as it decoded it, and symbolize reads the capture too.
+TEST_F(SymbolizeTest, DecodeWithElfSymbolisesACapture) {
+  namespace t = lt::test;
+  const std::uint64_t in = inner_.address + inner_.size / 2;
+  const std::uint64_t out_pc = outer_.address + outer_.size / 2;
+  t::BodySpec s;
+  s.config = sizeof(void*) == 8 ? 1 : 0;
+  s.strings.resize(3);
+  s.top = {{false, in, 1}};
+  s.samples = {{10, 0, {}, {static_cast<std::int64_t>(in), static_cast<std::int64_t>(out_pc)}}};
+  const t::Bytes capture = t::make_packet(s);
+  lt::Options options;
+  options.command = "decode";
+  options.paths = {write("device.lcb", std::string(capture.begin(), capture.end()))};
+  options.elf = kFixture;
+  std::ostringstream o, e;
+  ASSERT_EQ(lt::run_decode(options, o, e), 0) << e.str();
+  const std::string symbolised = o.str();
+  EXPECT_NE(symbolised.find(",\"symbols\":{\"frames\":[{\"pc\":\"" + hex(in) + "\""), std::string::npos) << symbolised;
+  expect_fixture_sources(sample_frames(symbolised));
+  EXPECT_NE(e.str().find("1 capture: 1 packet decoded, 0 bytes skipped; 0 warnings"), std::string::npos) << e.str();
+  EXPECT_NE(e.str().find("symbolize: 2 frames: 2 with file:line"), std::string::npos) << e.str();
+  // The same output from symbolize.
+  std::string out, err;
+  ASSERT_EQ(run(options, out, err), 0) << err;
+  EXPECT_EQ(out, symbolised);
+  // decode without --elf: the record as decoded, no symbols, no call for --elf.
+  options.elf.clear();
+  std::ostringstream plain, plain_err;
+  ASSERT_EQ(lt::run_decode(options, plain, plain_err), 0) << plain_err.str();
+  const std::string decoded = plain.str();
+  EXPECT_EQ(decoded.find("symbols"), std::string::npos) << decoded;
+  EXPECT_EQ(plain_err.str().find("--elf"), std::string::npos) << plain_err.str();
+  EXPECT_EQ(std::count(decoded.begin(), decoded.end(), '\n'), 1);
+  EXPECT_EQ(decoded.substr(0, decoded.size() - 1),
+            symbolised.substr(0, symbolised.find(",\"symbols\":")) + "}");
 }
 
 TEST_F(SymbolizeTest, ExitStatusForBadOptionsAndNothingReadable) {

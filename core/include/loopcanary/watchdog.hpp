@@ -90,6 +90,13 @@ struct WatchdogStats {
 /// (starved_busy_permille), else unknown. Reads only those fields. Any context.
 Cause classify(const BlockRecord& record, const WatchdogConfig& rule) noexcept;
 
+/// Fills the fields of `record` that are computed from its raw evidence: `cause`, by classify()
+/// with `rule`. The watchdog calls it for every report it makes, unless the build sets
+/// LOOPCANARY_HOST_DERIVES (config.hpp); then the host calls it on the decoded record (the
+/// packet's configuration says so), with the rule the device would have used, and gets the
+/// record the watchdog would have built. Reads and writes only `record`. Any context.
+void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept;
+
 namespace detail {
 
 /// A CPU reading at `elapsed` ticks into the watched dispatch. Written whole by

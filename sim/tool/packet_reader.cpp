@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: MIT
+// Binary captures (packet_reader.hpp), decoded as docs/report-format.md ("Binary form") specifies
+// them: the scan for packets with its accounting of skipped bytes, and the body decoder.
+#include "packet_reader.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "loopcanary/format.hpp"
+#include "loopcanary/packet.hpp"
+#include "loopcanary/watchdog.hpp"
+
+namespace loopcanary::tool {
+
+// The core's types (the tool has a Frame and a Sample of its own, model.hpp).
+using CoreFrame = loopcanary::Frame;
+using CoreSample = loopcanary::Sample;
+
+
+// What a decoded record points into: its event descriptor and its names, on the heap so that
+// moving the DecodedRecord keeps every pointer valid.
+struct DecodedRecord::Storage {
+  Event event{nullptr, 0};
+  std::vector<char> names;
+};
+
+DecodedRecord::DecodedRecord() : storage_(std::make_unique<Storage>()) {}
+DecodedRecord::~DecodedRecord() = default;
+DecodedRecord::DecodedRecord(DecodedRecord&&) noexcept = default;
+DecodedRecord& DecodedRecord::operator=(DecodedRecord&&) noexcept = default;
+
+namespace {
+
+// Every byte of a name or a number in the body is read through this cursor: it never reads
+// past the end and records the first fault.
+class Body {
+ public:
+  Body(const std::uint8_t* data, std::size_t size) : begin_(data), p_(data), end_(data + size) {}
+
+  WarningKind kind = WarningKind::malformed_packet;
+  std::string what;
+
+  std::size_t offset() const noexcept { return static_cast<std::size_t>(p_ - begin_); }
+  std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
+  const std::uint8_t* here() const noexcept { return p_; }
+  void skip(std::size_t n) noexcept { p_ += n; }
+
+  bool fail(WarningKind k, std::size_t at, const char* field, const std::string& why) {
+    kind = k;
+    what = std::string(k == WarningKind::unknown_config ? "configuration this tool does not know"
+                                                         : "malformed packet body") +
+           " at body byte " + std::to_string(at) + " (" + field + "): " + why;
+    return false;
+  }
+  bool malformed(std::size_t at, const char* field, const std::string& why) {
+    return fail(WarningKind::malformed_packet, at, field, why);
+  }
+
+  bool u8(const char* field, std::uint8_t& v) {
+    if (p_ == end_) return malformed(offset(), field, "the body ends inside this field");
+    v = *p_++;
+    return true;
+  }
+
+  // An unsigned LEB128 of at most 10 bytes: bits 0..63 in `low`, bits 64..69 in `high`.
+  bool varint(const char* field, std::uint64_t& low, std::uint8_t& high) {
+    const std::size_t at = offset();
+    low = 0;
+    high = 0;
+    for (unsigned i = 0;; ++i) {
+      if (i == 10) return malformed(at, field, "varint longer than 10 bytes");
+      if (p_ == end_) return malformed(at, field, "the body ends inside this field");
+      const std::uint8_t b = *p_++;
+      const std::uint64_t group = b & 0x7Fu;
+      const unsigned shift = 7 * i;
+      if (shift < 64) low |= group << shift;
+      if (shift + 7 > 64) high = static_cast<std::uint8_t>(high | (group >> (64 - shift)));
+      if ((b & 0x80u) == 0) return true;
+    }
+  }
+
+  // A `uv` of `bits` (16, 32 or 64) bits.
+  template <class T>
+  bool uv(const char* field, unsigned bits, T& v) {
+    const std::size_t at = offset();
+    std::uint64_t low = 0;
+    std::uint8_t high = 0;
+    if (!varint(field, low, high)) return false;
+    if (high != 0 || (bits < 64 && (low >> bits) != 0)) {
+      return malformed(at, field, "value over the field's " + std::to_string(bits) + " bits");
+    }
+    v = static_cast<T>(low);
+    return true;
+  }
+
+  // An `sv` read as a signed value of `bits` (32 or 64) bits, returned modulo 2^64.
+  bool sv(const char* field, unsigned bits, std::uint64_t& v) {
+    const std::size_t at = offset();
+    std::uint64_t z = 0;
+    std::uint8_t high = 0;
+    if (!varint(field, z, high)) return false;
+    if (high != 0) return malformed(at, field, "value over 64 bits");
+    // Zigzag: 0, 1, 2, 3 ... → 0, −1, 1, −2 ...
+    const std::uint64_t n = (z >> 1) ^ (0 - (z & 1u));
+    if (bits < 64) {
+      const auto s = static_cast<std::int64_t>(n);
+      if (s < std::numeric_limits<std::int32_t>::min() || s > std::numeric_limits<std::int32_t>::max()) {
+        return malformed(at, field, "value over the field's signed 32 bits");
+      }
+    }
+    v = n;
+    return true;
+  }
+
+ private:
+  const std::uint8_t* begin_;
+  const std::uint8_t* p_;
+  const std::uint8_t* end_;
+};
+
+bool valid_capacity(unsigned value, unsigned max, bool power_of_two) noexcept {
+  return value >= 1 && value <= max && (!power_of_two || (value & (value - 1)) == 0);
+}
+
+// A name of the string table: where its bytes are in the body.
+struct Name {
+  std::size_t at = 0;
+  std::size_t length = 0;
+  bool cut = false;
+};
+
+}  // namespace
+
+bool decode_packet_body(const std::uint8_t* data, std::size_t size, bool previous_boot, DecodedRecord& out,
+                        WarningKind& kind, std::string& what) {
+  Body b(data, size);
+  const auto failed = [&]() {
+    kind = b.kind;
+    what = b.what;
+    return false;
+  };
+  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
+  out.record = BlockRecord{};
+  out.previous_boot = previous_boot;
+  out.reset_cause = ResetCause::unknown;
+  BlockRecord& r = out.record;
+
+  if (previous_boot) {
+    std::uint8_t cause = 0;
+    const std::size_t at = b.offset();
+    if (!b.u8("reset cause", cause)) return failed();
+    if (cause > static_cast<std::uint8_t>(ResetCause::brown_out)) {
+      b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6");
+      return failed();
+    }
+    out.reset_cause = static_cast<ResetCause>(cause);
+  }
+
+  // Configuration.
+  std::uint8_t config = 0, max_samples = 0, max_frames = 0, top_frames = 0;
+  std::size_t at = b.offset();
+  if (!b.u8("configuration", config)) return failed();
+  if ((config & ~7u) != 0) {
+    b.fail(WarningKind::unknown_config, at, "configuration",
+           "byte " + std::to_string(config) + " has bits other than 0, 1 and 2 set");
+    return failed();
+  }
+  const bool pc64 = (config & 1u) != 0;
+  if (pc64 && sizeof(CoreFrame) < 8) {
+    b.fail(WarningKind::unknown_config, at, "configuration", "64-bit program counters on a host with 32-bit pointers");
+    return failed();
+  }
+  const unsigned pc_bits = pc64 ? 64 : 32;
+  at = b.offset();
+  if (!b.u8("max samples", max_samples)) return failed();
+  if (!valid_capacity(max_samples, 128, true)) {
+    b.fail(WarningKind::unknown_config, at, "max samples", std::to_string(max_samples) + " is not a power of two in 1..128");
+    return failed();
+  }
+  at = b.offset();
+  if (!b.u8("max frames", max_frames)) return failed();
+  if (!valid_capacity(max_frames, 64, false)) {
+    b.fail(WarningKind::unknown_config, at, "max frames", std::to_string(max_frames) + " is not in 1..64");
+    return failed();
+  }
+  at = b.offset();
+  if (!b.u8("top frames", top_frames)) return failed();
+  if (!valid_capacity(top_frames, 64, false)) {
+    b.fail(WarningKind::unknown_config, at, "top frames", std::to_string(top_frames) + " is not in 1..64");
+    return failed();
+  }
+
+  // Scalars.
+  std::uint8_t phase = 0, cause = 0, presence = 0;
+  std::uint64_t end_adjust = 0;
+  if (!b.uv("tick_hz", 32, r.tick_hz) || !b.uv("report", 32, r.report)) return failed();
+  at = b.offset();
+  if (!b.u8("phase", phase)) return failed();
+  if (phase > static_cast<std::uint8_t>(Phase::final)) {
+    b.malformed(at, "phase", std::to_string(phase) + " is not one of 0..2");
+    return failed();
+  }
+  at = b.offset();
+  if (!b.u8("cause", cause)) return failed();
+  if (cause > static_cast<std::uint8_t>(Cause::starved)) {
+    b.malformed(at, "cause", std::to_string(cause) + " is not one of 0..3");
+    return failed();
+  }
+  r.phase = static_cast<Phase>(phase);
+  r.cause = static_cast<Cause>(cause);
+  at = b.offset();
+  if (!b.u8("flags", r.flags)) return failed();
+  if ((r.flags & ~7u) != 0) {
+    b.malformed(at, "flags", "bits other than 0..2 set (" + std::to_string(r.flags) + ")");
+    return failed();
+  }
+  if (!b.u8("loop_index", r.loop_index) || !b.uv("dispatch", 32, r.dispatch) || !b.uv("start", 32, r.start) ||
+      !b.uv("duration_ticks", 64, r.duration_ticks) || !b.sv("end adjustment", 32, end_adjust) ||
+      !b.uv("threshold_ticks", 32, r.threshold_ticks) || !b.uv("window_ticks", 64, r.window_ticks)) {
+    return failed();
+  }
+  // Tick arithmetic modulo 2^32, as on the device.
+  r.end = static_cast<tick_t>(r.start + static_cast<std::uint32_t>(r.duration_ticks) + static_cast<std::uint32_t>(end_adjust));
+  at = b.offset();
+  if (!b.u8("presence", presence)) return failed();
+  if ((presence & ~15u) != 0) {
+    b.malformed(at, "presence", "bits other than 0..3 set (" + std::to_string(presence) + ")");
+    return failed();
+  }
+  r.has_thread_cpu = (presence & 1u) != 0;
+  r.has_thread_wait = (presence & 2u) != 0;
+  if ((r.has_thread_cpu && !b.uv("thread_cpu_us", 64, r.thread_cpu_us)) ||
+      (r.has_thread_wait && !b.uv("thread_wait_us", 64, r.thread_wait_us)) ||
+      ((presence & 4u) != 0 && !b.uv("system_busy_permille", 16, r.system_busy_permille)) ||
+      ((presence & 8u) != 0 && !b.uv("process_permille", 16, r.process_permille)) ||
+      !b.uv("steal_us", 64, r.steal_us) || !b.uv("records_dropped", 32, r.records_dropped) ||
+      !b.uv("notes_dropped", 32, r.notes_dropped)) {
+    return failed();
+  }
+
+  // The string table: bounds first (every name takes at least one byte), then the storage.
+  std::uint32_t string_count = 0;
+  at = b.offset();
+  if (!b.uv("string count", 32, string_count)) return failed();
+  if (string_count < 3) {
+    b.malformed(at, "string count", std::to_string(string_count) + " is less than 3");
+    return failed();
+  }
+  if (string_count > b.remaining()) {
+    b.malformed(at, "string count", "the body ends inside the string table (" + std::to_string(string_count) +
+                                        " names cannot fit the " + std::to_string(b.remaining()) + " bytes left)");
+    return failed();
+  }
+  std::vector<Name> names(string_count);
+  std::size_t storage = 1;  // the qualifier's "" when it is empty
+  for (Name& n : names) {
+    std::uint32_t header = 0;
+    at = b.offset();
+    if (!b.uv("string length", 32, header)) return failed();
+    n.length = header >> 1;
+    n.cut = (header & 1u) != 0;
+    if (n.length > b.remaining()) {
+      b.malformed(at, "string", "the body ends inside this field (a name of " + std::to_string(n.length) +
+                                    " bytes, " + std::to_string(b.remaining()) + " left)");
+      return failed();
+    }
+    n.at = b.offset();
+    if (std::memchr(b.here(), '\0', n.length) != nullptr) {
+      b.malformed(n.at, "string", "a NUL byte inside a name");
+      return failed();
+    }
+    b.skip(n.length);
+    storage += n.length + (n.cut ? 3 : 0) + 1;
+  }
+  std::vector<char>& text = out.storage_->names;
+  text.assign(storage, '\0');
+  std::vector<const char*> pointers(string_count, nullptr);  // nullptr: an empty (or null) name
+  std::size_t used = 1;  // text[0] is the empty qualifier
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const Name& n = names[i];
+    if (n.length == 0 && !n.cut) continue;
+    char* s = text.data() + used;
+    std::memcpy(s, data + n.at, n.length);
+    if (n.cut) std::memcpy(s + n.length, "...", 3);
+    used += n.length + (n.cut ? 3 : 0) + 1;
+    pointers[i] = s;
+  }
+  r.qualifier = pointers[0] != nullptr ? pointers[0] : text.data();
+  r.loop = pointers[1];
+  out.storage_->event = Event{pointers[2], 0};
+  r.event = &out.storage_->event;
+  const auto scope_index = [&](const char* field, std::uint64_t index, std::size_t where, CoreFrame& frame) {
+    if (index < 3 || index >= string_count) {
+      return b.malformed(where, field,
+                         "string index " + std::to_string(index) + " is not in 3.." + std::to_string(string_count - 1));
+    }
+    frame = reinterpret_cast<CoreFrame>(pointers[static_cast<std::size_t>(index)]);
+    return true;
+  };
+
+  // Stack evidence.
+  if (!b.uv("samples_taken", 32, r.samples_taken) || !b.uv("samples_missed", 32, r.samples_missed) ||
+      !b.uv("samples_overwritten", 32, r.samples_overwritten)) {
+    return failed();
+  }
+  at = b.offset();
+  if (!b.u8("top_count", r.top_count)) return failed();
+  if (r.top_count > top_frames) {
+    b.malformed(at, "top_count", std::to_string(r.top_count) + " is over the packet's top frames " + std::to_string(top_frames));
+    return failed();
+  }
+  if (r.top_count > kTopFrames) {
+    b.fail(WarningKind::unknown_config, at, "top_count",
+           std::to_string(r.top_count) + " entries do not fit this build's LOOPCANARY_TOP_FRAMES " + std::to_string(kTopFrames));
+    return failed();
+  }
+  if (!b.uv("top_other", 32, r.top_other)) return failed();
+  const std::uint64_t pc_mask = pc64 ? ~std::uint64_t{0} : 0xFFFFFFFFu;
+  for (std::uint8_t i = 0; i < r.top_count; ++i) {
+    TopFrame& t = r.top[i];
+    std::uint64_t low = 0;
+    std::uint8_t high = 0;
+    at = b.offset();
+    if (!b.varint("top key", low, high)) return failed();
+    // key = (value << 1) | is_scope: value has the pointer width (65 bits for 64-bit PCs).
+    const std::uint64_t value = (low >> 1) | (static_cast<std::uint64_t>(high) << 63);
+    if ((high >> 1) != 0 || (value & ~pc_mask) != 0) {
+      b.malformed(at, "top key", "value over " + std::to_string(pc_bits) + " bits");
+      return failed();
+    }
+    t.is_scope = (low & 1u) != 0;
+    if (t.is_scope) {
+      if (!scope_index("top key", value, at, t.frame)) return failed();
+    } else {
+      t.frame = static_cast<CoreFrame>(value);
+    }
+    if (!b.uv("top count", 32, t.count)) return failed();
+  }
+  at = b.offset();
+  if (!b.u8("sample_count", r.sample_count)) return failed();
+  if (r.sample_count > max_samples) {
+    b.malformed(at, "sample_count", std::to_string(r.sample_count) + " is over the packet's max samples " + std::to_string(max_samples));
+    return failed();
+  }
+  if (r.sample_count > kMaxSamples) {
+    b.fail(WarningKind::unknown_config, at, "sample_count",
+           std::to_string(r.sample_count) + " samples do not fit this build's LOOPCANARY_MAX_SAMPLES " + std::to_string(kMaxSamples));
+    return failed();
+  }
+  const std::uint32_t first_seq = 2 * r.dispatch - 1;  // modulo 2^32
+  tick_t at_tick = r.start;
+  for (std::uint8_t i = 0; i < r.sample_count; ++i) {
+    CoreSample& s = r.samples[i];
+    const CoreSample* previous = i == 0 ? nullptr : &r.samples[i - 1];
+    std::uint32_t delta = 0;
+    std::uint64_t seq = 0;
+    if (!b.uv("sample time", 32, delta) || !b.sv("sample sequence", 32, seq)) return failed();
+    at_tick = static_cast<tick_t>(at_tick + delta);
+    s.at = at_tick;
+    s.seq = static_cast<std::uint32_t>(first_seq + static_cast<std::uint32_t>(seq));
+    at = b.offset();
+    if (!b.u8("scope_count", s.scope_count) || !b.u8("pc_count", s.pc_count)) return failed();
+    const unsigned frames = unsigned{s.scope_count} + s.pc_count;
+    if (frames > max_frames) {
+      b.malformed(at, "scope_count + pc_count", std::to_string(frames) + " frames are over the packet's max frames " + std::to_string(max_frames));
+      return failed();
+    }
+    if (frames > kMaxFrames) {
+      b.fail(WarningKind::unknown_config, at, "scope_count + pc_count",
+             std::to_string(frames) + " frames do not fit this build's LOOPCANARY_MAX_FRAMES " + std::to_string(kMaxFrames));
+      return failed();
+    }
+    for (std::uint8_t f = 0; f < s.scope_count; ++f) {
+      std::uint32_t index = 0;
+      at = b.offset();
+      if (!b.uv("scope", 32, index) || !scope_index("scope", index, at, s.frames[f])) return failed();
+    }
+    for (std::uint8_t f = 0; f < s.pc_count; ++f) {
+      std::uint64_t delta_pc = 0;
+      if (!b.sv("pc", pc_bits, delta_pc)) return failed();
+      const std::uint64_t base =
+          previous != nullptr && f < previous->pc_count ? previous->frames[previous->scope_count + f] : 0;
+      s.frames[s.scope_count + f] = static_cast<CoreFrame>((base + delta_pc) & pc_mask);
+    }
+  }
+  if (b.remaining() != 0) {
+    b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after the last sample");
+    return failed();
+  }
+  // Configuration bit 2: the device left the derived fields to the host; the default cause rule.
+  if ((config & 4u) != 0) derive(r, WatchdogConfig{});
+  return true;
+}
+
+void format_record_json(const DecodedRecord& decoded, std::string& line) {
+  if (line.size() < 4096) line.resize(4096);
+  FormatResult result = format_json(decoded.record, &line[0], line.size());
+  if (result.truncated) {
+    line.resize(result.needed + 1);
+    result = format_json(decoded.record, &line[0], line.size());
+  }
+  line.resize(result.length);
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  if (decoded.previous_boot && !line.empty() && line.back() == '}') {
+    line.pop_back();
+    line += ",\"previous_boot\":true,\"reset_cause\":\"";
+    line += to_string(decoded.reset_cause);
+    line += "\"}";
+  }
+}
+
+bool looks_like_capture(const std::uint8_t* data, std::size_t size) noexcept {
+  size = std::min(size, kCaptureSniffBytes);
+  for (std::size_t i = 0; i < size; ++i) {
+    if (data[i] == '{') return false;
+    if (data[i] == kPacketMagic0 && i + 1 < size && data[i + 1] == kPacketMagic1) return true;
+  }
+  return false;
+}
+
+// ---- The scan (docs/report-format.md, "Reading a capture").
+
+namespace {
+
+constexpr std::size_t kPacketMin = kPacketHeaderBytes + kPacketTrailerBytes;  // 10: an empty body
+constexpr std::size_t kPacketMax = kPacketMin + 0xFFFF;
+constexpr std::size_t kChunk = std::size_t{1} << 16;
+
+std::uint32_t le32(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
+
+// The total length of the packet whose magic is at p, when its header is there.
+std::size_t packet_length(const std::uint8_t* p) noexcept {
+  return kPacketMin + (static_cast<std::size_t>(p[4]) | static_cast<std::size_t>(p[5]) << 8);
+}
+
+bool crc_matches(const std::uint8_t* p, std::size_t length) noexcept {
+  return crc32(p + 2, length - 6) == le32(p + length - 4);
+}
+
+// The first magic pair in [from, to), or `to`.
+const std::uint8_t* find_magic(const std::uint8_t* from, const std::uint8_t* to) noexcept {
+  while (to - from >= 2) {
+    const auto* a = static_cast<const std::uint8_t*>(std::memchr(from, kPacketMagic0, static_cast<std::size_t>(to - from - 1)));
+    if (a == nullptr) return to;
+    if (a[1] == kPacketMagic1) return a;
+    from = a + 1;
+  }
+  return to;
+}
+
+// The first whole packet (magic, length inside the data, CRC correct) in [from, to), or `to`.
+const std::uint8_t* find_whole_packet(const std::uint8_t* from, const std::uint8_t* to) noexcept {
+  for (const std::uint8_t* p = find_magic(from, to); p != to; p = find_magic(p + 1, to)) {
+    if (to - p >= static_cast<std::ptrdiff_t>(kPacketMin)) {
+      const std::size_t length = packet_length(p);
+      if (static_cast<std::size_t>(to - p) >= length && crc_matches(p, length)) return p;
+    }
+  }
+  return to;
+}
+
+// The bytes of one capture in a sliding window, addressed by capture offset.
+class Window {
+ public:
+  Window(std::vector<std::uint8_t>& buffer, const CaptureReader::Fill& fill, std::uint64_t& bytes)
+      : buffer_(buffer), fill_(fill), bytes_(bytes) {
+    if (buffer_.size() < kPacketMax + kChunk) buffer_.resize(kPacketMax + kChunk);
+  }
+  int error = 0;
+
+  // Makes [offset, offset + n) available (n ≤ kPacketMax), discarding what lies before offset.
+  // false when the capture ends (or a read fails) first.
+  bool ensure(std::uint64_t offset, std::size_t n) {
+    while (end() < offset + n) {
+      if (eof_) return false;
+      if (offset > base_) {  // keep only what is still needed
+        const auto drop = static_cast<std::size_t>(offset - base_);
+        std::memmove(buffer_.data(), buffer_.data() + drop, size_ - drop);
+        size_ -= drop;
+        base_ = offset;
+      }
+      const long got = fill_(buffer_.data() + size_, std::min(kChunk, buffer_.size() - size_));
+      if (got <= 0) {
+        if (got < 0) error = errno == 0 ? EIO : errno;
+        eof_ = true;
+        return false;
+      }
+      size_ += static_cast<std::size_t>(got);
+      bytes_ += static_cast<std::uint64_t>(got);
+    }
+    return true;
+  }
+  const std::uint8_t* at(std::uint64_t offset) const noexcept { return buffer_.data() + (offset - base_); }
+  std::uint64_t end() const noexcept { return base_ + size_; }
+  bool eof() const noexcept { return eof_; }
+
+ private:
+  std::vector<std::uint8_t>& buffer_;
+  const CaptureReader::Fill& fill_;
+  std::uint64_t& bytes_;
+  std::uint64_t base_ = 0;  // capture offset of buffer_[0]
+  std::size_t size_ = 0;
+  bool eof_ = false;
+};
+
+// Turns the bytes the scan skips into warnings: a packet that failed its CRC covers the bytes
+// its length claims (up to the next whole packet); other skipped bytes are garbage, one warning
+// per run.
+class Skipped {
+ public:
+  Skipped(const CaptureReader::OnProblem& on_problem, CaptureStats& stats) : on_problem_(on_problem), stats_(stats) {}
+
+  std::uint64_t cursor = 0;  // the first byte not yet consumed or reported
+
+  void crc_failure(std::uint64_t offset, std::uint64_t claimed_end) {
+    if (open_ && offset < open_end_) return;  // inside the bytes of the failed packet before it
+    if (open_) report_open(open_end_);
+    open_ = true;
+    open_at_ = offset;
+    open_end_ = claimed_end;
+  }
+  // Everything skipped before `offset` (a whole packet there, or the end of the capture).
+  void flush(std::uint64_t offset) {
+    if (open_) report_open(std::min(open_end_, offset));
+    garbage(offset);
+  }
+  void report(WarningKind kind, std::uint64_t offset, std::uint64_t length, const std::string& what) {
+    stats_.skipped_bytes += length;
+    if (on_problem_) on_problem_(kind, offset, what);
+  }
+
+ private:
+  void garbage(std::uint64_t to) {
+    if (to <= cursor) return;
+    const std::uint64_t n = to - cursor;
+    report(WarningKind::garbage, cursor, n, std::to_string(n) + (n == 1 ? " byte" : " bytes") + " of garbage skipped (no packet)");
+    cursor = to;
+  }
+  void report_open(std::uint64_t to) {
+    open_ = false;
+    garbage(open_at_);
+    report(WarningKind::crc_mismatch, open_at_, to - open_at_,
+           "CRC mismatch: not a whole packet (a damaged or lost byte, or garbage): " + std::to_string(to - open_at_) +
+               " bytes skipped");
+    cursor = to;
+  }
+  const CaptureReader::OnProblem& on_problem_;
+  CaptureStats& stats_;
+  bool open_ = false;
+  std::uint64_t open_at_ = 0;
+  std::uint64_t open_end_ = 0;
+};
+
+}  // namespace
+
+CaptureReader::CaptureReader() = default;
+
+int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnProblem& on_problem) {
+  ++stats_.captures;
+  Window w(window_, fill, stats_.bytes);
+  Skipped skipped(on_problem, stats_);
+  std::uint64_t scan = 0;
+  std::uint64_t packet_ahead = 0;  // offset of a whole packet found after a torn candidate
+  std::string what;
+  for (;;) {
+    if (!w.ensure(scan, 2)) break;
+    const std::uint8_t* from = w.at(scan);
+    const std::uint8_t* to = w.at(w.end());
+    const std::uint8_t* magic = find_magic(from, to);
+    if (magic == to) {
+      scan = w.end() - 1;  // the last byte may start a magic pair
+      continue;
+    }
+    const std::uint64_t p = scan + static_cast<std::uint64_t>(magic - from);
+    std::size_t length = kPacketMin;
+    const bool header = w.ensure(p, kPacketMin);
+    if (header) length = packet_length(w.at(p));
+    if (!header || !w.ensure(p, length)) {
+      // It passes the end of the capture: the torn tail, unless a whole packet follows (then
+      // the magic was garbage, or the length is damaged).
+      if (p >= packet_ahead) {
+        const std::uint8_t* whole = find_whole_packet(w.at(p + 1), w.at(w.end()));
+        if (whole != w.at(w.end())) packet_ahead = p + 1 + static_cast<std::uint64_t>(whole - w.at(p + 1));
+      }
+      if (p < packet_ahead) {
+        scan = p + 1;
+        continue;
+      }
+      skipped.flush(p);
+      const std::uint64_t have = w.end() - p;
+      skipped.report(WarningKind::torn_tail, p, have,
+                     header ? "the capture ends inside a packet (" + std::to_string(have) + " of its " +
+                                  std::to_string(length) + " bytes): torn last packet skipped"
+                            : "the capture ends inside a packet header (" + std::to_string(have) +
+                                  " bytes): torn last packet skipped");
+      skipped.cursor = w.end();
+      scan = w.end();
+      break;
+    }
+    const std::uint8_t* packet = w.at(p);
+    if (!crc_matches(packet, length)) {
+      skipped.crc_failure(p, p + length);
+      scan = p + 1;
+      continue;
+    }
+    // A whole packet.
+    skipped.flush(p);
+    ++stats_.packets;
+    const std::uint8_t version = packet[2];
+    const std::uint8_t type = packet[3];
+    WarningKind kind{};
+    if (version != kPacketVersion) {
+      skipped.report(WarningKind::unknown_version, p, length,
+                     "packet format version " + std::to_string(version) + " (this tool reads " +
+                         std::to_string(kPacketVersion) + "): " + std::to_string(length) + "-byte packet skipped");
+    } else if (type != static_cast<std::uint8_t>(PacketType::block) &&
+               type != static_cast<std::uint8_t>(PacketType::previous_boot)) {
+      skipped.report(WarningKind::unknown_type, p, length,
+                     "unknown packet type " + std::to_string(type) + ": " + std::to_string(length) + "-byte packet skipped");
+    } else if (!decode_packet_body(packet + kPacketHeaderBytes, length - kPacketMin,
+                                   type == static_cast<std::uint8_t>(PacketType::previous_boot), record_, kind, what)) {
+      skipped.report(kind, p, length, what + ": packet skipped");
+    } else {
+      ++stats_.decoded;
+      record_.offset = p;
+      if (on_record) on_record(record_);
+    }
+    scan = p + length;
+    skipped.cursor = scan;
+  }
+  skipped.flush(w.end());
+  return w.error;
+}
+
+void CaptureReader::read(const std::uint8_t* data, std::size_t size, const OnRecord& on_record,
+                         const OnProblem& on_problem) {
+  std::size_t done = 0;
+  read(
+      [&](std::uint8_t* to, std::size_t n) -> long {
+        n = std::min(n, size - done);
+        if (n > 0) std::memcpy(to, data + done, n);
+        done += n;
+        return static_cast<long>(n);
+      },
+      on_record, on_problem);
+}
+
+}  // namespace loopcanary::tool

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// Reading binary captures (docs/report-format.md, "Binary form: `encode_packet`"): packets back
+// to back, possibly with garbage between them, decoded into the core's BlockRecord with storage
+// of their own for the names. The reader follows the specification's "Reading a capture"
+// algorithm; every problem is reported with its byte offset and kind (model.hpp's WarningKind),
+// never a crash. Memory is bounded whatever the input: one window of 128 KiB (the largest packet
+// and a read chunk), and per record storage in proportion to its packet.
+//
+// Host code for the tool `loopcanary` (docs/tool.md); one thread per CaptureReader.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loopcanary/event.hpp"
+#include "loopcanary/packet.hpp"
+#include "loopcanary/record.hpp"
+#include "model.hpp"
+
+namespace loopcanary::tool {
+
+
+/// One record decoded from a packet. `record`'s name pointers (qualifier, loop, event and its
+/// name, scope frames) point into storage this object owns on the heap, so they stay valid when
+/// the object is moved and until it is destroyed or decoded into again. Not copyable (a copy of
+/// `record` alone would still point into this object's storage).
+class DecodedRecord {
+ public:
+  DecodedRecord();
+  ~DecodedRecord();
+  DecodedRecord(DecodedRecord&&) noexcept;
+  DecodedRecord& operator=(DecodedRecord&&) noexcept;
+  DecodedRecord(const DecodedRecord&) = delete;
+  DecodedRecord& operator=(const DecodedRecord&) = delete;
+
+  BlockRecord record;                ///< as the device's watchdog built it (names cut to 31 bytes get "...")
+  bool previous_boot = false;        ///< a `previous_boot` packet (type 2): kept across a reset
+  ResetCause reset_cause = ResetCause::unknown;  ///< with previous_boot
+  std::uint64_t offset = 0;          ///< byte offset of the packet's first magic byte in its capture
+
+ private:
+  friend bool decode_packet_body(const std::uint8_t* body, std::size_t size, bool previous_boot,
+                                 DecodedRecord& out, WarningKind& kind, std::string& what);
+  struct Storage;
+  std::unique_ptr<Storage> storage_;
+};
+
+/// Decodes the body of a version-1 packet (`size` bytes at `body`; type 2 when `previous_boot`)
+/// into `out` (its record is reset first; `out.offset` is left to the caller). Returns true for
+/// a record. Otherwise false with `kind` = WarningKind::unknown_config (configuration bits this
+/// tool does not know, capacities out of the specified ranges, or counts that do not fit this
+/// build's kMaxSamples, kMaxFrames, kTopFrames) or WarningKind::malformed_packet (a varint longer
+/// than 10 bytes or over its field's width, the body ending inside a field, bytes after the last
+/// sample, a value or string index out of range, counts over the packet's own capacities), and
+/// `what` saying which field at which body offset. Never reads outside [body, body + size);
+/// allocates in proportion to `size` (the names, and a table entry per name: at most about 40
+/// bytes per body byte), never more.
+bool decode_packet_body(const std::uint8_t* body, std::size_t size, bool previous_boot, DecodedRecord& out,
+                        WarningKind& kind, std::string& what);
+
+/// The record's JSON line, without its newline: the core's format_json, then, for a
+/// previous_boot record, `,"previous_boot":true,"reset_cause":"<cause>"` before the closing brace
+/// (docs/report-format.md). `line` is overwritten (its capacity reused).
+void format_record_json(const DecodedRecord& decoded, std::string& line);
+
+/// True when the first bytes of a file (up to 4 KiB of them) say it is a binary capture rather
+/// than JSON Lines: the packet magic 0xA5 0x4C occurs before the first '{', or there is no '{'
+/// and the magic occurs (docs/tool.md, "Input").
+bool looks_like_capture(const std::uint8_t* data, std::size_t size) noexcept;
+/// How many first bytes looks_like_capture looks at.
+inline constexpr std::size_t kCaptureSniffBytes = 4096;
+
+/// Counts of one or more captures read.
+struct CaptureStats {
+  std::uint64_t captures = 0;       ///< captures read
+  std::uint64_t bytes = 0;          ///< bytes read
+  std::uint64_t packets = 0;        ///< whole packets (CRC correct), decoded or not
+  std::uint64_t decoded = 0;        ///< packets decoded into records
+  std::uint64_t skipped_bytes = 0;  ///< bytes not part of a decoded packet (every problem's bytes)
+};
+
+/// Reads captures: scans for packets, checks them, decodes them. Streams from a byte source with
+/// one bounded window (the largest packet plus a 64 KiB read chunk); reuses one DecodedRecord.
+class CaptureReader {
+ public:
+  /// Reads bytes into `to` (at most `size`): the count, 0 at the end, -1 on an error (errno set).
+  using Fill = std::function<long(std::uint8_t* to, std::size_t size)>;
+  /// Called per decoded record; valid during the call (the record is reused; the callee may
+  /// move it away: the reader then decodes into a new one).
+  using OnRecord = std::function<void(DecodedRecord& record)>;
+  /// Called per problem: its kind, the byte offset in the capture where it starts, and the text
+  /// of the warning (without the offset).
+  using OnProblem = std::function<void(WarningKind kind, std::uint64_t offset, const std::string& what)>;
+
+  CaptureReader();
+  /// Reads one capture to its end. Returns 0, or the errno of a read error (what was read before
+  /// it is decoded and reported as if the capture ended there).
+  int read(const Fill& fill, const OnRecord& on_record, const OnProblem& on_problem);
+  /// Reads a capture held in memory.
+  void read(const std::uint8_t* data, std::size_t size, const OnRecord& on_record, const OnProblem& on_problem);
+
+  const CaptureStats& stats() const noexcept { return stats_; }
+
+ private:
+  CaptureStats stats_;
+  std::vector<std::uint8_t> window_;
+  DecodedRecord record_;
+};
+
+}  // namespace loopcanary::tool

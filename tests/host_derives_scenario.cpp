@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// One scenario on the sim port, every record it produces written field by field to stdout.
+// Built twice (tests/CMakeLists.txt): as a host builds the core, and with
+// LOOPCANARY_HOST_DERIVES=1 as a device that leaves the derived fields to the host, whose records
+// then get what the decoder applies: loopcanary::derive() with the same rule. The test
+// `host_derives.records_equal` (host_derives_compare.cmake) requires both outputs to be
+// identical apart from their first line, which names the build.
+//
+// The scenario covers every cause (running, waiting, starved with and without a run-queue
+// counter, unknown without counters), in-progress, hang and final reports, and a rule other than
+// the defaults.
+#include <cstdint>
+#include <cstdio>
+
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_port.hpp"  // port/sim
+
+namespace lc = loopcanary;
+namespace sim = loopcanary::sim;
+
+namespace {
+
+constexpr lc::Event kCompute{"compute"};
+constexpr lc::Event kWait{"wait"};
+constexpr lc::Event kStarve{"starve"};
+
+int g_failures = 0;
+
+void print_u(const char* name, std::uint64_t value) {
+  std::printf(" %s=%llu", name, static_cast<unsigned long long>(value));
+}
+
+// Every field of the record; pointers as the names they point to.
+void print(const lc::BlockRecord& r) {
+  std::printf("record");
+  print_u("report", r.report);
+  std::printf(" phase=%s cause=%s", lc::to_string(r.phase), lc::to_string(r.cause));
+  print_u("flags", r.flags);
+  print_u("loop_index", r.loop_index);
+  std::printf(" qualifier=%s loop=%s event=%s", r.qualifier, r.loop, r.event != nullptr ? r.event->name : "-");
+  print_u("dispatch", r.dispatch);
+  print_u("tick_hz", r.tick_hz);
+  print_u("start", r.start);
+  print_u("end", r.end);
+  print_u("duration_ticks", r.duration_ticks);
+  print_u("threshold_ticks", r.threshold_ticks);
+  print_u("window_ticks", r.window_ticks);
+  print_u("thread_cpu_us", r.thread_cpu_us);
+  print_u("has_thread_cpu", r.has_thread_cpu);
+  print_u("thread_wait_us", r.thread_wait_us);
+  print_u("has_thread_wait", r.has_thread_wait);
+  print_u("system_busy_permille", r.system_busy_permille);
+  print_u("process_permille", r.process_permille);
+  print_u("steal_us", r.steal_us);
+  print_u("records_dropped", r.records_dropped);
+  print_u("notes_dropped", r.notes_dropped);
+  print_u("samples_taken", r.samples_taken);
+  print_u("samples_missed", r.samples_missed);
+  print_u("samples_overwritten", r.samples_overwritten);
+  print_u("sample_count", r.sample_count);
+  print_u("top_count", r.top_count);
+  print_u("top_other", r.top_other);
+  for (std::uint8_t i = 0; i < r.top_count; ++i) {
+    std::printf(" top=%llx/%d/%lu", static_cast<unsigned long long>(r.top[i].frame), r.top[i].is_scope ? 1 : 0,
+                static_cast<unsigned long>(r.top[i].count));
+  }
+  for (std::uint8_t i = 0; i < r.sample_count; ++i) {
+    const lc::Sample& s = r.samples[i];
+    std::printf(" sample=%lu/%lu/%d/%d", static_cast<unsigned long>(s.at), static_cast<unsigned long>(s.seq),
+                s.scope_count, s.pc_count);
+    for (std::uint8_t f = 0; f < s.scope_count + s.pc_count; ++f) {
+      std::printf(":%llx", static_cast<unsigned long long>(s.frames[f]));
+    }
+  }
+  std::printf("\n");
+}
+
+// A case: a machine, a loop and a watchdog with `rule`; `run` drives the loop.
+template <class Run>
+void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
+  sim::VirtualTime time(0xFFFF'0000u);  // the clock wraps during the case
+  sim::Machine machine;
+  sim::Thread thread;
+  thread.pc = 0x1234;
+  machine.set_pc_capture(true);
+  sim::PortMonitor monitor{sim::Clock{time}};
+  lc::StaticWatchdog<1, 16> watchdog;
+  sim::Scheduler scheduler(time, machine, watchdog, sim::ms(5));
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = sim::kTickHz;
+  config.threshold_us = 50'000;
+  config.sample_interval_us = 5'000;
+  config.hang_limit_us = 300'000;
+  config.context = &thread;
+  if (monitor.init(config) != lc::Status::ok || watchdog.init(rule, machine.hal()) != lc::Status::ok ||
+      watchdog.add(monitor) != lc::Status::ok) {
+    std::printf("%s: init failed\n", name);
+    ++g_failures;
+    return;
+  }
+  std::printf("case %s\n", name);
+  run(machine, thread, monitor, scheduler);
+  scheduler.idle(sim::ms(20));
+  lc::BlockRecord r;
+  while (watchdog.pop(r)) {
+    if constexpr (lc::kHostDerives) {
+      // What the device sends: the cause left to the host.
+      if (r.cause != lc::Cause::unknown) {
+        std::printf("%s: report %lu: the device build set a cause\n", name, static_cast<unsigned long>(r.report));
+        ++g_failures;
+      }
+      lc::derive(r, rule);  // what the decoder does
+    }
+    print(r);
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::printf("LOOPCANARY_HOST_DERIVES=%d (the output below must not depend on it)\n", LOOPCANARY_HOST_DERIVES);
+  const lc::WatchdogConfig defaults;
+  run_case("compute", defaults, [](sim::Machine&, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
+    monitor.begin(kCompute);
+    s.compute(thread, sim::ms(120));
+    monitor.end();
+  });
+  run_case("wait", defaults, [](sim::Machine&, sim::Thread&, sim::PortMonitor& monitor, sim::Scheduler& s) {
+    monitor.begin(kWait);
+    s.wait(sim::ms(120));
+    monitor.end();
+  });
+  run_case("starve", defaults, [](sim::Machine&, sim::Thread&, sim::PortMonitor& monitor, sim::Scheduler& s) {
+    monitor.begin(kStarve);
+    s.starve(sim::ms(120));
+    monitor.end();
+  });
+  run_case("starve_run_queue", defaults,
+           [](sim::Machine& machine, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
+             machine.set_thread_wait_available(true);
+             monitor.begin(kStarve);
+             s.compute(thread, sim::ms(20));
+             s.starve(sim::ms(100), &thread);
+             monitor.end();
+           });
+  run_case("no_counters", defaults,
+           [](sim::Machine& machine, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
+             machine.set_counters_available(false);
+             monitor.begin(kCompute);
+             s.compute(thread, sim::ms(120));
+             monitor.end();
+           });
+  run_case("hang", defaults,
+           [](sim::Machine& machine, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
+             machine.set_other_load_permille(400);
+             monitor.begin(kCompute);
+             s.compute(thread, sim::ms(200));
+             s.wait(sim::ms(150));
+             monitor.end();
+           });
+  lc::WatchdogConfig strict;
+  strict.running_permille = 990;
+  strict.starved_busy_permille = 100;
+  run_case("other_rule", strict,
+           [](sim::Machine& machine, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
+             machine.set_other_load_permille(300);
+             monitor.begin(kCompute);
+             s.compute(thread, sim::ms(60));
+             s.wait(sim::ms(60));
+             monitor.end();
+           });
+  if (g_failures != 0) std::printf("FAILED: %d\n", g_failures);
+  return g_failures == 0 ? 0 : 1;
+}

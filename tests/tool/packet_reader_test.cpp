@@ -1,0 +1,902 @@
+// SPDX-License-Identifier: MIT
+// The binary capture reader (sim/tool/packet_reader.hpp) against packets built from
+// docs/report-format.md by the test-side builder (packet_builder.hpp): every field, the scan's
+// accounting of garbage, damaged, torn, newer and unknown packets, every malformed body, a
+// streamed capture, the tool's Reader on capture files; then round trips through the core's
+// encode_packet.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loopcanary/format.hpp"
+#include "loopcanary/packet.hpp"
+#include "commands.hpp"
+#include "model.hpp"
+#include "packet_builder.hpp"
+#include "packet_reader.hpp"
+#include "test_util.hpp"
+
+namespace lt = loopcanary::tool;
+using lt::WarningKind;
+using lt::test::Bytes;
+using lt::test::BodySpec;
+using lt::test::make_body;
+using lt::test::make_packet;
+using lt::test::operator+;
+
+namespace {
+
+struct Problem {
+  WarningKind kind;
+  std::uint64_t offset;
+  std::string what;
+};
+
+struct Decoded {
+  std::vector<lt::DecodedRecord> records;
+  std::vector<Problem> problems;
+  lt::CaptureStats stats;
+};
+
+// Decodes a capture in memory, or streamed in `chunk`-byte reads when chunk > 0.
+Decoded decode(const Bytes& capture, std::size_t chunk = 0) {
+  Decoded d;
+  lt::CaptureReader reader;
+  const auto on_record = [&d](lt::DecodedRecord& r) { d.records.push_back(std::move(r)); };
+  const auto on_problem = [&d](WarningKind kind, std::uint64_t offset, const std::string& what) {
+    d.problems.push_back(Problem{kind, offset, what});
+  };
+  if (chunk == 0) {
+    reader.read(capture.data(), capture.size(), on_record, on_problem);
+  } else {
+    std::size_t done = 0;
+    reader.read(
+        [&](std::uint8_t* to, std::size_t size) -> long {
+          const std::size_t n = std::min({size, chunk, capture.size() - done});
+          std::memcpy(to, capture.data() + done, n);
+          done += n;
+          return static_cast<long>(n);
+        },
+        on_record, on_problem);
+  }
+  d.stats = reader.stats();
+  return d;
+}
+
+std::string str(const char* s) { return s == nullptr ? std::string("(null)") : std::string(s); }
+std::string scope(loopcanary::Frame f) { return str(reinterpret_cast<const char*>(f)); }
+
+std::string json(const lt::DecodedRecord& r) {
+  std::string line;
+  lt::format_record_json(r, line);
+  return line;
+}
+
+// The report numbers of the records, in order.
+std::vector<std::uint32_t> reports(const Decoded& d) {
+  std::vector<std::uint32_t> out;
+  for (const lt::DecodedRecord& r : d.records) out.push_back(r.record.report);
+  return out;
+}
+
+BodySpec with_report(std::uint64_t report) {
+  BodySpec s;
+  s.report = report;
+  return s;
+}
+
+// A good packet, a bad one, a good one: exactly one problem of `kind` at the bad one's offset,
+// and both good ones decoded.
+void expect_only_problem(const Bytes& bad, WarningKind kind, const std::string& what_has) {
+  const Bytes a = make_packet(with_report(1));
+  const Bytes b = make_packet(with_report(2));
+  const Decoded d = decode(a + bad + b);
+  ASSERT_EQ(d.problems.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
+  EXPECT_EQ(d.problems[0].kind, kind) << lt::to_string(d.problems[0].kind) << ": " << d.problems[0].what;
+  EXPECT_EQ(d.problems[0].offset, a.size()) << d.problems[0].what;
+  EXPECT_NE(d.problems[0].what.find(what_has), std::string::npos) << d.problems[0].what;
+  EXPECT_EQ(reports(d), (std::vector<std::uint32_t>{1, 2}));
+  ASSERT_EQ(d.records.size(), 2u);
+  EXPECT_EQ(d.records[1].offset, a.size() + bad.size());
+}
+
+}  // namespace
+
+// ---- Fields.
+
+TEST(PacketReader, DecodesEveryFieldOfATypicalRecord) {
+  const Bytes packet = make_packet(BodySpec{});
+  const Decoded d = decode(packet);
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const lt::DecodedRecord& dr = d.records[0];
+  EXPECT_EQ(dr.offset, 0u);
+  EXPECT_FALSE(dr.previous_boot);
+  const loopcanary::BlockRecord& r = dr.record;
+  EXPECT_EQ(r.report, 4u);
+  EXPECT_EQ(r.phase, loopcanary::Phase::final);
+  EXPECT_EQ(r.cause, loopcanary::Cause::running);
+  EXPECT_EQ(r.flags, 0u);
+  EXPECT_EQ(r.loop_index, 1u);
+  EXPECT_EQ(str(r.qualifier), "fw-1.0");
+  EXPECT_EQ(str(r.loop), "main");
+  ASSERT_NE(r.event, nullptr);
+  EXPECT_EQ(str(r.event->name), "tick");
+  EXPECT_EQ(r.dispatch, 7u);
+  EXPECT_EQ(r.tick_hz, 1000000u);
+  EXPECT_EQ(r.start, 1000u);
+  EXPECT_EQ(r.duration_ticks, 250000u);
+  EXPECT_EQ(r.end, 251000u);
+  EXPECT_EQ(r.threshold_ticks, 100000u);
+  EXPECT_EQ(r.window_ticks, 200000u);
+  EXPECT_TRUE(r.has_thread_cpu);
+  EXPECT_EQ(r.thread_cpu_us, 150000u);
+  EXPECT_TRUE(r.has_thread_wait);
+  EXPECT_EQ(r.thread_wait_us, 20u);
+  EXPECT_EQ(r.system_busy_permille, 900u);
+  EXPECT_EQ(r.process_permille, 500u);
+  EXPECT_EQ(r.steal_us, 3u);
+  EXPECT_EQ(r.records_dropped, 1u);
+  EXPECT_EQ(r.notes_dropped, 2u);
+  EXPECT_EQ(r.samples_taken, 3u);
+  EXPECT_EQ(r.samples_missed, 1u);
+  EXPECT_EQ(r.samples_overwritten, 1u);
+  ASSERT_EQ(r.top_count, 2u);
+  EXPECT_TRUE(r.top[0].is_scope);
+  EXPECT_EQ(scope(r.top[0].frame), "crc");
+  EXPECT_EQ(r.top[0].count, 2u);
+  EXPECT_FALSE(r.top[1].is_scope);
+  EXPECT_EQ(r.top[1].frame, 0x8001234u);
+  EXPECT_EQ(r.top[1].count, 1u);
+  EXPECT_EQ(r.top_other, 0u);
+  ASSERT_EQ(r.sample_count, 2u);
+  const loopcanary::Sample& s0 = r.samples[0];
+  EXPECT_EQ(s0.at, 31000u);
+  EXPECT_EQ(s0.seq, 13u);  // 2 × 7 − 1
+  ASSERT_EQ(s0.scope_count, 1u);
+  ASSERT_EQ(s0.pc_count, 2u);
+  EXPECT_EQ(s0.frames[0], r.top[0].frame);  // one string, one pointer
+  EXPECT_EQ(s0.frames[1], 0x8001234u);
+  EXPECT_EQ(s0.frames[2], 0x8000100u);
+  const loopcanary::Sample& s1 = r.samples[1];
+  EXPECT_EQ(s1.at, 41000u);
+  EXPECT_EQ(s1.frames[1], 0x8001244u);  // deltas from the previous sample's PC i
+  EXPECT_EQ(s1.frames[2], 0x8000100u);
+  EXPECT_EQ(d.stats.packets, 1u);
+  EXPECT_EQ(d.stats.decoded, 1u);
+  EXPECT_EQ(d.stats.skipped_bytes, 0u);
+  EXPECT_EQ(d.stats.bytes, packet.size());
+}
+
+TEST(PacketReader, AbsentCpuEvidenceIsUnknown) {
+  BodySpec s;
+  s.presence = 4;  // only the machine's share
+  const Decoded d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_FALSE(r.has_thread_cpu);
+  EXPECT_EQ(r.thread_cpu_us, 0u);
+  EXPECT_FALSE(r.has_thread_wait);
+  EXPECT_EQ(r.thread_wait_us, 0u);
+  EXPECT_EQ(r.system_busy_permille, 900u);
+  EXPECT_EQ(r.process_permille, loopcanary::kUnknownPermille);
+  EXPECT_NE(json(d.records[0]).find("\"thread_us\":null"), std::string::npos) << json(d.records[0]);
+}
+
+TEST(PacketReader, TickArithmeticWrapsModulo2To32) {
+  BodySpec s;
+  s.start = 0xFFFFFFF0u;
+  s.duration = 0x20;
+  s.end_adjust = -3;
+  s.dispatch = 0x80000001u;  // 2 × dispatch − 1 wraps too
+  s.samples = {{0x18, -2, {3}, {0x10}}, {0xFFFFFFFFu, 1, {}, {-0x20}}};
+  const Decoded d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(r.end, 0x0Du);
+  EXPECT_EQ(r.samples[0].at, 0x08u);
+  EXPECT_EQ(r.samples[0].seq, 0xFFFFFFFFu);  // 2 × 0x80000001 − 1 − 2 modulo 2^32
+  EXPECT_EQ(r.samples[1].at, 0x07u);
+  EXPECT_EQ(r.samples[1].seq, 2u);
+  EXPECT_EQ(r.samples[1].frames[0], 0xFFFFFFF0u);  // 32-bit PCs: 0x10 − 0x20 modulo 2^32
+}
+
+// Configuration bit 2 (LOOPCANARY_HOST_DERIVES): the device sends cause 0 and the decoder applies
+// the cause rule (loopcanary::derive, default WatchdogConfig) to the decoded evidence.
+TEST(PacketReader, DerivedFieldsAreComputedWhenTheDeviceLeftThemToTheHost) {
+  BodySpec s;
+  s.cause = 0;
+  s.thread_cpu = s.window;  // thread CPU time equal to the whole window (tick_hz 1 MHz): running
+  const Decoded as_sent = decode(make_packet(s));
+  ASSERT_EQ(as_sent.records.size(), 1u) << (as_sent.problems.empty() ? "" : as_sent.problems[0].what);
+  EXPECT_EQ(as_sent.records[0].record.cause, loopcanary::Cause::unknown);  // bit 2 clear: as sent
+  s.config = 4;
+  const Decoded derived = decode(make_packet(s));
+  ASSERT_EQ(derived.records.size(), 1u) << (derived.problems.empty() ? "" : derived.problems[0].what);
+  EXPECT_EQ(derived.records[0].record.cause, loopcanary::Cause::running);
+  s.thread_cpu = s.window / 10;  // mostly off the CPU, only 20 µs of it runnable: waiting
+  const Decoded waiting = decode(make_packet(s));
+  ASSERT_EQ(waiting.records.size(), 1u);
+  EXPECT_EQ(waiting.records[0].record.cause, loopcanary::Cause::waiting);
+}
+
+TEST(PacketReader, SixtyFourBitProgramCounters) {
+  if (sizeof(loopcanary::Frame) < 8) GTEST_SKIP() << "a 64-bit host reads 64-bit PCs";
+  BodySpec s;
+  s.config = 1;
+  const std::uint64_t high = 0xFFFF800012345678u;  // its top key needs 65 bits
+  s.top = {{false, high, 1}};
+  s.samples = {{5, 0, {}, {static_cast<std::int64_t>(high)}}, {5, 0, {}, {static_cast<std::int64_t>(0x10)}}};
+  const Decoded d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(r.top[0].frame, high);
+  EXPECT_EQ(r.samples[0].frames[0], high);
+  EXPECT_EQ(r.samples[1].frames[0], high + 0x10);
+}
+
+TEST(PacketReader, CutNamesGetAnEllipsisAndEmptyNamesPrintAsTheFormatsPrintNull) {
+  BodySpec s;
+  const std::string first31(31, 'x');
+  s.strings = {{"", false}, {"", false}, {first31, true}, {"", false}};
+  const Decoded d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(str(r.qualifier), "");
+  EXPECT_EQ(str(r.event->name), first31 + "...");
+  const std::string line = json(d.records[0]);
+  EXPECT_NE(line.find("\"qualifier\":\"\",\"loop\":\"?\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"top\":[{\"scope\":\"?\",\"count\":2}"), std::string::npos) << line;
+}
+
+TEST(PacketReader, PreviousBootRecordsCarryTheResetCause) {
+  BodySpec s;
+  s.reset_cause = 3;
+  s.phase = 1;
+  const Bytes packet = make_packet(s);
+  ASSERT_EQ(packet[3], 2u);
+  const Decoded d = decode(packet);
+  ASSERT_EQ(d.records.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
+  EXPECT_TRUE(d.records[0].previous_boot);
+  EXPECT_EQ(d.records[0].reset_cause, loopcanary::ResetCause::software);
+  EXPECT_EQ(d.records[0].record.phase, loopcanary::Phase::hang);
+  const std::string line = json(d.records[0]);
+  const std::string tail = ",\"notes_dropped\":2,\"previous_boot\":true,\"reset_cause\":\"software\"}";
+  ASSERT_GT(line.size(), tail.size());
+  EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << line;
+  // Still one record the tool's reader accepts.
+  lt::LogRecord record;
+  WarningKind kind{};
+  std::string what;
+  EXPECT_TRUE(lt::parse_record(line.data(), line.size(), record, kind, what)) << what;
+  const char* names[] = {"unknown", "power_on", "reset_pin", "software", "watchdog", "lockup", "brown_out"};
+  for (int c = 0; c < 7; ++c) EXPECT_STREQ(loopcanary::to_string(static_cast<loopcanary::ResetCause>(c)), names[c]);
+  // A block packet has no such members.
+  EXPECT_EQ(json(decode(make_packet(BodySpec{})).records.at(0)).find("previous_boot"), std::string::npos);
+}
+
+TEST(PacketReader, DecodedRecordsKeepTheirNamesWhenMoved) {
+  std::vector<lt::DecodedRecord> kept;
+  std::vector<std::string> lines;
+  for (std::uint64_t i = 1; i <= 40; ++i) {  // the vector reallocates several times
+    BodySpec s = with_report(i);
+    s.strings[1].first = "loop-" + std::to_string(i);
+    for (lt::DecodedRecord& r : decode(make_packet(s)).records) {
+      lines.push_back(json(r));
+      kept.push_back(std::move(r));
+    }
+  }
+  ASSERT_EQ(kept.size(), 40u);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(str(kept[i].record.loop), "loop-" + std::to_string(i + 1));
+    EXPECT_EQ(json(kept[i]), lines[i]);
+  }
+  lt::DecodedRecord moved = std::move(kept[3]);
+  EXPECT_EQ(json(moved), lines[3]);
+}
+
+// ---- The scan.
+
+TEST(PacketReader, GarbageBeforeBetweenAndAfterPacketsIsCountedInSpans) {
+  const Bytes a = make_packet(with_report(1));
+  const Bytes b = make_packet(with_report(2));
+  const Bytes capture = lt::test::bytes_of("boot\r\n") + a + lt::test::bytes_of("xyz") + b + Bytes{0xA5, 0x00, 0x4C};
+  const Decoded d = decode(capture);
+  EXPECT_EQ(reports(d), (std::vector<std::uint32_t>{1, 2}));
+  ASSERT_EQ(d.problems.size(), 3u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::garbage);
+  EXPECT_EQ(d.problems[0].offset, 0u);
+  EXPECT_NE(d.problems[0].what.find("6 bytes of garbage"), std::string::npos) << d.problems[0].what;
+  EXPECT_EQ(d.problems[1].kind, WarningKind::garbage);
+  EXPECT_EQ(d.problems[1].offset, 6 + a.size());
+  EXPECT_NE(d.problems[1].what.find("3 bytes"), std::string::npos) << d.problems[1].what;
+  EXPECT_EQ(d.problems[2].kind, WarningKind::garbage);
+  EXPECT_EQ(d.problems[2].offset, 6 + a.size() + 3 + b.size());
+  EXPECT_EQ(d.stats.skipped_bytes, 12u);
+  EXPECT_EQ(d.records[0].offset, 6u);
+}
+
+TEST(PacketReader, APacketWithALostByteFailsItsCrcAndTheNextIsRead) {
+  Bytes a = make_packet(with_report(1));
+  a.erase(a.begin() + 20);
+  const Bytes b = make_packet(with_report(2));
+  const Decoded d = decode(a + b);
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::crc_mismatch);
+  EXPECT_EQ(d.problems[0].offset, 0u);
+  EXPECT_NE(d.problems[0].what.find(std::to_string(a.size()) + " bytes skipped"), std::string::npos) << d.problems[0].what;
+  EXPECT_EQ(reports(d), (std::vector<std::uint32_t>{2}));
+  EXPECT_EQ(d.records[0].offset, a.size());
+}
+
+TEST(PacketReader, ADamagedByteIsACrcMismatch) {
+  Bytes bad = make_packet(with_report(9));
+  bad[30] ^= 0x40;
+  expect_only_problem(bad, WarningKind::crc_mismatch, "CRC mismatch");
+  Bytes bad_crc = make_packet(with_report(9));
+  bad_crc.back() ^= 1;
+  expect_only_problem(bad_crc, WarningKind::crc_mismatch, std::to_string(bad_crc.size()) + " bytes skipped");
+}
+
+TEST(PacketReader, AMagicPairInsideADamagedPacketIsPartOfItsOneMismatch) {
+  BodySpec s = with_report(9);
+  // The magic inside the body, then a header whose 12 bytes lie inside the damaged packet.
+  s.strings[3].first = std::string("x\xA5L\x01\x01\x02\x00yy", 9);
+  Bytes bad = make_packet(s);
+  bad[8] ^= 0x02;
+  expect_only_problem(bad, WarningKind::crc_mismatch, std::to_string(bad.size()) + " bytes skipped");
+}
+
+TEST(PacketReader, TwoDamagedPacketsInARowAreTwoCrcMismatches) {
+  const Bytes a = make_packet(with_report(1));
+  Bytes x = make_packet(with_report(8)), y = make_packet(with_report(9));
+  x[25] ^= 1;
+  y[25] ^= 1;
+  const Bytes b = make_packet(with_report(2));
+  const Decoded d = decode(a + x + lt::test::bytes_of("??") + y + b);
+  ASSERT_EQ(d.problems.size(), 3u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::crc_mismatch);
+  EXPECT_EQ(d.problems[0].offset, a.size());
+  EXPECT_EQ(d.problems[1].kind, WarningKind::garbage);
+  EXPECT_EQ(d.problems[1].offset, a.size() + x.size());
+  EXPECT_EQ(d.problems[2].kind, WarningKind::crc_mismatch);
+  EXPECT_EQ(d.problems[2].offset, a.size() + x.size() + 2);
+  EXPECT_EQ(reports(d), (std::vector<std::uint32_t>{1, 2}));
+}
+
+TEST(PacketReader, ATruncatedTailIsATornTail) {
+  const Bytes a = make_packet(with_report(1));
+  const Bytes b = make_packet(with_report(2));
+  for (const std::size_t keep : {std::size_t{1}, std::size_t{5}, std::size_t{9}, b.size() - 1}) {
+    const Decoded d = decode(a + Bytes(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(keep)));
+    EXPECT_EQ(reports(d), (std::vector<std::uint32_t>{1}));
+    if (keep == 1) {  // a lone 0xA5: no magic pair, garbage
+      ASSERT_EQ(d.problems.size(), 1u);
+      EXPECT_EQ(d.problems[0].kind, WarningKind::garbage);
+      continue;
+    }
+    ASSERT_EQ(d.problems.size(), 1u) << keep;
+    EXPECT_EQ(d.problems[0].kind, WarningKind::torn_tail) << d.problems[0].what;
+    EXPECT_EQ(d.problems[0].offset, a.size());
+    EXPECT_NE(d.problems[0].what.find(keep < 10 ? "inside a packet header" : std::to_string(keep) + " of its " +
+                                                                                 std::to_string(b.size()) + " bytes"),
+              std::string::npos)
+        << d.problems[0].what;
+    EXPECT_EQ(d.stats.skipped_bytes, keep);
+  }
+}
+
+TEST(PacketReader, AHeaderClaimingMoreThanTheCaptureHoldsBeforeAWholePacketIsGarbage) {
+  const Bytes a = make_packet(with_report(1));
+  const Decoded d = decode(Bytes{0xA5, 0x4C, 0x01, 0x01, 0xFF, 0xFF} + a);
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::garbage);
+  EXPECT_EQ(d.problems[0].offset, 0u);
+  EXPECT_EQ(reports(d), (std::vector<std::uint32_t>{1}));
+}
+
+TEST(PacketReader, ANewerVersionIsSkippedWhole) {
+  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 2), WarningKind::unknown_version,
+                      "format version 2");
+}
+
+TEST(PacketReader, AnUnknownTypeIsSkipped) {
+  expect_only_problem(make_packet(make_body(with_report(9)), 7), WarningKind::unknown_type, "type 7");
+}
+
+TEST(PacketReader, AConfigurationItDoesNotKnow) {
+  BodySpec s = with_report(9);
+  s.config = 8;
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "configuration");
+  s = with_report(9);
+  s.max_samples = 3;
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "max samples");
+  s = with_report(9);
+  s.max_samples = 0;
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "max samples");
+  s = with_report(9);
+  s.max_frames = 65;
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "max frames");
+  s = with_report(9);
+  s.top_frames = 0;
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "top frames");
+}
+
+TEST(PacketReader, LargerCapacitiesDecodeWhenTheCountsFit) {
+  BodySpec s;
+  s.max_samples = 128;
+  s.max_frames = 64;
+  s.top_frames = 64;
+  const Decoded d = decode(make_packet(s));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].record.sample_count, 2u);
+}
+
+TEST(PacketReader, CountsOverThisBuildsCapacitiesAreAConfigurationItDoesNotKnow) {
+  BodySpec s = with_report(9);
+  s.max_samples = 128;
+  s.samples.assign(loopcanary::kMaxSamples + 1, lt::test::SampleSpec{1, 0, {3}, {}});
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "LOOPCANARY_MAX_SAMPLES");
+  s = with_report(9);
+  s.max_frames = 64;
+  s.samples = {{1, 0, std::vector<std::uint64_t>(loopcanary::kMaxFrames + 1, 3), {}}};
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "LOOPCANARY_MAX_FRAMES");
+  s = with_report(9);
+  s.top_frames = 64;
+  s.top.assign(loopcanary::kTopFrames + 1, lt::test::TopSpec{false, 0x100, 1});
+  expect_only_problem(make_packet(s), WarningKind::unknown_config, "LOOPCANARY_TOP_FRAMES");
+}
+
+TEST(PacketReader, EveryMalformedBodyIsRejectedAndTheNextPacketRead) {
+  struct Case {
+    const char* name;
+    void (*change)(BodySpec&);
+    const char* what;
+  };
+  const Case cases[] = {
+      {"varint of 11 bytes", [](BodySpec& s) { s.raw["tick_hz"] = Bytes{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}; },
+       "varint longer than 10 bytes"},
+      {"uv 32 over 32 bits", [](BodySpec& s) { s.report = std::uint64_t{1} << 32; }, "(report): value over the field's 32 bits"},
+      {"uv 64 over 64 bits", [](BodySpec& s) { s.raw["duration_ticks"] = Bytes{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x03}; },
+       "(duration_ticks): value over the field's 64 bits"},
+      {"uv 16 over 16 bits", [](BodySpec& s) { s.busy = 70000; }, "(system_busy_permille): value over the field's 16 bits"},
+      {"sv 32 over 32 bits", [](BodySpec& s) { s.end_adjust = std::int64_t{1} << 31; }, "(end adjustment): value over the field's signed 32 bits"},
+      {"32-bit PC delta over 32 bits", [](BodySpec& s) { s.samples[0].pc_deltas[0] = -(std::int64_t{1} << 31) - 1; }, "(pc): value over"},
+      {"32-bit top PC over 32 bits", [](BodySpec& s) { s.top[1].value = std::uint64_t{1} << 32; }, "(top key): value over 32 bits"},
+      {"ends inside a field", [](BodySpec& s) { s.raw["samples"] = [] {
+         Bytes b;
+         lt::test::put_uv(b, 5); lt::test::put_sv(b, 0); lt::test::put_u8(b, 0); lt::test::put_u8(b, 1); b.push_back(0x80);
+         return b; }(); s.samples.resize(1); },
+       "(pc): the body ends inside this field"},
+      {"trailing bytes", [](BodySpec& s) { s.trailing = {0}; }, "1 bytes after the last sample"},
+      {"scope index past the table", [](BodySpec& s) { s.samples[0].scopes = {4}; }, "(scope): string index 4 is not in 3..3"},
+      {"scope index of a record name", [](BodySpec& s) { s.samples[0].scopes = {2}; }, "string index 2"},
+      {"top scope index past the table", [](BodySpec& s) { s.top[0].value = 17; }, "(top key): string index 17"},
+      {"top_count over the packet's top frames", [](BodySpec& s) { s.top_frames = 1; }, "over the packet's top frames 1"},
+      {"sample_count over the packet's max samples", [](BodySpec& s) { s.max_samples = 1; }, "over the packet's max samples 1"},
+      {"frames over the packet's max frames", [](BodySpec& s) { s.max_frames = 2; }, "over the packet's max frames 2"},
+      {"phase 3", [](BodySpec& s) { s.phase = 3; }, "(phase)"},
+      {"cause 4", [](BodySpec& s) { s.cause = 4; }, "(cause)"},
+      {"flag bit 3", [](BodySpec& s) { s.flags = 8; }, "(flags)"},
+      {"presence bit 4", [](BodySpec& s) { s.presence = 16 | 15; }, "(presence)"},
+      {"string count 2", [](BodySpec& s) { s.strings.resize(2); s.top = {}; s.samples = {}; }, "(string count): 2 is less than 3"},
+      {"string count over the body", [](BodySpec& s) { s.raw["string count"] = Bytes{0xFF, 0xFF, 0xFF, 0xFF, 0x0F}; }, "(string count)"},
+      {"name longer than the body", [](BodySpec& s) { s.raw["strings"] = Bytes{0x7E}; }, "(string)"},
+      {"NUL inside a name", [](BodySpec& s) { s.strings[1].first = std::string("ma\0in", 5); }, "NUL"},
+      {"reset cause 7", [](BodySpec& s) { s.reset_cause = 7; }, "(reset cause)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    BodySpec s = with_report(9);
+    c.change(s);
+    expect_only_problem(make_packet(s), WarningKind::malformed_packet, c.what);
+  }
+}
+
+TEST(PacketReader, AnEmptyOrShortBodyIsMalformedNotACrash) {
+  for (std::size_t keep = 0; keep < make_body(BodySpec{}).size(); keep += 7) {
+    const Bytes body = make_body(with_report(9));
+    SCOPED_TRACE(keep);
+    expect_only_problem(make_packet(Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(keep))),
+                        WarningKind::malformed_packet, "the body ends inside");
+  }
+}
+
+// Every single-byte change of a body (each bit flipped, and the byte set to 0x00 and 0xFF), and
+// every prefix of it, with the CRC made right again: decoded, or rejected as malformed or as a
+// configuration it does not know; never anything else (the sanitizer build checks the reads).
+TEST(PacketReader, EveryChangedByteWithARightCrcDecodesOrIsRejected) {
+  BodySpec spec;
+  spec.reset_cause = 2;
+  const Bytes body = make_body(spec);
+  lt::DecodedRecord out;
+  std::size_t decoded = 0, rejected = 0;
+  const auto check = [&](const Bytes& b) {
+    WarningKind kind{};
+    std::string what;
+    if (lt::decode_packet_body(b.data(), b.size(), true, out, kind, what)) {
+      ++decoded;
+      std::string line;
+      lt::format_record_json(out, line);
+      EXPECT_FALSE(line.empty());
+    } else {
+      ++rejected;
+      EXPECT_TRUE(kind == WarningKind::malformed_packet || kind == WarningKind::unknown_config) << what;
+      EXPECT_FALSE(what.empty());
+    }
+  };
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    for (const unsigned change : {0x01u, 0x02u, 0x04u, 0x08u, 0x10u, 0x20u, 0x40u, 0x80u, 0x100u, 0x1FFu}) {
+      Bytes b = body;
+      b[i] = change == 0x100u ? 0x00 : change == 0x1FFu ? 0xFF : static_cast<std::uint8_t>(b[i] ^ change);
+      check(b);
+    }
+    check(Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(i)));
+  }
+  EXPECT_GT(decoded, 0u);
+  EXPECT_GT(rejected, body.size());  // every prefix at least
+}
+
+// A long capture with every kind of problem, read whole and in reads of 1, 7 and 4096 bytes:
+// the same records at the same offsets, the same problems. Packets of the largest body (64 KiB)
+// cross the reader's window.
+TEST(PacketReader, AStreamedCaptureReadsAsTheSameCaptureInMemory) {
+  BodySpec big = with_report(1000);
+  big.strings.resize(3);
+  big.top = {};
+  big.samples = {};
+  while (make_body(big).size() + 33 <= 0xFFFF) big.strings.emplace_back(std::string(31, 's'), true);
+  const std::size_t left = 0xFFFF - make_body(big).size();
+  if (left > 0) big.strings.emplace_back(std::string(left - 1, 'e'), false);
+  ASSERT_EQ(make_body(big).size(), 0xFFFFu);
+  Bytes capture;
+  std::uint32_t expected = 0;
+  for (std::uint64_t i = 1; i <= 600; ++i) {
+    Bytes p = make_packet(i % 97 == 0 ? big : with_report(i));
+    if (i % 13 == 0) p[p.size() / 2] ^= 0x10;  // CRC mismatch
+    if (i % 29 == 0) capture = capture + lt::test::bytes_of("garbage");
+    if (i % 13 != 0) ++expected;
+    capture = capture + p;
+  }
+  const Bytes tail = make_packet(with_report(9999));
+  capture = capture + Bytes(tail.begin(), tail.end() - 5);
+  const Decoded whole = decode(capture);
+  EXPECT_EQ(whole.records.size(), expected);
+  EXPECT_EQ(whole.problems.back().kind, WarningKind::torn_tail);
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{4096}}) {
+    SCOPED_TRACE(chunk);
+    const Decoded streamed = decode(capture, chunk);
+    ASSERT_EQ(streamed.records.size(), whole.records.size());
+    for (std::size_t i = 0; i < whole.records.size(); ++i) {
+      EXPECT_EQ(streamed.records[i].offset, whole.records[i].offset);
+      EXPECT_EQ(json(streamed.records[i]), json(whole.records[i]));
+    }
+    ASSERT_EQ(streamed.problems.size(), whole.problems.size());
+    for (std::size_t i = 0; i < whole.problems.size(); ++i) {
+      EXPECT_EQ(streamed.problems[i].kind, whole.problems[i].kind);
+      EXPECT_EQ(streamed.problems[i].offset, whole.problems[i].offset);
+    }
+    EXPECT_EQ(streamed.stats.skipped_bytes, whole.stats.skipped_bytes);
+    EXPECT_EQ(streamed.stats.bytes, capture.size());
+  }
+}
+
+TEST(PacketReader, DecodeTakesElfAndOutputOnly) {
+  lt::Options options;
+  bool help = false;
+  std::string error;
+  EXPECT_TRUE(lt::parse_command_line({"decode", "a.lcb", "b.lcb", "--elf", "fw.elf", "-o", "out.jsonl"}, options, help, error))
+      << error;
+  EXPECT_EQ(options.command, "decode");
+  EXPECT_EQ(options.paths, (std::vector<std::string>{"a.lcb", "b.lcb"}));
+  EXPECT_EQ(options.elf, "fw.elf");
+  EXPECT_EQ(options.output, "out.jsonl");
+  lt::Options other;
+  EXPECT_FALSE(lt::parse_command_line({"decode", "a.lcb", "--by", "event"}, other, help, error));
+  EXPECT_EQ(error, "option --by does not apply to decode");
+  lt::Options third, fourth;
+  EXPECT_FALSE(lt::parse_command_line({"decode", "a.lcb", "--debug-dir", "d"}, third, help, error));
+  EXPECT_FALSE(lt::parse_command_line({"decode"}, fourth, help, error));
+  EXPECT_EQ(error, "decode: no PATH given (log files or directories)");
+  EXPECT_NE(std::string(lt::usage()).find("decode CAPTURE..."), std::string::npos);
+}
+
+TEST(PacketReader, CaptureDetection) {
+  const Bytes p = make_packet(BodySpec{});
+  EXPECT_TRUE(lt::looks_like_capture(p.data(), p.size()));
+  const Bytes after_text = lt::test::bytes_of("boot ok\r\n") + p;
+  EXPECT_TRUE(lt::looks_like_capture(after_text.data(), after_text.size()));
+  const std::string line = lt::test::json_line({});
+  EXPECT_FALSE(lt::looks_like_capture(reinterpret_cast<const std::uint8_t*>(line.data()), line.size()));
+  const Bytes json_then_packet = lt::test::bytes_of(line) + p;
+  EXPECT_FALSE(lt::looks_like_capture(json_then_packet.data(), json_then_packet.size()));
+  EXPECT_FALSE(lt::looks_like_capture(nullptr, 0));
+  const Bytes late = Bytes(lt::kCaptureSniffBytes, ' ') + p;
+  EXPECT_FALSE(lt::looks_like_capture(late.data(), late.size()));
+}
+
+// ---- The tool's Reader: captures are read where logs are.
+
+TEST(PacketReader, TheToolsReaderReadsCapturesWithWarningsNamingFileAndOffset) {
+  lt::test::TempDir dir;
+  const Bytes a = make_packet(with_report(1));
+  Bytes bad = make_packet(with_report(2));
+  bad[12] ^= 1;
+  BodySpec prev = with_report(3);
+  prev.reset_cause = 4;
+  const Bytes capture = lt::test::bytes_of("xx") + a + bad + make_packet(prev);
+  const std::string path = dir.write("device.lcb", std::string(capture.begin(), capture.end()));
+  dir.write("host.jsonl", lt::test::json_line({}));
+  std::ostringstream warnings;
+  lt::Reader reader(warnings);
+  std::vector<lt::LogRecord> records;
+  std::vector<std::string> lines;
+  ASSERT_TRUE(reader.read_path(dir.path(), [&](lt::LogRecord& r) {
+    records.push_back(r);
+    lines.emplace_back(reader.current_line());
+  }));
+  ASSERT_EQ(records.size(), 3u) << warnings.str();
+  // Captures rotate as logs do; a stem with JSON Lines is read from them only.
+  dir.write("both.jsonl", lt::test::json_line({}));
+  dir.write("both.lcb", std::string(a.begin(), a.end()));
+  const std::string rotated = dir.write("device.20260101T000000Z-000002.lcb", std::string(a.begin(), a.end()));
+  EXPECT_EQ(lt::Reader::list_logs(dir.path()),
+            (std::vector<std::string>{dir.path() + "/both.jsonl", rotated, path, dir.path() + "/host.jsonl"}));
+  EXPECT_EQ(lt::log_source(rotated), path);
+  EXPECT_EQ(records[0].file, path);
+  EXPECT_TRUE(records[0].from_capture);
+  EXPECT_EQ(records[0].line, 2u);  // the packet's offset
+  EXPECT_EQ(records[0].loop, "main");
+  EXPECT_EQ(records[0].event, "tick");
+  EXPECT_EQ(records[0].duration_us, 250000u);
+  ASSERT_EQ(records[0].stacks.size(), 2u);
+  EXPECT_EQ(records[0].stacks[0].frames[0].scope, "crc");
+  EXPECT_EQ(records[0].stacks[0].frames[1].pc, 0x8001234u);
+  EXPECT_EQ(records[1].report, 3u);
+  EXPECT_EQ(records[1].line, 2 + a.size() + bad.size());
+  EXPECT_NE(lines[1].find("\"reset_cause\":\"watchdog\""), std::string::npos) << lines[1];
+  EXPECT_FALSE(records[2].from_capture);  // host.jsonl
+  EXPECT_EQ(records[2].line, 1u);
+  EXPECT_EQ(warnings.str(), path + ": offset 0: 2 bytes of garbage skipped (no packet)\n" + path + ": offset " +
+                                std::to_string(2 + a.size()) +
+                                ": CRC mismatch: not a whole packet (a damaged or lost byte, or garbage): " +
+                                std::to_string(bad.size()) + " bytes skipped\n");
+  const lt::ReadStats& stats = reader.stats();
+  EXPECT_EQ(stats.files, 2u);
+  EXPECT_EQ(stats.captures, 1u);
+  EXPECT_EQ(stats.packets, 2u);
+  EXPECT_EQ(stats.records, 3u);
+  EXPECT_EQ(stats.skipped_bytes, 2 + bad.size());
+  EXPECT_EQ(stats.warnings_of(WarningKind::garbage), 1u);
+  EXPECT_EQ(stats.warnings_of(WarningKind::crc_mismatch), 1u);
+  // show names a record of a capture by its file and its packet's offset.
+  lt::Options options;
+  options.command = "show";
+  options.paths = {path};
+  options.id = lt::block_id(records[0]);
+  std::ostringstream shown, shown_err;
+  EXPECT_EQ(lt::run_show(options, shown, shown_err), 0) << shown_err.str();
+  EXPECT_NE(shown.str().find("(final)  " + path + " offset 2\n"), std::string::npos) << shown.str();
+  std::ostringstream summary;
+  lt::print_summary(summary, stats);
+  EXPECT_EQ(summary.str(), "read 2 files, 1 line, 3 records; 1 capture: 2 packets decoded, " +
+                               std::to_string(2 + bad.size()) + " bytes skipped; 2 warnings (garbage 1, CRC mismatch 1)\n");
+}
+
+TEST(PacketReader, AStreamIsReadAsACaptureWhenItStartsLikeOne) {
+  const Bytes a = make_packet(with_report(5));
+  std::istringstream in(std::string(a.begin(), a.end()));
+  std::ostringstream warnings;
+  lt::Reader reader(warnings);
+  std::uint64_t report = 0;
+  reader.read_stream(in, "uart", [&](lt::LogRecord& r) { report = r.report; });
+  EXPECT_EQ(report, 5u) << warnings.str();
+  EXPECT_EQ(reader.stats().captures, 1u);
+}
+
+// ---- Round trips through the core's encoder.
+
+namespace {
+
+constexpr loopcanary::Event kFlashErase{"flash_erase", 0};
+const char kStorage[] = "storage";
+const char kErase[] = "erase_sector";
+const char kLongLoop[] = "a-loop-name-longer-than-thirty-one-bytes";
+
+loopcanary::Frame frame_of(const char* s) { return reinterpret_cast<loopcanary::Frame>(s); }
+
+loopcanary::BlockRecord hang_record() {
+  loopcanary::BlockRecord r{};
+  r.report = 3;
+  r.phase = loopcanary::Phase::final;
+  r.cause = loopcanary::Cause::waiting;
+  r.flags = loopcanary::kFlagHung | loopcanary::kFlagEndEstimated;
+  r.loop_index = 2;
+  r.qualifier = "fw-1.0";
+  r.loop = "main";
+  r.event = &kFlashErase;
+  r.dispatch = 1;
+  r.tick_hz = 1000000;
+  r.start = 4294817296u;  // 150 ms before the 32-bit wrap
+  r.duration_ticks = 401000;
+  r.end = static_cast<loopcanary::tick_t>(r.start + 401000u);
+  r.threshold_ticks = 100000;
+  r.window_ticks = 375000;
+  r.has_thread_cpu = true;
+  r.thread_cpu_us = 25000;
+  r.has_thread_wait = false;
+  r.system_busy_permille = 253;
+  r.process_permille = loopcanary::kUnknownPermille;
+  r.steal_us = 7;
+  r.records_dropped = 5;
+  r.notes_dropped = 6;
+  r.samples_taken = 8;
+  r.samples_missed = 1;
+  r.samples_overwritten = 0;
+  r.top_other = 1;
+  r.top_count = 3;
+  r.top[0] = {frame_of(kErase), true, 7};
+  r.top[1] = {frame_of(kStorage), true, 1};
+  r.top[2] = {0x8004568, false, 1};
+  r.sample_count = 8;
+  for (std::uint8_t i = 0; i < 8; ++i) {
+    loopcanary::Sample& s = r.samples[i];
+    s.at = static_cast<loopcanary::tick_t>(r.start + 25000u + 50000u * i);
+    s.seq = i == 7 ? 3 : 1;  // the last one from the next dispatch
+    std::uint8_t n = 0;
+    if (i > 0) s.frames[n++] = frame_of(kErase);
+    s.frames[n++] = frame_of(kStorage);
+    s.scope_count = n;
+    const loopcanary::Frame pcs[] = {i == 0 ? loopcanary::Frame{0x8001234} : loopcanary::Frame{0x8004568} + i,
+                                     0x8000100, 0x8000050, static_cast<loopcanary::Frame>(0xFFFFFFF0u - i)};
+    s.pc_count = static_cast<std::uint8_t>(i % 5 == 4 ? 1 : 4);
+    for (std::uint8_t p = 0; p < s.pc_count && n < loopcanary::kMaxFrames; ++p) s.frames[n++] = pcs[p];
+    s.pc_count = static_cast<std::uint8_t>(n - s.scope_count);
+  }
+  return r;
+}
+
+std::string name(const char* s) { return s == nullptr ? "?" : s; }
+
+// Every field, the names by text (the decoded ones are copies).
+void expect_same_record(const loopcanary::BlockRecord& a, const loopcanary::BlockRecord& b) {
+  EXPECT_EQ(a.report, b.report);
+  EXPECT_EQ(a.phase, b.phase);
+  EXPECT_EQ(a.cause, b.cause);
+  EXPECT_EQ(a.flags, b.flags);
+  EXPECT_EQ(a.loop_index, b.loop_index);
+  EXPECT_EQ(std::string(a.qualifier), std::string(b.qualifier));
+  EXPECT_EQ(name(a.loop), name(b.loop));
+  ASSERT_NE(b.event, nullptr);
+  EXPECT_EQ(name(a.event->name), name(b.event->name));
+  EXPECT_EQ(a.dispatch, b.dispatch);
+  EXPECT_EQ(a.tick_hz, b.tick_hz);
+  EXPECT_EQ(a.start, b.start);
+  EXPECT_EQ(a.end, b.end);
+  EXPECT_EQ(a.duration_ticks, b.duration_ticks);
+  EXPECT_EQ(a.threshold_ticks, b.threshold_ticks);
+  EXPECT_EQ(a.window_ticks, b.window_ticks);
+  EXPECT_EQ(a.has_thread_cpu, b.has_thread_cpu);
+  EXPECT_EQ(a.thread_cpu_us, b.thread_cpu_us);
+  EXPECT_EQ(a.has_thread_wait, b.has_thread_wait);
+  EXPECT_EQ(a.thread_wait_us, b.thread_wait_us);
+  EXPECT_EQ(a.system_busy_permille, b.system_busy_permille);
+  EXPECT_EQ(a.process_permille, b.process_permille);
+  EXPECT_EQ(a.steal_us, b.steal_us);
+  EXPECT_EQ(a.records_dropped, b.records_dropped);
+  EXPECT_EQ(a.notes_dropped, b.notes_dropped);
+  EXPECT_EQ(a.samples_taken, b.samples_taken);
+  EXPECT_EQ(a.samples_missed, b.samples_missed);
+  EXPECT_EQ(a.samples_overwritten, b.samples_overwritten);
+  EXPECT_EQ(a.top_other, b.top_other);
+  ASSERT_EQ(a.top_count, b.top_count);
+  for (std::uint8_t i = 0; i < a.top_count; ++i) {
+    EXPECT_EQ(a.top[i].is_scope, b.top[i].is_scope) << "top " << int{i};
+    EXPECT_EQ(a.top[i].count, b.top[i].count) << "top " << int{i};
+    if (a.top[i].is_scope) {
+      EXPECT_EQ(scope(a.top[i].frame), scope(b.top[i].frame)) << "top " << int{i};
+    } else {
+      EXPECT_EQ(a.top[i].frame, b.top[i].frame) << "top " << int{i};
+    }
+  }
+  ASSERT_EQ(a.sample_count, b.sample_count);
+  for (std::uint8_t i = 0; i < a.sample_count; ++i) {
+    const loopcanary::Sample& x = a.samples[i];
+    const loopcanary::Sample& y = b.samples[i];
+    EXPECT_EQ(x.at, y.at) << "sample " << int{i};
+    EXPECT_EQ(x.seq, y.seq) << "sample " << int{i};
+    ASSERT_EQ(x.scope_count, y.scope_count) << "sample " << int{i};
+    ASSERT_EQ(x.pc_count, y.pc_count) << "sample " << int{i};
+    for (std::uint8_t f = 0; f < x.scope_count; ++f) EXPECT_EQ(scope(x.frames[f]), scope(y.frames[f]));
+    for (std::uint8_t f = x.scope_count; f < x.scope_count + x.pc_count; ++f) EXPECT_EQ(x.frames[f], y.frames[f]);
+  }
+}
+
+lt::DecodedRecord round_trip(const loopcanary::BlockRecord& r) {
+  std::vector<std::uint8_t> buffer(loopcanary::kMaxPacketBytes);
+  const std::size_t n = loopcanary::encode_packet(r, buffer.data(), buffer.size());
+  EXPECT_GT(n, 0u);
+  Decoded d = decode(Bytes(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n)));
+  EXPECT_TRUE(d.problems.empty()) << (d.problems.empty() ? "" : d.problems[0].what);
+  if (d.records.size() != 1) {
+    ADD_FAILURE() << "no record decoded";
+    return lt::DecodedRecord{};
+  }
+  return std::move(d.records[0]);
+}
+
+std::string format(const loopcanary::BlockRecord& r) {
+  std::string text(1 << 16, '\0');
+  text.resize(loopcanary::format_json(r, &text[0], text.size()).length);
+  return text;
+}
+
+}  // namespace
+
+TEST(PacketRoundTrip, EncodedThenDecodedIsTheSameRecordAcrossTheTickWrap) {
+  const loopcanary::BlockRecord r = hang_record();
+  const lt::DecodedRecord d = round_trip(r);
+  expect_same_record(r, d.record);
+  EXPECT_EQ(format(d.record), format(r));
+}
+
+TEST(PacketRoundTrip, EveryPresenceBitAndFlagCombination) {
+  for (unsigned presence = 0; presence < 16; ++presence) {
+    SCOPED_TRACE(presence);
+    loopcanary::BlockRecord r = hang_record();
+    r.flags = static_cast<std::uint8_t>(presence & 7u);
+    r.phase = static_cast<loopcanary::Phase>(presence % 3);
+    r.cause = static_cast<loopcanary::Cause>(presence % 4);
+    r.has_thread_cpu = (presence & 1u) != 0;
+    r.thread_cpu_us = r.has_thread_cpu ? 123456789012u : 0;
+    r.has_thread_wait = (presence & 2u) != 0;
+    r.thread_wait_us = r.has_thread_wait ? 42 : 0;
+    r.system_busy_permille = (presence & 4u) != 0 ? 1000 : loopcanary::kUnknownPermille;
+    r.process_permille = (presence & 8u) != 0 ? 0 : loopcanary::kUnknownPermille;
+    expect_same_record(r, round_trip(r).record);
+  }
+}
+
+TEST(PacketRoundTrip, EmptyRecordsLongNamesAndTheEndAdjustment) {
+  loopcanary::BlockRecord r{};
+  r.event = &kFlashErase;
+  r.loop = kLongLoop;
+  r.flags = loopcanary::kFlagUnwatched;
+  r.start = 0xFFFFFFFFu;
+  r.duration_ticks = 0x100000005u;  // longer than one wrap: end = start + 5 modulo 2^32
+  r.end = 4;
+  r.report = 0xFFFFFFFFu;
+  lt::DecodedRecord d = round_trip(r);
+  EXPECT_EQ(d.record.end, 4u);
+  EXPECT_EQ(d.record.duration_ticks, 0x100000005u);
+  EXPECT_EQ(d.record.sample_count, 0u);
+  EXPECT_EQ(name(d.record.loop), std::string(kLongLoop, 31) + "...");
+  d.record.loop = kLongLoop;
+  expect_same_record(r, d.record);
+  // An end that is not start + duration (an in-progress report made later).
+  r.loop = "main";
+  r.end = 0x1234;
+  expect_same_record(r, round_trip(r).record);
+}
+
+TEST(PacketRoundTrip, ManySamplesWithTheSameScopeShareOneName) {
+  loopcanary::BlockRecord r = hang_record();
+  r.sample_count = static_cast<std::uint8_t>(loopcanary::kMaxSamples);
+  for (std::size_t i = 0; i < loopcanary::kMaxSamples; ++i) {
+    loopcanary::Sample& s = r.samples[i];
+    s = loopcanary::Sample{};
+    s.at = static_cast<loopcanary::tick_t>(r.start + 10000u * i);
+    s.seq = 1;
+    s.scope_count = 1;
+    s.frames[0] = frame_of(kErase);
+    s.pc_count = static_cast<std::uint8_t>(loopcanary::kMaxFrames - 1);
+    for (std::uint8_t p = 0; p < s.pc_count; ++p) s.frames[1 + p] = 0x8000000u + 0x40u * p + i;
+  }
+  const lt::DecodedRecord d = round_trip(r);
+  expect_same_record(r, d.record);
+  EXPECT_EQ(d.record.samples[0].frames[0], d.record.samples[loopcanary::kMaxSamples - 1].frames[0]);
+}
