@@ -16,12 +16,21 @@
 #include <vector>
 
 #include "loopcanary/format.hpp"
+#include "loopcanary/packet.hpp"
 #include "loopcanary_port.hpp"
 
 namespace loopcanary::port_linux {
 
+// One kind of log file (.jsonl, .log, .lcb): its current file and the buffer its form of a
+// record is made in.
 struct FileSink::Log {
-  const char* suffix = "";  // ".jsonl" or ".log"
+  const char* suffix = "";  // ".jsonl", ".log" or ".lcb"
+  bool lines = true;        // a text form: a torn fragment is closed with a newline before the next record
+  bool enabled = false;     // written in this configuration
+  // Makes the form of a record in buffer + 1 and returns its length (kOverflow: too large).
+  std::size_t (FileSink::*format)(const BlockRecord& record) noexcept = nullptr;
+  std::unique_ptr<char[]> buffer;  // max_record_bytes + 1: byte 0 is spare for that newline
+  std::size_t pending = 0;  // the formatted length of the record being written
   char name[96] = {};       // current file name, relative to the directory
   int fd = -1;
   std::uint64_t size = 0;
@@ -155,9 +164,18 @@ const char* name(SinkError error) noexcept {
   return "unknown_sink_error";
 }
 
-FileSink::FileSink() noexcept : json_(std::make_unique<Log>()), text_(std::make_unique<Log>()) {
+FileSink::FileSink() noexcept
+    : json_(std::make_unique<Log>()),
+      text_(std::make_unique<Log>()),
+      binary_(std::make_unique<Log>()),
+      logs_{json_.get(), text_.get(), binary_.get()} {
   json_->suffix = ".jsonl";
+  json_->format = &FileSink::format_json_line;
   text_->suffix = ".log";
+  text_->format = &FileSink::format_text_block;
+  binary_->suffix = ".lcb";
+  binary_->lines = false;
+  binary_->format = &FileSink::format_packet;
 }
 
 FileSink::~FileSink() { close(); }
@@ -173,7 +191,7 @@ SinkError FileSink::validate(const FileSinkConfig& c) noexcept {
   }
   if (c.max_file_bytes < kMinFileBytes) return SinkError::max_file_bytes_too_small;
   if (c.max_files == 0) return SinkError::max_files_zero;
-  if (!c.json && !c.text) return SinkError::no_output;
+  if (!c.json && !c.text && !c.binary) return SinkError::no_output;
   return SinkError::none;
 }
 
@@ -206,9 +224,11 @@ SinkError FileSink::open(const FileSinkConfig& config) noexcept {
   stem_[n] = '\0';
 
   const std::size_t capacity = std::size_t{config.max_record_bytes} + 1;  // + 1: room for a leading '\n'
-  json_buffer_ = std::make_unique<char[]>(capacity);
-  text_buffer_ = std::make_unique<char[]>(capacity);
-  extension_buffer_ = std::make_unique<char[]>(capacity);
+  json_->enabled = config.json;
+  text_->enabled = config.text;
+  binary_->enabled = config.binary;
+  for (Log* log : logs_) log->buffer = log->enabled ? std::make_unique<char[]>(capacity) : nullptr;
+  extension_buffer_ = config.json || config.text ? std::make_unique<char[]>(capacity) : nullptr;  // text forms only
   symbolizer_ = std::make_unique<Symbolizer>();
   rotation_serial_ = 0;  // cleanup() continues it from the highest one in the directory
   configured_ = true;
@@ -244,7 +264,7 @@ FileSink::Presence FileSink::file_presence(const Log& log) const noexcept {
 }
 
 void FileSink::close_files(bool directory_too) noexcept {
-  for (Log* log : {json_.get(), text_.get()}) {
+  for (Log* log : logs_) {
     if (log->fd >= 0) ::close(log->fd);
     log->fd = -1;
     log->size = 0;
@@ -278,18 +298,17 @@ bool FileSink::open_locked() noexcept {
     }
     dir_fd_ = fd;
   }
-  Log* logs[2] = {config_.json ? json_.get() : nullptr, config_.text ? text_.get() : nullptr};
   std::time_t now = std::time(nullptr);
   // Old files go before a current file is created, so max_files holds at every instant; this
   // also finds the highest rotation serial in the directory.
-  for (Log* log : logs) {
-    if (log != nullptr && log->fd < 0) cleanup(*log, now);
+  for (Log* log : logs_) {
+    if (log->enabled && log->fd < 0) cleanup(*log, now);
   }
-  for (Log* log : logs) {
-    if (log != nullptr && log->fd < 0 && !open_log(*log)) return false;
+  for (Log* log : logs_) {
+    if (log->enabled && log->fd < 0 && !open_log(*log)) return false;
   }
-  for (Log* log : logs) {
-    if (log == nullptr) continue;
+  for (Log* log : logs_) {
+    if (!log->enabled) continue;
     // A current file left from an earlier run that is over the age limit is rotated, so the
     // cleanup in rotate() removes it.
     struct stat st {};
@@ -331,7 +350,7 @@ bool FileSink::open_log(Log& log) noexcept {
   log.fd = fd;
   log.size = static_cast<std::uint64_t>(st.st_size);
   log.torn = false;
-  if (log.size > 0) {
+  if (log.lines && log.size > 0) {
     char last = '\n';
     if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') log.torn = true;  // a crash mid-record
   }
@@ -344,7 +363,7 @@ bool FileSink::check_locked(bool reopen) noexcept {
   const Presence directory = directory_presence();
   Presence file = Presence::in_place;
   const Log* vanished = nullptr;
-  for (Log* log : {json_.get(), text_.get()}) {
+  for (Log* log : logs_) {
     if (log->fd < 0) continue;
     const Presence p = file_presence(*log);
     if (p == Presence::in_place) continue;
@@ -377,7 +396,7 @@ bool FileSink::check_locked(bool reopen) noexcept {
   if (whole_directory) {
     close_files(true);
   } else {
-    for (Log* log : {json_.get(), text_.get()}) {
+    for (Log* log : logs_) {
       if (log->fd >= 0 && file_presence(*log) != Presence::in_place) {
         ::close(log->fd);
         log->fd = -1;
@@ -564,7 +583,9 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
   // A short write to a regular file means the space (or the file size limit) ran out.
   const int error = written < 0 ? errno : ENOSPC;
   if (written > 0 && ftruncate(log.fd, static_cast<off_t>(log.size)) != 0) {
-    log.torn = true;  // the fragment stays: the next record starts on a new line
+    // The fragment stays: in a text form the next record starts on a new line; a reader of
+    // packets skips it by their magic and CRC.
+    log.torn = log.lines;
     log.size += static_cast<std::uint64_t>(written);
   }
   const bool full = error == ENOSPC || error == EDQUOT || error == EFBIG;
@@ -699,7 +720,7 @@ std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept {
   // The core's JSON object, then a "linux" member (clock, module + offset + build-id of every
   // program counter) spliced in before its closing brace.
   const std::size_t capacity = config_.max_record_bytes;
-  char* line = json_buffer_.get() + 1;
+  char* line = json_->buffer.get() + 1;
   const FormatResult f = format_json(record, line, capacity);
   std::size_t length = f.length;
   if (f.truncated || length < 2 || line[length - 2] != '}' || line[length - 1] != '\n') return kOverflow;
@@ -715,7 +736,7 @@ std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept {
 
 std::size_t FileSink::format_text_block(const BlockRecord& record) noexcept {
   const std::size_t capacity = config_.max_record_bytes;
-  char* text = text_buffer_.get() + 1;
+  char* text = text_->buffer.get() + 1;
   TextWriter w(text, capacity);
   char header[96];
   std::snprintf(header, sizeof header, "==== loopcanary report %u (%s) ====\n", static_cast<unsigned>(record.report),
@@ -735,6 +756,12 @@ std::size_t FileSink::format_text_block(const BlockRecord& record) noexcept {
   return length;
 }
 
+std::size_t FileSink::format_packet(const BlockRecord& record) noexcept {
+  const std::size_t length =
+      encode_packet(record, reinterpret_cast<std::uint8_t*>(binary_->buffer.get() + 1), config_.max_record_bytes);
+  return length != 0 ? length : kOverflow;
+}
+
 bool FileSink::write(const BlockRecord& record) noexcept {
   std::unique_lock<std::mutex> lock(mutex_);
   bool ok = configured_;
@@ -751,34 +778,30 @@ bool FileSink::write(const BlockRecord& record) noexcept {
   }
   if (ok && monotonic_ms() - last_cleanup_ms_ >= kCleanupEveryMs) {
     const std::time_t now = std::time(nullptr);
-    if (config_.json) cleanup(*json_, now);
-    if (config_.text) cleanup(*text_, now);
+    for (Log* log : logs_) {
+      if (log->enabled) cleanup(*log, now);
+    }
     last_cleanup_ms_ = monotonic_ms();
   }
 
   if (ok) {
-    // Both forms are formatted first, so a check before a rotation falls between records.
-    const std::size_t json_length = config_.json ? format_json_line(record) : 0;
-    const std::size_t text_length = config_.text ? format_text_block(record) : 0;
-    const bool rotation = (config_.json && json_length != kOverflow && rotation_due(*json_, json_length)) ||
-                          (config_.text && text_length != kOverflow && rotation_due(*text_, text_length));
+    // Every form is made first, so a check before a rotation falls between records.
+    bool rotation = false;
+    for (Log* log : logs_) {
+      if (!log->enabled) continue;
+      log->pending = (this->*log->format)(record);
+      rotation = rotation || (log->pending != kOverflow && rotation_due(*log, log->pending));
+    }
     if (rotation) {
       check_locked(true);  // a file that vanished is replaced, not renamed
       ok = status_.open;
     }
-    if (ok && config_.json) {
-      if (json_length == kOverflow) {
-        fail(SinkError::record_too_large, 0, "format (record larger than max_record_bytes)", json_->name);
+    for (Log* log : logs_) {
+      if (!log->enabled || !status_.open) continue;
+      if (log->pending == kOverflow) {
+        fail(SinkError::record_too_large, 0, "format (record larger than max_record_bytes)", log->name);
         ok = false;
-      } else if (!write_log(*json_, json_buffer_.get() + 1, json_length)) {
-        ok = false;
-      }
-    }
-    if (status_.open && config_.text) {
-      if (text_length == kOverflow) {
-        fail(SinkError::record_too_large, 0, "format (record larger than max_record_bytes)", text_->name);
-        ok = false;
-      } else if (!write_log(*text_, text_buffer_.get() + 1, text_length)) {
+      } else if (!write_log(*log, log->buffer.get() + 1, log->pending)) {
         ok = false;
       }
     }

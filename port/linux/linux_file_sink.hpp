@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// File sink: a log directory with one JSON object per record (<stem>.jsonl) and a human text
-// log in the spirit of BlockCanary's (<stem>.log).
+// File sink: a log directory with one JSON object per record (<stem>.jsonl), a human text
+// log in the spirit of BlockCanary's (<stem>.log) and, when enabled, the compact binary form:
+// one encode_packet() packet per record, back to back (<stem>.lcb; docs/report-format.md).
 //
 // Bounds: a file is rotated before a record would take it past max_file_bytes (renamed to
-// <stem>.<UTC time>-<serial>.jsonl|.log; the serial goes on from the highest one in the
+// <stem>.<UTC time>-<serial>.jsonl|.log|.lcb; the serial goes on from the highest one in the
 // directory, across runs). At most max_files files per kind are in the directory at every
 // instant (the current one included; the oldest rotated file is removed before a new current
 // file is created) and rotated files older than max_age_s are removed, at open, at each
@@ -23,7 +24,8 @@
 // Whole or nothing: each record is one write(2) on an O_APPEND descriptor. A short write (disk
 // full) is cut back with ftruncate, so a record is on disk whole or not at all; if even that
 // fails (or power fails mid-write) the torn fragment stays on a line of its own, and
-// read_log() skips it with a warning naming file and line.
+// read_log() skips it with a warning naming file and line. In a .lcb file the fragment stays
+// as it is: a reader of packets skips it by their magic and CRC.
 //
 // Faults (directory missing or unwritable, disk full, rotation impossible) never stop
 // monitoring: the record stays in the watchdog's RAM ring (the sink is an interceptor and
@@ -62,7 +64,7 @@ enum class SinkError : std::uint8_t {
                              ///< character outside [A-Za-z0-9._-]
   max_file_bytes_too_small,  ///< max_file_bytes is below 4096
   max_files_zero,            ///< max_files is 0
-  no_output,                 ///< json and text are both off
+  no_output,                 ///< json, text and binary are all off
   // Run-time faults (the sink keeps the error in status() and retries)
   directory_not_found,       ///< the directory does not exist and create_directory is off
   directory_create_failed,   ///< mkdir failed (parent missing, read-only, permission)
@@ -119,6 +121,9 @@ struct FileSinkConfig {
   std::uint32_t max_record_bytes = 64u * 1024u;
   bool json = true;   ///< write <stem>.jsonl
   bool text = true;   ///< write <stem>.log
+  /// Write <stem>.lcb: encode_packet() packets back to back, read by `loopcanary decode`.
+  /// Program counters are raw (no module, offset or function names) and there is no wall time.
+  bool binary = false;
   /// While the directory or the files cannot be opened, retry at most this often (ms).
   std::uint32_t retry_open_ms = 1000;
   /// While open, check at most this often (ms), on the next record, that the directory and the
@@ -199,6 +204,7 @@ class FileSink {
   std::size_t format_extension(const BlockRecord& record, char* out, std::size_t size, Part part) noexcept;
   std::size_t format_json_line(const BlockRecord& record) noexcept;
   std::size_t format_text_block(const BlockRecord& record) noexcept;
+  std::size_t format_packet(const BlockRecord& record) noexcept;
 
   mutable std::mutex mutex_;
   FileSinkConfig config_{};
@@ -208,8 +214,8 @@ class FileSink {
   int dir_fd_ = -1;
   std::unique_ptr<Log> json_;
   std::unique_ptr<Log> text_;
-  std::unique_ptr<char[]> json_buffer_;
-  std::unique_ptr<char[]> text_buffer_;
+  std::unique_ptr<Log> binary_;
+  Log* logs_[3];  // every kind, in the order a record is written to them
   std::unique_ptr<char[]> extension_buffer_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::uint64_t last_open_attempt_ms_ = 0;

@@ -3,7 +3,7 @@
 // its size limit mid-run, disk full: no record lost from the ring, the status says what
 // happened), plus rotation and age bounds, permissions, path safety and the torn-tail reader.
 // Issue 19: a log file or directory deleted mid-run, rotation order across a restart, the
-// max_files bound during a rotation, and paths too long for a message.
+// max_files bound during a rotation, and paths too long for a message. Issue 14: the binary form.
 // Records come from a real watchdog in virtual time (port "sim"), so runs are deterministic.
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,6 +26,10 @@
 
 #include "linux_file_sink.hpp"
 #include "loopcanary/loopcanary.hpp"
+#include "loopcanary/packet.hpp"
+#if defined(LOOPCANARY_SINK_TEST_CAPTURES)
+#include "packet_reader.hpp"
+#endif
 // This test links two ports; name each port's header by its folder.
 #include "../../port/linux/loopcanary_port.hpp"
 #include "../../port/sim/loopcanary_port.hpp"
@@ -33,6 +37,9 @@
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;
 namespace sim = loopcanary::sim;
+#if defined(LOOPCANARY_SINK_TEST_CAPTURES)
+namespace lt = loopcanary::tool;
+#endif
 
 // The "program counter" the simulated loop thread reports: a real function of this binary,
 // so the sink can name it.
@@ -524,7 +531,8 @@ TEST(LinuxFileSink, OldFilesAreRemovedByAge) {
   TempDir dir;
   const timespec old_times[2] = {{std::time(nullptr) - 3 * 24 * 3600, 0}, {std::time(nullptr) - 3 * 24 * 3600, 0}};
   const std::vector<std::string> rotated = {"loopcanary-fw-1.4.2.20200101T000000Z-000001.jsonl",
-                                            "loopcanary-fw-1.4.2.20200101T000000Z-000002.log"};
+                                            "loopcanary-fw-1.4.2.20200101T000000Z-000002.log",
+                                            "loopcanary-fw-1.4.2.20200101T000000Z-000003.lcb"};
   for (const std::string& name : rotated) {
     { std::ofstream(dir.sub(name.c_str())) << "{}\n"; }
     ASSERT_EQ(utimensat(AT_FDCWD, dir.sub(name.c_str()).c_str(), old_times, 0), 0);
@@ -534,14 +542,17 @@ TEST(LinuxFileSink, OldFilesAreRemovedByAge) {
   { std::ofstream(dir.sub("notes.txt")) << "not ours\n"; }
   ASSERT_EQ(utimensat(AT_FDCWD, dir.sub("notes.txt").c_str(), old_times, 0), 0);
 
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.binary = true;
   lx::FileSink sink;
-  ASSERT_EQ(sink.open(config_for(dir.path())), lx::SinkError::none);
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
   const lx::SinkStatus status = sink.status();
-  EXPECT_EQ(status.removed_by_age, 3u) << "two rotated files and the stale current one";
+  EXPECT_EQ(status.removed_by_age, 4u) << "three rotated files and the stale current one";
   EXPECT_EQ(status.rotations, 1u);
   std::vector<std::string> left = list(dir.path());
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"loopcanary-fw-1.4.2.jsonl", "loopcanary-fw-1.4.2.log", "notes.txt"}));
+  EXPECT_EQ(left, (std::vector<std::string>{"loopcanary-fw-1.4.2.jsonl", "loopcanary-fw-1.4.2.lcb",
+                                            "loopcanary-fw-1.4.2.log", "notes.txt"}));
 }
 
 TEST(LinuxFileSink, ReopeningAFileWithATornTailStartsOnANewLine) {
@@ -1028,3 +1039,219 @@ TEST(LinuxFileSink, ReaderWarningsNameALongPathAndTheLine) {
   EXPECT_NE(missing.warnings[0].find("/absent.jsonl: cannot open: No such file or directory"), std::string::npos)
       << missing.warnings[0];
 }
+
+// ---- Issue 14: the binary form (<stem>.lcb) -------------------------------------------------
+
+namespace {
+
+const char* const kBinary = "loopcanary-fw-1.4.2.lcb";
+
+lx::FileSinkConfig binary_only(lx::FileSinkConfig config) {
+  config.json = false;
+  config.text = false;
+  config.binary = true;
+  return config;
+}
+
+}  // namespace
+
+TEST(LinuxFileSink, BinaryAloneIsAnOutput) {
+  TempDir dir;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(binary_only(config_for(dir.path()))), lx::SinkError::none) << sink.status().message;
+  EXPECT_EQ(list(dir.path()), (std::vector<std::string>{kBinary}));
+  lx::FileSinkConfig none = binary_only(config_for(dir.path()));
+  none.binary = false;
+  EXPECT_EQ(sink.open(none), lx::SinkError::no_output);
+}
+
+TEST(LinuxFileSink, BinaryRecordLargerThanTheLimitIsReported) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSinkConfig config = binary_only(config_for(dir.path(), &errors));
+  config.max_record_bytes = 64;  // below any packet of these records
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::record_too_large);
+  EXPECT_NE(std::strstr(status.message, kBinary), nullptr) << status.message;
+  EXPECT_EQ(status.records_failed, 2u);
+  EXPECT_EQ(status.records_written, 0u);
+  EXPECT_EQ(errors.calls, 2);
+  rig.expect_ring_holds_every_report();
+  EXPECT_EQ(slurp(dir.sub(kBinary)), "") << "nothing of a refused packet is written";
+}
+
+#if defined(LOOPCANARY_SINK_TEST_CAPTURES)  // the .lcb files read back: the tool's capture reader
+
+namespace {
+
+// The packets of a .lcb file, read by the host tool's capture reader (sim/tool/packet_reader.hpp):
+// report numbers, packet lengths (from the header's length field) and the records' JSON lines
+// (format_record_json) in file order; `error`
+// names the first problem the reader met (garbage, a torn or damaged packet, a malformed body,
+// a previous_boot packet), "" when the file is whole block packets and nothing else.
+struct Packets {
+  std::vector<std::uint32_t> reports;  // in file order
+  std::vector<std::size_t> sizes;
+  std::vector<std::string> json;
+  std::string error;
+};
+
+Packets packets_in(const std::string& path) {
+  const std::string bytes = slurp(path);
+  const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  Packets out;
+  const auto fail = [&out](const std::string& what) {
+    if (out.error.empty()) out.error = what;
+  };
+  lt::CaptureReader reader;
+  reader.read(
+      p, bytes.size(),
+      [&](lt::DecodedRecord& d) {
+        const auto at = static_cast<std::size_t>(d.offset);
+        if (d.previous_boot) fail("a previous_boot packet at offset " + std::to_string(at));
+        out.reports.push_back(d.record.report);
+        out.sizes.push_back(lc::kPacketHeaderBytes + (p[at + 4] | (std::size_t{p[at + 5]} << 8)) +
+                            lc::kPacketTrailerBytes);
+        out.json.emplace_back();
+        lt::format_record_json(d, out.json.back());
+      },
+      [&](lt::WarningKind, std::uint64_t offset, const std::string& what) {
+        fail("offset " + std::to_string(offset) + ": " + what);
+      });
+  return out;
+}
+
+}  // namespace
+
+TEST(LinuxFileSink, BinaryFormHoldsOnePacketPerRecordBesideTheOtherForms) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.binary = true;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none) << sink.status().message;
+  SimRig rig(&sink);
+  rig.blocks(3);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, 6u);
+  rig.expect_ring_holds_every_report();
+  std::vector<std::string> names = list(dir.path());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{kJsonl, kBinary, kTextLog}));
+  struct stat st {};
+  ASSERT_EQ(stat(dir.sub(kBinary).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const Packets packets = packets_in(dir.sub(kBinary));
+  EXPECT_EQ(packets.error, "");
+  EXPECT_EQ(packets.reports, (std::vector<std::uint32_t>{1, 2, 3, 4, 5, 6}));
+  Lines lines;
+  EXPECT_EQ(read_all(dir.sub(kJsonl), lines).records, 6u);
+  // Each packet holds the record of its JSON line (the line without the Linux port's "linux"
+  // member, which the binary form does not carry).
+  std::vector<std::string> core_lines;
+  for (const std::string& line : lines.records) core_lines.push_back(line.substr(0, line.find(",\"linux\":")) + "}");
+  EXPECT_EQ(packets.json, core_lines);
+  std::size_t binary_bytes = 0;
+  for (const std::size_t n : packets.sizes) binary_bytes += n;
+  EXPECT_EQ(static_cast<std::size_t>(st.st_size), binary_bytes);
+  std::size_t json_bytes = 0;
+  for (const std::string& line : lines.records) json_bytes += line.size() + 1;
+  EXPECT_LT(binary_bytes * 4, json_bytes) << "the binary form is compact";
+}
+
+TEST(LinuxFileSink, BinaryFilesRotateAtTheSizeLimitAndHoldWholePackets) {
+  TempDir dir;
+  lx::FileSinkConfig config = binary_only(config_for(dir.path()));
+  config.max_file_bytes = 4096;
+  config.max_files = 3;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(100);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, 200u);
+  EXPECT_GT(status.rotations, 3u);
+  EXPECT_GT(status.removed_by_count, 0u);
+  rig.expect_ring_holds_every_report();
+
+  std::vector<std::string> rotated;
+  for (const std::string& name : list(dir.path())) {
+    ASSERT_TRUE(ends_with(name, ".lcb")) << name;
+    if (name != kBinary) rotated.push_back(name);
+  }
+  ASSERT_EQ(rotated.size(), 2u) << "max_files counts the current file";
+  std::sort(rotated.begin(), rotated.end());  // by time, then serial: oldest first
+  std::vector<std::uint32_t> reports;
+  for (const std::string& name : {rotated[0], rotated[1], std::string(kBinary)}) {
+    // <stem>.YYYYmmddTHHMMSSZ-<serial>.lcb
+    if (name != kBinary) {
+      EXPECT_EQ(name.rfind("loopcanary-fw-1.4.2.", 0), 0u) << name;
+      EXPECT_EQ(name.size(), std::strlen("loopcanary-fw-1.4.2.") + 17 + 6 + 4) << name;
+      EXPECT_EQ(name[std::strlen("loopcanary-fw-1.4.2.") + 15], 'Z') << name;
+    }
+    struct stat st {};
+    ASSERT_EQ(stat(dir.sub(name.c_str()).c_str(), &st), 0);
+    EXPECT_LE(st.st_size, 4096) << name;
+    const Packets packets = packets_in(dir.sub(name.c_str()));
+    EXPECT_EQ(packets.error, "") << name;
+    EXPECT_FALSE(packets.reports.empty()) << name;
+    if (name != kBinary && !packets.sizes.empty()) {
+      EXPECT_GT(static_cast<std::size_t>(st.st_size) + packets.sizes.back(), 4096u)
+          << name << ": rotated only when the next packet would not fit";
+    }
+    reports.insert(reports.end(), packets.reports.begin(), packets.reports.end());
+  }
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back(), 200u) << "the newest record is kept";
+  for (std::size_t i = 1; i < reports.size(); ++i) EXPECT_EQ(reports[i], reports[i - 1] + 1) << i;
+}
+
+TEST(LinuxFileSink, ReopenedBinaryFileGoesOnWithNothingBetweenPackets) {
+  TempDir dir;
+  const lx::FileSinkConfig config = binary_only(config_for(dir.path()));
+  {
+    lx::FileSink sink;
+    ASSERT_EQ(sink.open(config), lx::SinkError::none);
+    SimRig rig(&sink);
+    rig.blocks(1);
+  }
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  const Packets packets = packets_in(dir.sub(kBinary));
+  EXPECT_EQ(packets.error, "") << "a packet's last byte is not a torn text line";
+  EXPECT_EQ(packets.reports, (std::vector<std::uint32_t>{1, 2, 1, 2}));
+}
+
+TEST(LinuxFileSink, DiskFullLeavesOnlyWholePackets) {
+  TempDir dir;
+  lx::FileSinkConfig config = binary_only(config_for(dir.path()));
+  config.fake_write = &fake_write_with_budget;
+  g_space_left = 1'000'000;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  const Packets first = packets_in(dir.sub(kBinary));
+  ASSERT_EQ(first.sizes.size(), 2u);
+  g_space_left = first.sizes[0] / 2;  // the disk fills up in the middle of the next packet
+  rig.blocks(1);
+  EXPECT_EQ(sink.status().last_error, lx::SinkError::disk_full);
+  g_space_left = 1'000'000;
+  rig.blocks(1);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, 4u);
+  EXPECT_EQ(status.records_failed, 2u);
+  const Packets packets = packets_in(dir.sub(kBinary));
+  EXPECT_EQ(packets.error, "");
+  EXPECT_EQ(packets.reports, (std::vector<std::uint32_t>{1, 2, 5, 6}));
+}
+
+#endif  // LOOPCANARY_SINK_TEST_CAPTURES
