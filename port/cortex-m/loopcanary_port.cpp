@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 // Port "cortex-m", cold tier: SysTick setup and interrupt, exception-frame PC capture, idle
-// accounting, debugger check, report drain.
+// accounting, debugger check, the packet drain. The text/JSON drain is in
+// cortex_m_format_drain.cpp, so a firmware that sends packets never links the formatter.
 #include "loopcanary_port.hpp"
 
 #include <cstring>
 
-#include "loopcanary/format.hpp"
+#include "loopcanary/packet.hpp"
 
 namespace loopcanary::cortex_m {
 namespace detail {
 ClockState g_clock;
+__attribute__((noinline)) tick_t systick_now_call() noexcept { return systick_now(); }
 }  // namespace detail
 
 namespace {
@@ -56,13 +58,23 @@ constexpr std::size_t kFrameLr = 5;
 constexpr std::size_t kFramePc = 6;
 
 // The PortStats counters in PortState::count.
-enum Counter : std::uint8_t { kTicks, kPolls, kCaptures, kRefusedHandler, kRefusedStack, kIdleWaits, kCounters };
+enum Counter : std::uint8_t {
+  kTicks,
+  kPolls,
+  kCaptures,
+  kRefusedHandler,
+  kRefusedStack,
+  kIdleWaits,
+  kPacketsRefused,
+  kCounters
+};
 
 // Everything but the clock, zero until init() succeeds. init() (Thread mode, SysTick stopped)
 // clears it all and sets core_hz and source; attach() sets watchdog. Then frame/exc_return, the
 // tick and poll counters and the 64-bit time totals are written by the SysTick interrupt only;
 // idle_ticks and idle_waits by idle_wait() only, with interrupts masked (so the interrupt, the
 // only other reader, never sees half of them).
+// packets_refused by drain_packets() only (the records' one consumer).
 struct PortState {
   std::atomic<Watchdog*> watchdog{nullptr};
   std::uint32_t core_hz = 0;                    // 0: not initialised (the Hal reports "unavailable")
@@ -370,21 +382,24 @@ PortStats stats() noexcept {
                    s.count[kRefusedStack].load(std::memory_order_relaxed),
                    s.poll_ticks_max.load(std::memory_order_relaxed),
                    poll_ticks_total,
-                   s.count[kIdleWaits].load(std::memory_order_relaxed)};
+                   s.count[kIdleWaits].load(std::memory_order_relaxed),
+                   s.count[kPacketsRefused].load(std::memory_order_relaxed)};
 }
 
-std::uint32_t drain(Watchdog& watchdog, const Sink& sink, Format format, char* buffer, std::size_t size) noexcept {
-  if (sink.write == nullptr || buffer == nullptr || size == 0) return 0;
-  std::uint32_t written = 0;
-  // One call site for both formats (their signatures are the same).
-  const auto format_record = format == Format::json ? &format_json : &format_text;
+std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
+  if (sink.write == nullptr || buffer == nullptr) return 0;
+  std::uint32_t sent = 0;
   loopcanary::detail::Slot<BlockRecord> record;  // written by pop() before it is read: not constructed
   while (watchdog.pop(record.value)) {
-    format_record(record.value, buffer, size);
-    sink.write(sink.context, buffer);
-    ++written;
+    const std::size_t length = encode_packet(record.value, buffer, size);
+    if (length == 0) {
+      bump(state().count[kPacketsRefused]);
+      continue;
+    }
+    sink.write(sink.context, buffer, length);
+    ++sent;
   }
-  return written;
+  return sent;
 }
 
 }  // namespace loopcanary::cortex_m

@@ -10,7 +10,9 @@
 //   make_hal()   cold tier: PC and LR from the exception frame of the interrupted loop, CPU load
 //                from idle_wait(), debugger attached from DHCSR.C_DEBUGEN
 //   idle_wait()  the loop's sleep (WFI) that the CPU-load counters measure
-//   drain()      records from the watchdog's RAM ring to a board sink (console, UART, flash)
+//   drain_packets()  records from the watchdog's RAM ring, encoded as binary packets, to a byte
+//                sink (UART, semihosting file, RAM buffer); drain() formats them as text or JSON
+//                instead, for a device that has the flash for the formatter
 //
 // The port owns SysTick_Handler (define LOOPCANARY_CORTEX_M_OWN_SYSTICK=0 to route your own
 // handler to loopcanary_cortex_m_systick instead). Board code (startup, memory map, console)
@@ -23,6 +25,7 @@
 
 #include "loopcanary/hal.hpp"
 #include "loopcanary/instrument.hpp"
+#include "loopcanary/packet.hpp"
 #include "loopcanary/time.hpp"
 #include "loopcanary/watchdog.hpp"
 
@@ -116,6 +119,8 @@ struct PortStats {
   tick_t poll_ticks_max = 0;            ///< longest poll, ticks (the cost of the watchdog ISR)
   std::uint64_t poll_ticks_total = 0;   ///< all polls, ticks
   std::uint32_t idle_waits = 0;         ///< idle_wait() calls
+  std::uint32_t packets_refused = 0;    ///< records drain_packets() popped but could not send: their
+                                        ///< packet was larger than its buffer (the records are lost)
 };
 
 /// Stops SysTick, selects the clock source, programs SysTick to interrupt at poll_hz and starts
@@ -153,7 +158,18 @@ bool debugger_attached() noexcept;
 /// The port counters.
 PortStats stats() noexcept;
 
-/// A place for reports: console, UART, flash log. `write` gets one formatted record at a time.
+/// Pops every record waiting in `watchdog`'s ring, encodes each as one `block` packet
+/// (encode_packet: docs/report-format.md, "Binary form") into `buffer` (`size` bytes) and hands
+/// the packet's bytes to `sink`, one call per packet, in the order of the ring. A record whose
+/// packet does not fit `buffer` is popped, not sent, and counted in PortStats::packets_refused;
+/// a buffer of kMaxPacketBytes (packet.hpp) never refuses one. A null `sink.write` or `buffer`
+/// pops nothing and returns 0. The records' one consumer context (usually the main loop's idle
+/// path, or an interrupt that the watchdog's SysTick cannot preempt); `sink.write` runs there.
+/// Returns the packets handed to `sink`. Links neither format_text nor format_json.
+std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept;
+
+/// A place for formatted reports: console, UART, flash log. `write` gets one formatted record
+/// (NUL-terminated) at a time, in the context that calls drain().
 struct Sink {
   void (*write)(void* context, const char* text);
   void* context;
@@ -166,7 +182,10 @@ enum class Format : std::uint8_t {
 
 /// Pops every record waiting in `watchdog`'s ring, formats it into `buffer` (`size` bytes; a
 /// short buffer truncates the text, flagged in it) and hands it to `sink`. The records' one
-/// consumer context (usually the main loop's idle path). Returns the records written.
+/// consumer context (usually the main loop's idle path). Returns the records written; a null
+/// `sink.write` or `buffer`, or a `size` of 0, pops nothing and returns 0. Links the core's
+/// formatter (format_text, format_json: about 6.7 KiB of flash on Cortex-M3); a device that
+/// sends packets uses drain_packets() instead.
 std::uint32_t drain(Watchdog& watchdog, const Sink& sink, Format format, char* buffer, std::size_t size) noexcept;
 
 // ---- Hot tier ---------------------------------------------------------------------------------
@@ -215,6 +234,10 @@ LOOPCANARY_CORTEX_M_INLINE tick_t systick_now() noexcept {
   }
 }
 
+/// systick_now() out of line: the clock that detects its source at init calls it only when
+/// CYCCNT does not count, so each inlined clock read stays the size of a CYCCNT read.
+tick_t systick_now_call() noexcept;
+
 }  // namespace detail
 
 /// Hot-tier clock: core clock cycles, free-running modulo 2^32, the same time base in the loop
@@ -227,7 +250,7 @@ struct Clock {
     return detail::systick_now();
 #else
     if (detail::g_clock.use_dwt) return detail::reg(detail::kDwtCyccnt);
-    return detail::systick_now();
+    return detail::systick_now_call();
 #endif
   }
 };

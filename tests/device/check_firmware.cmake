@@ -1,24 +1,40 @@
 # SPDX-License-Identifier: MIT
-# Runs a device-test firmware under QEMU, requires exit code 0, and optionally checks where its
-# PC samples landed by symbolising them on the host.
+# Runs a device-test firmware under QEMU, requires exit code 0, and checks on the host the binary
+# capture it wrote: decoded and symbolised by the host tool, as a user would read it.
 #
 #   cmake -DEMULATOR="qemu-system-arm|-M|mps2-an385|...|-kernel" -DFIRMWARE=block_test.elf
-#         [-DADDR2LINE=arm-none-eabi-addr2line -DFUNCTION=busy_compute -DMIN_PERCENT=80]
-#         -P check_firmware.cmake
+#         -DCAPTURE=/abs/dir/device.block.lcb [-DPACKETS=2]
+#         [-DTOOL=loopcanary [-DEVENT=slow_handler -DPHASE=final -DCAUSE=running
+#          -DFUNCTION=busy_compute -DMIN_PERCENT=80 [-DRESET_CAUSE=software]]] -P check_firmware.cmake
 #
-# EMULATOR is the command line with "|" between arguments (CTest would split a ";" list). The
-# firmware prints its sampled program counters as "lc-pc 0x<pc> <count>" lines and
-# "lc-pc-other <count>" (samples it could not tabulate, counted as misses); each PC is
-# symbolised with `addr2line -f -C`, and the samples whose function is FUNCTION must be at least
-# MIN_PERCENT % of all samples.
+# EMULATOR is the command line with "|" between arguments (CTest would split a ";" list). QEMU
+# runs in CAPTURE's directory: the firmware opens the capture by its file name (semihosting
+# SYS_OPEN, relative to QEMU's working directory). A capture left by an earlier run is removed
+# first. The firmware prints "lc-capture packets=<n> ..." after sending its records; with
+# PACKETS, n must be PACKETS.
+#
+# With TOOL: `TOOL decode CAPTURE --elf FIRMWARE` must read every packet (n records, no byte
+# skipped, no warning; an empty capture decodes to no record). With EVENT too: among the decoded
+# records one of event EVENT in phase PHASE, with cause CAUSE (as the device or, in a
+# LOOPCANARY_HOST_DERIVES build, the decoder set it) and, with RESET_CAUSE, kept across a reset
+# ("previous_boot":true) with that "reset_cause"; and of the kept samples of EVENT's records, at
+# least MIN_PERCENT % must have an innermost PC that the tool's symbols (`symbols.frames`, from
+# addr2line) place in FUNCTION.
 
 cmake_minimum_required(VERSION 3.25)
 
-foreach(variable EMULATOR FIRMWARE)
+foreach(variable EMULATOR FIRMWARE CAPTURE)
   if(NOT DEFINED ${variable})
     message(FATAL_ERROR "check_firmware.cmake: -D${variable}=... is required")
   endif()
 endforeach()
+if(DEFINED EVENT)
+  foreach(variable TOOL PHASE CAUSE FUNCTION)
+    if(NOT DEFINED ${variable})
+      message(FATAL_ERROR "check_firmware.cmake: EVENT needs -D${variable}=...")
+    endif()
+  endforeach()
+endif()
 if(NOT DEFINED MIN_PERCENT)
   set(MIN_PERCENT 80)
 endif()
@@ -26,8 +42,11 @@ if(NOT DEFINED TIMEOUT)
   set(TIMEOUT 60)
 endif()
 
+get_filename_component(capture_dir "${CAPTURE}" DIRECTORY)
+file(REMOVE "${CAPTURE}")
 string(REPLACE "|" ";" emulator "${EMULATOR}")
 execute_process(COMMAND ${emulator} ${FIRMWARE}
+  WORKING_DIRECTORY "${capture_dir}"
   INPUT_FILE /dev/null
   OUTPUT_VARIABLE output ERROR_VARIABLE errors RESULT_VARIABLE exit_code
   TIMEOUT ${TIMEOUT})
@@ -38,64 +57,149 @@ endif()
 if(NOT exit_code EQUAL 0)
   message(FATAL_ERROR "firmware ${FIRMWARE} failed: exit code ${exit_code}")
 endif()
+if(NOT output MATCHES "lc-capture packets=([0-9]+)")
+  message(FATAL_ERROR "no lc-capture line in the firmware output: it sent no capture")
+endif()
+set(sent ${CMAKE_MATCH_1})
+if(DEFINED PACKETS AND NOT sent EQUAL PACKETS)
+  message(FATAL_ERROR "the firmware sent ${sent} packets, not ${PACKETS}")
+endif()
+if(NOT EXISTS "${CAPTURE}")
+  message(FATAL_ERROR "the firmware sent ${sent} packets, but there is no capture file ${CAPTURE}")
+endif()
+file(SIZE "${CAPTURE}" capture_bytes)
+message("capture ${CAPTURE}: ${capture_bytes} bytes, ${sent} packets sent")
+if(sent EQUAL 0 AND NOT capture_bytes EQUAL 0)
+  message(FATAL_ERROR "the firmware sent no packet, but the capture holds ${capture_bytes} bytes")
+endif()
 
-if(NOT FUNCTION)
+if(NOT TOOL)
   return()
 endif()
-if(NOT ADDR2LINE)
-  message(FATAL_ERROR "check_firmware.cmake: FUNCTION needs -DADDR2LINE=<arm-none-eabi-addr2line>")
+
+# ---- Decoded on the host -----------------------------------------------------------------------
+
+execute_process(COMMAND ${TOOL} decode ${CAPTURE} --elf ${FIRMWARE}
+  OUTPUT_VARIABLE decoded ERROR_VARIABLE summary RESULT_VARIABLE decode_code)
+message("${TOOL} decode:\n${decoded}${summary}")
+# Exit status 1 (nothing readable) is the answer for an empty capture (docs/tool.md), which the
+# tool reads as an empty file: no "captures:" part in its summary.
+set(expected_code 0)
+if(sent EQUAL 0)
+  set(expected_code 1)
+endif()
+if(NOT decode_code EQUAL expected_code)
+  message(FATAL_ERROR "${TOOL} decode: exit code ${decode_code}, not ${expected_code}")
+endif()
+if(NOT summary MATCHES
+   "[0-9]+ records?;( [0-9]+ captures?: ([0-9]+) packets? decoded, ([0-9]+) bytes? skipped;)? ([0-9]+) warnings?")
+  message(FATAL_ERROR "no reading summary in the output of ${TOOL} decode")
+endif()
+set(decoded_packets 0)
+set(skipped 0)
+if(CMAKE_MATCH_1)
+  set(decoded_packets ${CMAKE_MATCH_2})
+  set(skipped ${CMAKE_MATCH_3})
+endif()
+set(warnings ${CMAKE_MATCH_4})
+if(NOT decoded_packets EQUAL sent OR NOT skipped EQUAL 0 OR NOT warnings EQUAL 0)
+  message(FATAL_ERROR "the firmware sent ${sent} packets; the host decoded ${decoded_packets}, skipped "
+                      "${skipped} bytes, warned ${warnings} times")
 endif()
 
-string(REGEX MATCHALL "lc-pc 0x[0-9a-f]+ [0-9]+" pc_lines "${output}")
-set(other 0)
-if(output MATCHES "lc-pc-other ([0-9]+)")
-  set(other ${CMAKE_MATCH_1})
+# One JSON object per line (the core's format_json plus "symbols"); names and PCs hold no ';'.
+string(REGEX REPLACE "\n$" "" decoded "${decoded}")
+string(REPLACE "\n" ";" records "${decoded}")
+list(LENGTH records record_count)
+if(NOT record_count EQUAL sent)
+  message(FATAL_ERROR "${record_count} JSON records decoded, ${sent} packets sent")
 endif()
-set(addresses)
-set(counts)
-foreach(line IN LISTS pc_lines)
-  string(REGEX REPLACE "lc-pc (0x[0-9a-f]+) ([0-9]+)" "\\1;\\2" fields "${line}")
-  list(GET fields 0 address)
-  list(GET fields 1 count)
-  list(APPEND addresses ${address})
-  list(APPEND counts ${count})
-endforeach()
-list(LENGTH addresses entries)
-if(entries EQUAL 0)
-  message(FATAL_ERROR "no lc-pc lines in the firmware output: no PC samples to check")
+if(NOT DEFINED EVENT)
+  return()
 endif()
 
-execute_process(COMMAND ${ADDR2LINE} -f -C -e ${FIRMWARE} ${addresses}
-  OUTPUT_VARIABLE symbols RESULT_VARIABLE addr2line_code)
-if(NOT addr2line_code EQUAL 0)
-  message(FATAL_ERROR "${ADDR2LINE} failed (${addr2line_code})")
-endif()
-string(REGEX REPLACE "\n$" "" symbols "${symbols}")
-string(REPLACE "\n" ";" symbol_lines "${symbols}")
-
-set(total ${other})
+set(phase_found FALSE)
+set(samples 0)
 set(matching 0)
 set(table "")
-math(EXPR last "${entries} - 1")
-foreach(i RANGE ${last})
-  list(GET addresses ${i} address)
-  list(GET counts ${i} count)
-  math(EXPR function_line "2 * ${i}")
-  math(EXPR location_line "2 * ${i} + 1")
-  list(GET symbol_lines ${function_line} function)
-  list(GET symbol_lines ${location_line} location)
-  math(EXPR total "${total} + ${count}")
-  # `addr2line -f -C` prints "busy_compute" or "busy_compute(unsigned int)", maybe qualified.
-  if(function MATCHES "^(.*::)?${FUNCTION}(\\(.*\\))?$")
-    math(EXPR matching "${matching} + ${count}")
+foreach(record IN LISTS records)
+  string(JSON event GET "${record}" event)
+  string(JSON phase GET "${record}" phase)
+  if(NOT event STREQUAL EVENT)
+    continue()
   endif()
-  string(APPEND table "  ${address} ${count} samples  ${function}  ${location}\n")
+  if(phase STREQUAL PHASE)
+    set(phase_found TRUE)
+    string(JSON cause GET "${record}" cause)
+    if(NOT cause STREQUAL CAUSE)
+      message(FATAL_ERROR "the decoded ${PHASE} record of ${EVENT} has cause ${cause}, not ${CAUSE}")
+    endif()
+    if(DEFINED RESET_CAUSE)
+      string(JSON previous_boot ERROR_VARIABLE no_previous_boot GET "${record}" previous_boot)
+      string(JSON reset_cause ERROR_VARIABLE no_reset_cause GET "${record}" reset_cause)
+      if(no_previous_boot OR NOT previous_boot OR NOT reset_cause STREQUAL RESET_CAUSE)
+        message(FATAL_ERROR "the decoded ${PHASE} record of ${EVENT} is not a previous_boot record "
+                            "with reset cause ${RESET_CAUSE} (previous_boot: ${previous_boot}, "
+                            "reset_cause: ${reset_cause})")
+      endif()
+    endif()
+  endif()
+  # The function of each symbolised PC.
+  string(JSON frame_count ERROR_VARIABLE no_symbols LENGTH "${record}" symbols frames)
+  if(no_symbols)
+    set(frame_count 0)
+  endif()
+  set(function_of_pc "")
+  if(frame_count GREATER 0)
+    math(EXPR last_frame "${frame_count} - 1")
+    foreach(f RANGE ${last_frame})
+      string(JSON pc GET "${record}" symbols frames ${f} pc)
+      string(JSON function ERROR_VARIABLE no_function GET "${record}" symbols frames ${f} function)
+      if(no_function)
+        set(function "?")
+      endif()
+      set(function_of_${pc} "${function}")
+    endforeach()
+  endif()
+  # The innermost PC of each kept sample.
+  string(JSON stack_count LENGTH "${record}" stacks)
+  string(APPEND table "  ${event} ${phase}: ${stack_count} samples kept\n")
+  if(stack_count EQUAL 0)
+    continue()
+  endif()
+  math(EXPR last_stack "${stack_count} - 1")
+  foreach(i RANGE ${last_stack})
+    string(JSON pc_count LENGTH "${record}" stacks ${i} pcs)
+    if(pc_count EQUAL 0)
+      continue()  # a sample of scopes only: no PC to place
+    endif()
+    string(JSON pc GET "${record}" stacks ${i} pcs 0)
+    set(function "?")
+    if(DEFINED function_of_${pc})
+      set(function "${function_of_${pc}}")
+    endif()
+    math(EXPR samples "${samples} + 1")
+    # addr2line -C names "busy_compute" or "busy_compute(unsigned int)", maybe qualified, maybe
+    # a compiler's clone of it ("... [clone .constprop.0]").
+    if(function MATCHES "^(.*::)?${FUNCTION}(\\(.*\\))?( \\[clone [.A-Za-z0-9_]+\\])*$")
+      math(EXPR matching "${matching} + 1")
+    endif()
+    string(APPEND table "    ${pc}  ${function}\n")
+  endforeach()
 endforeach()
-math(EXPR percent "100 * ${matching} / ${total}")
-message("PC samples symbolised with addr2line:\n${table}  (${other} samples not tabulated)\n"
-        "${matching} of ${total} samples (${percent} %) in ${FUNCTION}; required: ${MIN_PERCENT} %")
+
+if(NOT phase_found)
+  message(FATAL_ERROR "no ${PHASE} record of ${EVENT} among the ${record_count} decoded records")
+endif()
+if(samples EQUAL 0)
+  message(FATAL_ERROR "the decoded records of ${EVENT} hold no PC samples")
+endif()
+math(EXPR percent "100 * ${matching} / ${samples}")
+message("decoded samples of ${EVENT}, innermost PC and its function:\n${table}"
+        "${matching} of ${samples} samples (${percent} %) in ${FUNCTION}; required: ${MIN_PERCENT} %")
 math(EXPR scaled_matching "100 * ${matching}")
-math(EXPR scaled_required "${MIN_PERCENT} * ${total}")
+math(EXPR scaled_required "${MIN_PERCENT} * ${samples}")
 if(scaled_matching LESS scaled_required)
-  message(FATAL_ERROR "only ${percent} % of the PC samples are in ${FUNCTION} (required ${MIN_PERCENT} %)")
+  message(FATAL_ERROR "only ${percent} % of the decoded samples of ${EVENT} are in ${FUNCTION} "
+                      "(required ${MIN_PERCENT} %)")
 endif()

@@ -3,6 +3,7 @@
 
 #include "device_test.hpp"
 #include "loopcanary/format.hpp"
+#include "loopcanary/packet.hpp"
 #include "loopcanary_board.hpp"
 #include "loopcanary_port.hpp"
 
@@ -10,7 +11,6 @@ namespace loopcanary::device_report {
 namespace {
 
 using device_test::print;
-using device_test::print_hex;
 using device_test::print_u64;
 
 std::uint32_t g_failures = 0;
@@ -41,52 +41,42 @@ void print_record(const BlockRecord& record) noexcept {
 
 namespace {
 
-struct SampledPc {
-  Frame pc;
-  std::uint32_t count;
-};
-Hal g_inner{};
-SampledPc g_pcs[128];
-std::uint32_t g_pc_count = 0;
-std::uint32_t g_pc_other = 0;
+board::HostFile g_capture;  // static storage: a capture may be sent from an interrupt
 
-std::size_t recording_capture(void* /*context*/, const Monitor& loop, Frame* pcs, std::size_t max) {
-  const std::size_t n = g_inner.capture_stack(g_inner.context, loop, pcs, max);
-  if (n == 0) return 0;
-  for (std::uint32_t i = 0; i < g_pc_count; ++i) {
-    if (g_pcs[i].pc == pcs[0]) {
-      ++g_pcs[i].count;
-      return n;
-    }
-  }
-  if (g_pc_count < sizeof g_pcs / sizeof g_pcs[0]) {
-    g_pcs[g_pc_count++] = SampledPc{pcs[0], 1};
-  } else {
-    ++g_pc_other;
-  }
-  return n;
+void open_capture(const char* path) noexcept {
+  check(board::open_host_file(g_capture, path), "capture file opened on the host");
+}
+
+// Closes the capture, checks that nothing was refused or lost, prints the lc-capture line.
+std::uint32_t close_capture(std::uint32_t sent, std::uint32_t refused) noexcept {
+  check(board::close_host_file(g_capture), "capture file closed");
+  check(refused == 0, "no packet refused");
+  check(g_capture.bytes_lost == 0, "no capture byte lost");
+  print("lc-capture packets=");
+  print_u64(sent);
+  print(" refused=");
+  print_u64(refused);
+  print(" bytes=");
+  print_u64(g_capture.bytes_written);
+  print(" lost=");
+  print_u64(g_capture.bytes_lost);
+  print("\n");
+  return sent;
 }
 
 }  // namespace
 
-Hal recording_hal(const Hal& hal) noexcept {
-  g_inner = hal;
-  Hal spy = hal;
-  if (hal.capture_stack != nullptr) spy.capture_stack = &recording_capture;
-  return spy;
+std::uint32_t send_capture(Watchdog& watchdog, const char* path) noexcept {
+  static std::uint8_t packet[kMaxPacketBytes];  // static: this may run in an interrupt
+  open_capture(path);
+  const std::uint32_t refused_before = cortex_m::stats().packets_refused;
+  const std::uint32_t sent = cortex_m::drain_packets(watchdog, board::host_file_sink(g_capture), packet, sizeof packet);
+  return close_capture(sent, cortex_m::stats().packets_refused - refused_before);
 }
 
-void print_sampled_pcs() noexcept {
-  for (std::uint32_t i = 0; i < g_pc_count; ++i) {
-    print("lc-pc ");
-    print_hex(g_pcs[i].pc);
-    print(" ");
-    print_u64(g_pcs[i].count);
-    print("\n");
-  }
-  print("lc-pc-other ");
-  print_u64(g_pc_other);
-  print("\n");
+std::uint32_t send_capture(CrashBox& box, const char* path) noexcept {
+  open_capture(path);
+  return close_capture(box.drain(board::host_file_sink(g_capture)), 0);
 }
 
 void print_port_stats() noexcept {

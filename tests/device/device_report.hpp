@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
-// Output and verdict helpers of the scenario firmware (block, hang): checks that print as they
-// go, records in the text form, the lines check_firmware.cmake reads, the exit code.
+// Output and verdict helpers of the scenario firmware (block, hang, crash box): checks that print
+// as they go, records in the text form, the capture of packets check_firmware.cmake decodes on
+// the host, the exit code.
 #pragma once
 
 #include <cstdint>
 
-#include "loopcanary/hal.hpp"
+#include "loopcanary/crash_box.hpp"
 #include "loopcanary/record.hpp"
+#include "loopcanary/watchdog.hpp"
 
 namespace loopcanary::device_report {
 
@@ -19,14 +21,16 @@ void check(bool passed, const char* what) noexcept;
 /// The record in the core's text form (format_text).
 void print_record(const BlockRecord& record) noexcept;
 
-/// `hal` with a capture_stack that also remembers the program counter of every sample it
-/// returns (a spy for the tests: the record keeps only the latest samples and a bounded
-/// top-frame table). Pass the result to StaticWatchdog::init.
-Hal recording_hal(const Hal& hal) noexcept;
+/// Sends every record waiting in `watchdog`'s ring to the host file `path` as binary packets
+/// (cortex_m::drain_packets through the board's semihosting file sink), closes the file, checks
+/// that nothing was refused or lost, and prints "lc-capture packets=<n> refused=<r> bytes=<b>
+/// lost=<l>" for check_firmware.cmake, which decodes the file with the host tool. The ring's
+/// consumer context. Returns the packets sent.
+std::uint32_t send_capture(Watchdog& watchdog, const char* path) noexcept;
 
-/// Every sampled program counter so far, for check_firmware.cmake: "lc-pc 0x<pc> <count>" per
-/// distinct PC, then "lc-pc-other <count>" for samples beyond the table (counted as misses).
-void print_sampled_pcs() noexcept;
+/// The same for the records `box` kept from before the reset (CrashBox::drain: `previous_boot`
+/// packets; refused is always 0). At boot, after box.open(). Returns the packets sent.
+std::uint32_t send_capture(CrashBox& box, const char* path) noexcept;
 
 /// The port counters (ticks, polls, captures, poll cost).
 void print_port_stats() noexcept;

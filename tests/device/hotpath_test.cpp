@@ -9,13 +9,10 @@
 // Prints "hot-path <what> = <n> instructions"; count_instructions.cmake prints the static
 // disassembly of lc_bench_begin_end. Also prints the sizes of the core's objects.
 #include "device_test.hpp"
+#include "icount_stopwatch.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary_board.hpp"
 #include "loopcanary_port.hpp"
-
-#ifndef LC_ICOUNT_SHIFT
-#error "LC_ICOUNT_SHIFT: the -icount shift QEMU runs this firmware with"
-#endif
 
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;
@@ -41,35 +38,14 @@ namespace {
 constexpr std::uint32_t kIterations = 20'000;
 cm::PortMonitor g_monitor;
 
-volatile std::uint32_t& reg(std::uintptr_t address) { return cm::detail::reg(address); }
-constexpr std::uintptr_t kSystCsr = 0xE000E010;
-constexpr std::uintptr_t kSystRvr = 0xE000E014;
-constexpr std::uintptr_t kSystCvr = 0xE000E018;
-
-// SysTick free-running at the core clock, no interrupt: the stopwatch (the port is not
-// initialised, so nothing else runs).
-void start_stopwatch() {
-  reg(kSystCsr) = 0;
-  reg(kSystRvr) = 0x00FFFFFFu;
-  reg(kSystCvr) = 0;
-  reg(kSystCsr) = 5u;  // processor clock, enabled, no interrupt
-  while (reg(kSystCvr) == 0) {
-  }
-}
-
-// Instructions (x100) of one call of `body` beyond an empty call: SysTick cycles (25 MHz)
-// converted to nanoseconds, divided by the icount instruction time.
+// Instructions (x100) of one call of `body` beyond an empty call; fails the test if the
+// stopwatch wrapped.
 std::uint64_t instructions_x100(void (*body)(cm::PortMonitor&)) {
-  auto run = [](void (*f)(cm::PortMonitor&)) {
-    const std::uint32_t c0 = reg(kSystCvr);
-    for (std::uint32_t i = 0; i < kIterations; ++i) f(g_monitor);
-    return (c0 - reg(kSystCvr)) & 0x00FFFFFFu;  // counts down
-  };
-  run(body);  // warm up (QEMU translates the code on first use)
-  const std::uint64_t base = run(&lc_bench_empty);
-  const std::uint64_t cycles = run(body);
-  const std::uint64_t ns = (cycles - base) * 1'000'000'000ull / lc::board::kCoreHz;
-  return ns * 100u / (std::uint64_t{1} << LC_ICOUNT_SHIFT) / kIterations;
+  bool wrapped = false;
+  const std::uint64_t x100 =
+      lc::device_test::instructions_x100<cm::PortMonitor&>(body, &lc_bench_empty, kIterations, wrapped, g_monitor);
+  DT_EXPECT(!wrapped);
+  return x100;
 }
 
 void print_figure(const char* what, std::uint64_t x100) {
@@ -85,7 +61,7 @@ void print_figure(const char* what, std::uint64_t x100) {
 }  // namespace
 
 DT_TEST(HotPath, begin_end_instruction_count) {
-  start_stopwatch();
+  lc::device_test::start_stopwatch();
   lc::MonitorConfig config;
   config.tick_hz = lc::board::kCoreHz;
   DT_ASSERT_EQ(g_monitor.init(config), lc::Status::ok);

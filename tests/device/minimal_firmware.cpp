@@ -4,10 +4,14 @@
 // board console. Three uses:
 //   - footprint: built with LC_WITH_LOOPCANARY=0 (the same loop, no loopcanary) and =1, with
 //     and without LC_WITH_FORMAT (the report formatter); footprint.cmake subtracts the sizes.
+//     LC_WITH_PACKET (default 1) is the device's output: the hang and final records go to a
+//     crash box in no-init RAM (sent at the next boot), and without the formatter the records
+//     are drained as binary packets (cortex_m::drain_packets) to a byte sink.
 //   - link check: built for Cortex-M0+ and M7 in the cortex-m3 workflow, so a 64-bit atomic, a
 //     read-modify-write atomic (no __atomic_* library here: the link fails) or an instruction the
 //     core does not have breaks the build. Everything of the hot path and the watchdog is used.
 //   - smoke test: run under QEMU on M3/M4F, one block is reported and drained.
+#include <cstddef>
 #include <cstdint>
 
 #include "loopcanary_board.hpp"
@@ -18,10 +22,17 @@
 #ifndef LC_WITH_FORMAT
 #define LC_WITH_FORMAT 1
 #endif
+#ifndef LC_WITH_PACKET
+#define LC_WITH_PACKET 1
+#endif
 
 #if LC_WITH_LOOPCANARY
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary_port.hpp"
+#if LC_WITH_PACKET
+#include "loopcanary/crash_box.hpp"
+#include "loopcanary/packet.hpp"
+#endif
 #endif
 
 namespace {
@@ -61,6 +72,24 @@ cm::PortMonitor g_monitor;
 char g_text[1024];
 void write_record(void* /*context*/, const char* text) { loopcanary::board::write(text); }
 #endif
+#if LC_WITH_PACKET
+LOOPCANARY_BOARD_NOINIT lc::StaticCrashBox<512> g_box;
+// The byte sink: a UART's transmit register on a real board; here the console, in hex.
+void send_packet(void* /*context*/, const std::uint8_t* packet, std::size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char hex[3] = {};
+  loopcanary::board::write("lc-packet ");
+  for (std::size_t i = 0; i < size; ++i) {
+    hex[0] = kDigits[packet[i] >> 4];
+    hex[1] = kDigits[packet[i] & 0xFu];
+    loopcanary::board::write(hex);
+  }
+  loopcanary::board::write("\n");
+}
+#if !LC_WITH_FORMAT
+std::uint8_t g_packet[lc::kMaxPacketBytes];
+#endif
+#endif
 #endif
 
 }  // namespace
@@ -79,6 +108,12 @@ int main() {
   if (g_monitor.init(config) != lc::Status::ok) return 3;
   if (g_watchdog.init(lc::WatchdogConfig{}, cm::make_hal()) != lc::Status::ok) return 4;
   if (g_watchdog.add(g_monitor) != lc::Status::ok) return 5;
+#if LC_WITH_PACKET
+  const lc::PacketSink sink{&send_packet, nullptr};
+  g_box.open(loopcanary::board::reset_cause());
+  g_box.drain(sink);  // the previous boot's records
+  if (g_watchdog.add_interceptor(&lc::CrashBox::intercept, &g_box) != lc::Status::ok) return 6;
+#endif
   cm::attach(&g_watchdog);
 #endif
   for (std::uint32_t i = 0; i < 8; ++i) push(i % 4u);
@@ -95,8 +130,10 @@ int main() {
   cm::attach(nullptr);
   const lc::LoopStats stats = g_monitor.stats();
 #if LC_WITH_FORMAT
-  const cm::Sink sink{&write_record, nullptr};
-  cm::drain(g_watchdog, sink, cm::Format::json, g_text, sizeof g_text);
+  const cm::Sink text_sink{&write_record, nullptr};
+  cm::drain(g_watchdog, text_sink, cm::Format::json, g_text, sizeof g_text);
+#elif LC_WITH_PACKET
+  cm::drain_packets(g_watchdog, sink, g_packet, sizeof g_packet);
 #else
   lc::BlockRecord record;
   while (g_watchdog.pop(record)) {

@@ -2,12 +2,14 @@
 // The Cortex-M port on the device: init refusals, the clock (rate, monotonic across SysTick
 // periods and across the 2^32 wrap, with and without the SysTick interrupt masked), idle-based
 // CPU counters, the debugger check, and PC capture from the exception frame on MSP and PSP,
-// refused when SysTick preempted another handler or another stack.
+// refused when SysTick preempted another handler or another stack; the text/JSON drain and the
+// packet drain (whole packets, refusals counted); the board's host files.
 #include <cstring>
 
 #include "asm_helpers.hpp"
 #include "device_test.hpp"
 #include "loopcanary/loopcanary.hpp"
+#include "loopcanary/packet.hpp"
 #include "loopcanary_board.hpp"
 #include "loopcanary_port.hpp"
 
@@ -313,7 +315,8 @@ DT_TEST(Capture, pc_and_lr_from_the_main_stack_frame) {
     DT_EXPECT_EQ(s.frames[1] & 1u, 0u);
     DT_EXPECT_LT(code_address(reinterpret_cast<const void*>(&spin_dispatch)), s.frames[1]);  // into the caller
   }
-  DT_EXPECT_EQ(r.cause, lc::Cause::running);
+  // LOOPCANARY_HOST_DERIVES: the device leaves the cause to the host; classify() is what derive() sets.
+  DT_EXPECT_EQ(lc::kHostDerives ? lc::classify(r, lc::WatchdogConfig{}) : r.cause, lc::Cause::running);
   DT_EXPECT_EQ(cm::stats().refused_handler, 0u);
 }
 
@@ -401,6 +404,106 @@ DT_TEST(Drain, formats_records_into_the_sink) {
   DT_EXPECT_EQ(collected.calls, pending);
   DT_EXPECT(collected.saw_event);
   DT_EXPECT_EQ(g_watchdog_msp.pending(), 0u);
+}
+
+// ---- Packets ---------------------------------------------------------------------------------
+
+namespace {
+
+// What a packet sink saw: calls, and whether every packet was whole (framing and CRC-32 as
+// docs/report-format.md specifies) and named the dispatch's event.
+struct PacketCheck {
+  std::uint32_t calls = 0;
+  std::uint32_t whole = 0;
+  std::uint32_t naming_spin = 0;
+};
+
+void check_packet(void* context, const std::uint8_t* packet, std::size_t size) {
+  auto* c = static_cast<PacketCheck*>(context);
+  ++c->calls;
+  if (size < lc::kPacketHeaderBytes + lc::kPacketTrailerBytes) return;
+  const std::size_t body = packet[4] | (std::size_t{packet[5]} << 8);
+  const std::size_t crc_at = lc::kPacketHeaderBytes + body;
+  if (crc_at + lc::kPacketTrailerBytes != size) return;
+  const std::uint32_t stored = packet[crc_at] | (std::uint32_t{packet[crc_at + 1]} << 8) |
+                               (std::uint32_t{packet[crc_at + 2]} << 16) | (std::uint32_t{packet[crc_at + 3]} << 24);
+  if (packet[0] == lc::kPacketMagic0 && packet[1] == lc::kPacketMagic1 && packet[2] == lc::kPacketVersion &&
+      packet[3] == static_cast<std::uint8_t>(lc::PacketType::block) && lc::crc32(packet + 2, crc_at - 2) == stored) {
+    ++c->whole;
+  }
+  // The event name as a packet string: its length byte (4 << 1, not cut), then "spin".
+  for (std::size_t i = lc::kPacketHeaderBytes; i + 5 <= crc_at; ++i) {
+    if (packet[i] == 8 && std::memcmp(packet + i + 1, "spin", 4) == 0) {
+      ++c->naming_spin;
+      break;
+    }
+  }
+}
+
+std::uint8_t g_packet[lc::kMaxPacketBytes];
+
+}  // namespace
+
+DT_TEST(DrainPackets, sends_each_record_as_one_whole_packet) {
+  // g_watchdog_psp still holds the records of its capture test (in progress + final).
+  PacketCheck seen;
+  const lc::PacketSink sink{&check_packet, &seen};
+  const std::uint32_t pending = g_watchdog_psp.pending();
+  const std::uint32_t refused = cm::stats().packets_refused;
+  DT_EXPECT_GE(pending, 2u);
+  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_psp, sink, g_packet, sizeof g_packet), pending);
+  DT_EXPECT_EQ(seen.calls, pending);
+  DT_EXPECT_EQ(seen.whole, pending);
+  DT_EXPECT_EQ(seen.naming_spin, pending);
+  DT_EXPECT_EQ(g_watchdog_psp.pending(), 0u);
+  DT_EXPECT_EQ(cm::stats().packets_refused, refused);
+}
+
+DT_TEST(DrainPackets, counts_records_whose_packet_does_not_fit) {
+  // g_watchdog_other still holds the records of its capture test.
+  PacketCheck seen;
+  const std::uint32_t pending = g_watchdog_other.pending();
+  DT_EXPECT_GE(pending, 2u);
+  // Nothing to send to, or nowhere to encode: nothing popped.
+  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_other, lc::PacketSink{nullptr, &seen}, g_packet, sizeof g_packet), 0u);
+  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_other, lc::PacketSink{&check_packet, &seen}, nullptr, 64), 0u);
+  DT_EXPECT_EQ(g_watchdog_other.pending(), pending);
+  // A buffer smaller than any packet: every record popped, none sent, each counted.
+  const std::uint32_t refused = cm::stats().packets_refused;
+  std::uint8_t small[lc::kPacketHeaderBytes + lc::kPacketTrailerBytes];
+  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_other, lc::PacketSink{&check_packet, &seen}, small, sizeof small), 0u);
+  DT_EXPECT_EQ(seen.calls, 0u);
+  DT_EXPECT_EQ(g_watchdog_other.pending(), 0u);
+  DT_EXPECT_EQ(cm::stats().packets_refused - refused, pending);
+}
+
+// ---- The board's host files (semihosting), the packet sink of the device tests -----------------
+
+DT_TEST(HostFile, counts_what_the_host_wrote_and_what_was_lost) {
+  lc::board::HostFile file{};
+  const std::uint8_t bytes[5] = {0xA5, 0x4C, 1, 2, 3};
+  // Never opened: nothing reaches the host, all of it counted.
+  lc::board::write_host_file(file, bytes, sizeof bytes);
+  DT_EXPECT_EQ(file.bytes_written, 0u);
+  DT_EXPECT_EQ(file.bytes_lost, 5u);
+  DT_EXPECT(!lc::board::close_host_file(file));
+  // The host refuses a file in a directory that does not exist.
+  DT_EXPECT(!lc::board::open_host_file(file, "no-such-directory/device.port.lcb"));
+  DT_EXPECT_EQ(file.handle, 0u);
+  DT_EXPECT_EQ(file.bytes_lost, 0u);  // cleared by the attempt
+  // Opened in QEMU's working directory: every byte written, through the sink too.
+  DT_ASSERT(lc::board::open_host_file(file, "device.port.lcb"));
+  DT_EXPECT_NE(file.handle, 0u);
+  lc::board::write_host_file(file, bytes, sizeof bytes);
+  const lc::PacketSink sink = lc::board::host_file_sink(file);
+  sink.write(sink.context, bytes, 2);
+  DT_EXPECT_EQ(file.bytes_written, 7u);
+  DT_EXPECT_EQ(file.bytes_lost, 0u);
+  DT_EXPECT(lc::board::close_host_file(file));
+  DT_EXPECT(!lc::board::close_host_file(file));
+  sink.write(sink.context, bytes, 2);  // closed: lost, counted
+  DT_EXPECT_EQ(file.bytes_lost, 2u);
+  DT_EXPECT_EQ(file.bytes_written, 7u);
 }
 
 int main() { return lc::device_test::run_all(&lc::board::write); }

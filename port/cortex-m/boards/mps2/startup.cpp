@@ -2,7 +2,8 @@
 // Startup for the mps2 boards: vector table, reset handler, fault handlers.
 //
 // Reset: FPU on (hard-float builds), .data copied from flash, .bss zeroed, static constructors
-// (init_array) run, main() called; main's return value becomes the semihosting exit code.
+// (init_array) run, main() called; main's return value becomes the semihosting exit code. The
+// no-init RAM (.noinit, LOOPCANARY_BOARD_NOINIT) is left as the reset found it.
 // Every exception without a handler of its own (the weak aliases below) and every fault prints
 // its name and the faulting PC, then exits with 128 + the exception number, so a crashed test
 // fails with a message instead of hanging.
