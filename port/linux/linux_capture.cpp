@@ -356,6 +356,11 @@ std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size
   return n;
 }
 
+// True when `action` runs sample_handler.
+bool is_sample_handler(const struct sigaction& action) noexcept {
+  return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &sample_handler;
+}
+
 }  // namespace
 
 bool handler_in_progress() noexcept {
@@ -374,8 +379,7 @@ Result install_sample_handler(int signal, bool replace) noexcept {
   // Installed once per signal; but the application may have replaced it since, so look.
   struct sigaction previous {};
   if (sigaction(signal, nullptr, &previous) != 0) return Result{Error::sigaction_failed, errno};
-  const bool ours = (previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction == &sample_handler;
-  if (ours) return Result{};
+  if (is_sample_handler(previous)) return Result{};
   const bool has_handler = (previous.sa_flags & SA_SIGINFO) != 0
                                ? previous.sa_sigaction != nullptr
                                : (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN);
@@ -394,6 +398,16 @@ Result install_sample_handler(int signal, bool replace) noexcept {
 CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept {
   count = 0;
   sys_errno = 0;
+  // The application may have installed its own action for the signal since (sigaction after
+  // Platform::init): then the signal is not ours to send. A change between this query and the
+  // tgkill below is not seen (docs/porting-linux.md).
+  struct sigaction action {};
+  if (sigaction(request.signal, nullptr, &action) != 0) {
+    sys_errno = errno;
+    return CaptureOutcome::signal_error;
+  }
+  if (!is_sample_handler(action)) return CaptureOutcome::foreign_handler;
+
   Slot& s = g_slot;
   std::uint32_t state = s.state.load(std::memory_order_acquire);
   if (phase_of(state) != kIdle) return CaptureOutcome::busy;

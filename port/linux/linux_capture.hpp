@@ -35,14 +35,18 @@ enum class CaptureOutcome : std::uint8_t {
   gone,          // tgkill: no such thread
   timeout,       // no answer in time (the thread may block the signal: the caller checks)
   busy,          // the slot is held by another capture or by a late handler still writing
-  signal_error,  // tgkill failed otherwise; `sys_errno` says why
+  signal_error,  // tgkill (or the sigaction query) failed otherwise; `sys_errno` says why
+  foreign_handler,  // the signal's action is not the sample handler (the application replaced
+                    // it, or set SIG_IGN or SIG_DFL): nothing was sent
 };
 
 /// True while a sample handler runs on some thread (the signal is then blocked in that thread
 /// because it is being handled, not because the thread refuses it). Any context.
 bool handler_in_progress() noexcept;
 
-/// One signal round trip. Watchdog side; thread-safe (concurrent callers get `busy`).
+/// One signal round trip. Watchdog side; thread-safe (concurrent callers get `busy`). Looks at
+/// the signal's action first (one sigaction query) and sends nothing unless it is the sample
+/// handler: another handler would take the signal for its own, SIG_DFL would end the process.
 CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept;
 
 }  // namespace loopcanary::port_linux::detail

@@ -26,6 +26,7 @@ namespace loopcanary::port_linux {
 struct FileSink::Log {
   const char* suffix = "";  // ".jsonl", ".log" or ".lcb"
   bool lines = true;        // a text form: a torn fragment is closed with a newline before the next record
+  const char* record_end = "\n";  // the bytes a text form's record ends with (.log: a blank line)
   bool enabled = false;     // written in this configuration
   // Makes the form of a record in buffer + 1 and returns its length (kOverflow: too large).
   std::size_t (FileSink::*format)(const BlockRecord& record) noexcept = nullptr;
@@ -133,6 +134,30 @@ const char* base_name(const char* path) noexcept {
 
 ssize_t real_write(int fd, const void* data, std::size_t size) { return ::write(fd, data, size); }
 
+// Whether the file `fd` of `size` bytes ends inside a record of its form: a text form's file
+// that does not end with its record end, a .lcb file where the packets, followed by their
+// headers' lengths from the start, do not end exactly at the end (also when a header is not
+// one: bytes that are no packet).
+bool ends_inside_record(int fd, std::uint64_t size, bool lines, const char* record_end) noexcept {
+  if (size == 0) return false;
+  if (lines) {
+    const std::size_t n = std::strlen(record_end);
+    char last[8] = {};
+    return size < n || pread(fd, last, n, static_cast<off_t>(size - n)) != static_cast<ssize_t>(n) ||
+           std::memcmp(last, record_end, n) != 0;
+  }
+  std::uint64_t at = 0;
+  while (at < size) {
+    std::uint8_t header[kPacketHeaderBytes];
+    if (pread(fd, header, sizeof header, static_cast<off_t>(at)) != static_cast<ssize_t>(sizeof header) ||
+        header[0] != kPacketMagic0 || header[1] != kPacketMagic1) {
+      return true;
+    }
+    at += kPacketHeaderBytes + (std::size_t{header[4]} | (std::size_t{header[5]} << 8)) + kPacketTrailerBytes;
+  }
+  return at != size;
+}
+
 struct PcUse {
   std::uintptr_t pc;
   bool return_address;
@@ -172,6 +197,7 @@ FileSink::FileSink() noexcept
   json_->suffix = ".jsonl";
   json_->format = &FileSink::format_json_line;
   text_->suffix = ".log";
+  text_->record_end = "\n\n";
   text_->format = &FileSink::format_text_block;
   binary_->suffix = ".lcb";
   binary_->lines = false;
@@ -310,11 +336,14 @@ bool FileSink::open_locked() noexcept {
   for (Log* log : logs_) {
     if (!log->enabled) continue;
     // A current file left from an earlier run that is over the age limit is rotated, so the
-    // cleanup in rotate() removes it.
+    // cleanup in rotate() removes it. So is one that ends inside a record (a kill or a power
+    // loss mid-write): the torn record stays at the end of a file, where readers report a torn
+    // tail, instead of ending up between whole records.
     struct stat st {};
-    if (config_.max_age_s != 0 && log->size > 0 && fstat(log->fd, &st) == 0 &&
-        st.st_mtime + static_cast<std::time_t>(config_.max_age_s) < now) {
-      if (!rotate(*log)) return false;
+    const bool too_old = config_.max_age_s != 0 && log->size > 0 && fstat(log->fd, &st) == 0 &&
+                         st.st_mtime + static_cast<std::time_t>(config_.max_age_s) < now;
+    if ((too_old || ends_inside_record(log->fd, log->size, log->lines, log->record_end)) && !rotate(*log)) {
+      return false;
     }
   }
   last_cleanup_ms_ = monotonic_ms();
@@ -328,8 +357,8 @@ bool FileSink::open_locked() noexcept {
 bool FileSink::open_log(Log& log) noexcept {
   std::snprintf(log.name, sizeof log.name, "%s%s", stem_, log.suffix);
   // O_NOFOLLOW: a symlink planted under this name fails (ELOOP) instead of being followed.
-  // O_NONBLOCK: a FIFO planted under this name cannot block the open. O_RDWR: to check the
-  // last byte of an existing file.
+  // O_NONBLOCK: a FIFO planted under this name cannot block the open. O_RDWR: to check how an
+  // existing file ends.
   const int fd = ::openat(dir_fd_, log.name, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
   if (fd < 0) {
     fail(SinkError::file_open_failed, errno, "open", log.name);
@@ -349,11 +378,7 @@ bool FileSink::open_log(Log& log) noexcept {
   if ((st.st_mode & 077) != 0) fchmod(fd, 0600);  // owner-only, whoever created it
   log.fd = fd;
   log.size = static_cast<std::uint64_t>(st.st_size);
-  log.torn = false;
-  if (log.lines && log.size > 0) {
-    char last = '\n';
-    if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') log.torn = true;  // a crash mid-record
-  }
+  log.torn = false;  // a file that ends inside a record is rotated by open_locked()
   return true;
 }
 

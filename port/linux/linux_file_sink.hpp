@@ -23,9 +23,11 @@
 //
 // Whole or nothing: each record is one write(2) on an O_APPEND descriptor. A short write (disk
 // full) is cut back with ftruncate, so a record is on disk whole or not at all; if even that
-// fails (or power fails mid-write) the torn fragment stays on a line of its own, and
-// read_log() skips it with a warning naming file and line. In a .lcb file the fragment stays
-// as it is: a reader of packets skips it by their magic and CRC.
+// fails, the torn fragment stays on a line of its own, and read_log() skips it with a warning
+// naming file and line (in a .lcb file it stays as it is: a reader of packets skips it by
+// their magic and CRC). A current file found at open() ending inside a record (the process was
+// killed or power failed mid-write) is rotated, so the torn record stays at the end of a file,
+// where readers report a torn tail, and never lies between whole records.
 //
 // Faults (directory missing or unwritable, disk full, rotation impossible) never stop
 // monitoring: the record stays in the watchdog's RAM ring (the sink is an interceptor and

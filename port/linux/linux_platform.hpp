@@ -18,7 +18,9 @@
 // by the interrupted stack pointer, so it only reads memory that is mapped. It uses only
 // lock-free atomics, memory reads and the async-signal-safe calls syscall(SYS_gettid) and
 // sem_post, and restores errno. A thread that is gone, blocks the signal, or does not answer
-// in time is a counted missed sample; the watchdog never waits longer than the timeout.
+// in time is a counted missed sample, and so is every attempt while the application has put
+// its own action on the signal (nothing is sent then); the watchdog never waits longer than
+// the timeout.
 // Details and the exact rules: docs/porting-linux.md.
 #pragma once
 
@@ -64,6 +66,9 @@ struct PlatformStats {
   std::uint32_t missed_timeout = 0;       ///< no answer within sample_timeout_us
   std::uint32_t missed_busy = 0;          ///< the capture slot was held (another capture, a late answer)
   std::uint32_t missed_signal_error = 0;  ///< tgkill failed otherwise (EAGAIN: signal queue full)
+  /// The sample signal's action is not loopcanary's handler (the application installed its
+  /// own, SIG_IGN or SIG_DFL after init()): no signal was sent.
+  std::uint32_t missed_foreign_handler = 0;
   std::uint32_t cpu_time_failures = 0;    ///< the loop thread's CPU clock could not be read
   std::uint32_t counter_failures = 0;     ///< /proc/stat or /proc/self/stat unreadable or malformed
   std::uint32_t debugger_checks = 0;      ///< TracerPid reads
@@ -188,6 +193,7 @@ class Platform {
   std::atomic<std::uint32_t> missed_timeout_{0};
   std::atomic<std::uint32_t> missed_busy_{0};
   std::atomic<std::uint32_t> missed_signal_error_{0};
+  std::atomic<std::uint32_t> missed_foreign_handler_{0};
   std::atomic<std::uint32_t> cpu_time_failures_{0};
   std::atomic<std::uint32_t> counter_failures_{0};
   std::atomic<std::uint32_t> debugger_checks_{0};

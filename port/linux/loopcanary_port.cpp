@@ -427,6 +427,7 @@ std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t 
     case detail::CaptureOutcome::gone: bump(missed_gone_); return 0;
     case detail::CaptureOutcome::busy: bump(missed_busy_); return 0;
     case detail::CaptureOutcome::signal_error: bump(missed_signal_error_); return 0;
+    case detail::CaptureOutcome::foreign_handler: bump(missed_foreign_handler_); return 0;
     case detail::CaptureOutcome::timeout: break;
   }
   // No answer in time: find out why, for the counters and for the next attempt. While a
@@ -503,6 +504,7 @@ PlatformStats Platform::stats() const noexcept {
   s.missed_timeout = missed_timeout_.load(std::memory_order_relaxed);
   s.missed_busy = missed_busy_.load(std::memory_order_relaxed);
   s.missed_signal_error = missed_signal_error_.load(std::memory_order_relaxed);
+  s.missed_foreign_handler = missed_foreign_handler_.load(std::memory_order_relaxed);
   s.cpu_time_failures = cpu_time_failures_.load(std::memory_order_relaxed);
   s.counter_failures = counter_failures_.load(std::memory_order_relaxed);
   s.debugger_checks = debugger_checks_.load(std::memory_order_relaxed);
