@@ -77,8 +77,13 @@ void Monitor::end_unusual(std::uint32_t seq) noexcept {
 
 void Monitor::end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept {
   const Event* event = detail::load_relaxed(event_);
-  // Before init() the threshold is 0 and every dispatch comes here: none is a block.
-  if (initialised() && ticks_between(begin, end) > limits_for(*event).threshold) {
+  const tick_t d = ticks_between(begin, end);
+  if (d > kMaxIntervalTicks) {
+    // The end reads before the begin: the clock stepped back during the dispatch (or it ran
+    // longer than half the wrap, which cannot be told apart). Counted, not a block.
+    detail::bump(clock_steps_back_);
+  } else if (initialised() && d > limits_for(*event).threshold) {
+    // Before init() the threshold is 0 and every dispatch comes here: none is a block.
     detail::bump(blocks_);
     if (!notes_.push(BlockNote{seq, begin, end, event})) detail::bump(notes_dropped_);
   }
@@ -110,6 +115,7 @@ LoopStats Monitor::stats() const noexcept {
   s.notes_dropped = detail::load_relaxed(notes_dropped_);
   s.scope_overflows = detail::load_relaxed(scope_overflows_);
   s.scope_underflows = detail::load_relaxed(scope_underflows_);
+  s.clock_steps_back = detail::load_relaxed(clock_steps_back_);
   s.tick_hz = tick_hz_;
   for (std::size_t i = 0; i < kHistogramBuckets; ++i) s.histogram[i] = bucket(i);
   return s;

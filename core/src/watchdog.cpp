@@ -153,8 +153,11 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   if (!consistent) detail::bump(torn_snapshots_);
 
   if (track.watch != nullptr) {
+    // Elapsed time never goes back: a `now` before the previous poll's (a clock that stepped
+    // back) adds nothing, and the next poll counts from it.
     detail::Watch& w = *track.watch;
-    w.elapsed += ticks_between(w.dispatch.end, now);
+    const std::int64_t step = signed_ticks(w.dispatch.end, now);
+    if (step > 0) w.elapsed += static_cast<std::uint64_t>(step);
     w.dispatch.end = now;
   }
 
@@ -394,8 +397,16 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
   if (phase == Phase::final) {
     if (ended != nullptr) {
       r.end = ended->end;
-      // Extended duration: elapsed at this poll, less the time since the end stamp.
-      r.duration_ticks = static_cast<std::uint64_t>(static_cast<std::int64_t>(w.elapsed) - signed_ticks(ended->end, w.dispatch.end));
+      // The loop's own measure (end - start, exact modulo the wrap), plus the whole wraps that
+      // bring it nearest the watchdog's: elapsed at this poll less the time since the end stamp.
+      // The two agree but for whole wraps unless the clock stepped back while it was watched.
+      const std::int64_t watched = static_cast<std::int64_t>(w.elapsed) - signed_ticks(ended->end, w.dispatch.end);
+      const std::uint64_t measured = ticks_between(w.dispatch.begin, ended->end);
+      std::uint64_t wraps = 0;
+      if (watched > static_cast<std::int64_t>(measured)) {
+        wraps = (static_cast<std::uint64_t>(watched) - measured + kMaxIntervalTicks) >> 32;
+      }
+      r.duration_ticks = measured + (wraps << 32);
     } else {
       flags |= kFlagEndEstimated;
       if (!suppressed) detail::bump(finals_estimated_);

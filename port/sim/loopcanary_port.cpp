@@ -28,7 +28,10 @@ void Machine::account(tick_t ticks, Thread* running, bool saturated) noexcept {
 std::size_t Machine::capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max) {
   auto* self = static_cast<Machine*>(context);
   const auto* thread = static_cast<const Thread*>(loop.context());
-  if (!self->pc_capture_ || self->capture_failing_ || thread == nullptr || thread->pc == 0 || max == 0) {
+  if (!self->pc_capture_ || thread == nullptr || thread->pc == 0 || max == 0) return 0;
+  if (self->capture_failing_ || self->captures_to_fail_ != 0) {
+    if (self->captures_to_fail_ != 0) --self->captures_to_fail_;
+    ++self->captures_failed_;
     return 0;
   }
   ++self->captures_;
@@ -58,7 +61,19 @@ Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, ti
       period_(period != 0 ? period : 1u),
       next_poll_elapsed_(time.elapsed() + period_) {}
 
+void Scheduler::resume_polling() noexcept {
+  if (!stopped_) return;
+  stopped_ = false;
+  next_poll_elapsed_ = time_.elapsed();
+}
+
 void Scheduler::spend(tick_t ticks, Thread* running, bool saturated, Thread* runnable) noexcept {
+  if (stopped_) {
+    time_.advance(ticks);
+    machine_.account(ticks, running, saturated);
+    if (runnable != nullptr) runnable->wait_ticks += ticks;
+    return;
+  }
   for (;;) {
     // Poll every deadline reached (also one passed by a clock read that costs time).
     while (next_poll_elapsed_ <= time_.elapsed()) {
@@ -74,6 +89,24 @@ void Scheduler::spend(tick_t ticks, Thread* running, bool saturated, Thread* run
     if (runnable != nullptr) runnable->wait_ticks += step;
     ticks = static_cast<tick_t>(ticks - step);
   }
+}
+
+std::uint32_t RecordSink::drain(Watchdog& watchdog) noexcept {
+  if (stalled_) return 0;
+  std::uint32_t written = 0;
+  BlockRecord record;
+  while (watchdog.pop(record)) {
+    if (writes_to_fail_ != 0) {
+      --writes_to_fail_;
+      ++failed_;
+      continue;
+    }
+    ++written_;
+    ++written;
+    last_report_ = record.report;
+    if (on_written_ != nullptr) on_written_(context_, record);
+  }
+  return written;
 }
 
 }  // namespace loopcanary::sim

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Port "sim": virtual time, fully deterministic, for hosted unit tests and the simulator.
 //
-//   VirtualTime  the clock state: settable start (wrap tests), optional cost per read
+//   VirtualTime  the clock state: settable start (wrap tests), optional cost per read, with
+//                fault knobs (the counter steps forward or back, stops)
 //   Clock        the hot-tier clock: a handle to a VirtualTime
 //   Thread       a simulated loop thread: its CPU time and its current program counter
 //   Machine      the cold tier (Hal): thread CPU, machine counters, PC capture, debugger,
-//                with fault knobs (counters unavailable, capture failing, debugger attached)
+//                with fault knobs (counters unavailable, captures failing, debugger attached)
 //   Scheduler    advances virtual time and polls the watchdog at its period, accounting CPU
-//                as the loop computes, waits or is starved
+//                as the loop computes, waits or is starved, with fault knobs (a poll late,
+//                polling stopped and resumed)
+//   RecordSink   the records' consumer: pops the watchdog's ring and writes each record, with
+//                fault knobs (writes failing, a consumer that stops popping)
 //
+// The fault knobs model what the platform can do to loopcanary; tests/sim/faults_test.cpp
+// checks what the library promises under each (docs/reliability.md, "Faults of the platform").
 // All state lives in these objects: nothing global, nothing shared between tests.
 #pragma once
 
@@ -46,16 +52,29 @@ class VirtualTime {
   tick_t peek() const noexcept { return now_; }
   /// Ticks advanced since construction, read steps included; 64-bit, never wraps.
   std::uint64_t elapsed() const noexcept { return elapsed_; }
-  /// Moves time forward by `ticks` (0 .. 2^32 - 1).
+  /// Moves time forward by `ticks` (0 .. 2^32 - 1); the counter with it unless stopped.
   void advance(tick_t ticks) noexcept {
-    now_ = static_cast<tick_t>(now_ + ticks);
+    if (!stopped_) now_ = static_cast<tick_t>(now_ + ticks);
     elapsed_ += ticks;
   }
   void set_read_step(tick_t ticks) noexcept { read_step_ = ticks; }
 
+  // Fault knobs: the counter misbehaves, time does not (elapsed() and the Scheduler's polls
+  // keep real time). Single context, between the loop's and the watchdog's clock reads.
+  /// The counter steps `ticks` (0 .. 2^32 - 1) ahead at once, as a clock set forward does; no
+  /// time passes. A step of more than half the wrap (kMaxIntervalTicks) reads as a step back.
+  void step_forward(tick_t ticks) noexcept { now_ = static_cast<tick_t>(now_ + ticks); }
+  /// The counter steps `ticks` (0 .. 2^32 - 1) back at once, as a clock set back does; no time
+  /// passes.
+  void step_back(tick_t ticks) noexcept { now_ = static_cast<tick_t>(now_ - ticks); }
+  /// true: the counter stops: reads return the value it stopped at while time goes on; false
+  /// (default): it counts again from that value (the time it was stopped is never read).
+  void set_stopped(bool stopped) noexcept { stopped_ = stopped; }
+
  private:
   tick_t now_;
   tick_t read_step_ = 0;
+  bool stopped_ = false;
   std::uint64_t elapsed_ = 0;
 };
 
@@ -96,6 +115,9 @@ class Machine {
   void set_pc_capture(bool enabled) noexcept { pc_capture_ = enabled; }
   /// true: every PC capture fails (a missed sample).
   void set_capture_failing(bool failing) noexcept { capture_failing_ = failing; }
+  /// The next `count` PC captures fail (return no program counter), then captures work again
+  /// (with set_pc_capture(true)). Counts only the captures the watchdog asks for.
+  void fail_captures(std::uint32_t count) noexcept { captures_to_fail_ = count; }
   void set_debugger_attached(bool attached) noexcept { debugger_attached_ = attached; }
   /// Share of the machine other work keeps busy while the loop is off the CPU, per mille.
   void set_other_load_permille(std::uint16_t permille) noexcept { other_load_permille_ = permille; }
@@ -108,7 +130,10 @@ class Machine {
   /// was saturated by others (`saturated`), or it carried only the background load.
   void account(tick_t ticks, Thread* running, bool saturated) noexcept;
 
+  /// PC captures that reported a program counter.
   std::uint32_t captures() const noexcept { return captures_; }
+  /// PC captures that failed, by set_capture_failing() or fail_captures().
+  std::uint32_t captures_failed() const noexcept { return captures_failed_; }
 
  private:
   static std::size_t capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
@@ -118,6 +143,7 @@ class Machine {
   bool counters_available_ = true;
   bool pc_capture_ = false;
   bool capture_failing_ = false;
+  std::uint32_t captures_to_fail_ = 0;
   bool debugger_attached_ = false;
   bool thread_wait_available_ = false;
   std::uint16_t other_load_permille_ = 0;
@@ -125,6 +151,7 @@ class Machine {
   std::uint64_t total_ticks_ = 0;
   std::uint64_t process_ticks_ = 0;
   std::uint32_t captures_ = 0;
+  std::uint32_t captures_failed_ = 0;
 };
 
 /// Drives virtual time: every period, the watchdog polls (as a timer interrupt or watchdog
@@ -150,6 +177,17 @@ class Scheduler {
   /// Nothing of the loop's runs for `ticks` (idle between events).
   void idle(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
 
+  // Fault knobs: the watchdog's context runs late or not at all (a watchdog thread
+  // descheduled, a timer interrupt masked). Polls never made are not made up afterwards.
+  /// The next poll comes `late` ticks (0 .. 2^32 - 1) after it is due, as one poll: the polls
+  /// due in between are not made; the period continues from the late poll.
+  void delay_next_poll(tick_t late) noexcept { next_poll_elapsed_ += late; }
+  /// No poll is made until resume_polling(), however long time runs.
+  void stop_polling() noexcept { stopped_ = true; }
+  /// Ends stop_polling(): one poll at once (in the next compute/wait/starve/idle call, also of
+  /// 0 ticks), then one every period from it. Does nothing while polling runs.
+  void resume_polling() noexcept;
+
   /// Polls so far; wraps at 2^32.
   std::uint32_t polls() const noexcept { return polls_; }
   tick_t period() const noexcept { return period_; }
@@ -167,6 +205,45 @@ class Scheduler {
   tick_t period_;
   std::uint64_t next_poll_elapsed_;  // the next poll, in VirtualTime::elapsed() terms
   std::uint32_t polls_ = 0;
+  bool stopped_ = false;
+};
+
+/// The records' one consumer (Watchdog::pop), as a port's log writer or UART drain is: drain()
+/// pops every record waiting and writes each, or fails to, as the fault knobs say. A record
+/// popped is written or counted failed (popped() == written() + failed()); a record the
+/// watchdog could not queue because nobody popped is the watchdog's records_dropped. Single
+/// context (the consumer's).
+class RecordSink {
+ public:
+  /// `on_written` (may be null) is called with each record written, in order, with `context`.
+  explicit RecordSink(Interceptor on_written = nullptr, void* context = nullptr) noexcept
+      : on_written_(on_written), context_(context) {}
+
+  /// Pops every record waiting in `watchdog` and writes it; returns the records written by this
+  /// call. Pops nothing while stalled.
+  std::uint32_t drain(Watchdog& watchdog) noexcept;
+
+  // Fault knobs.
+  /// The next `count` writes fail: those records are popped and lost, counted in failed().
+  void fail_writes(std::uint32_t count) noexcept { writes_to_fail_ = count; }
+  /// true: drain() pops nothing (a consumer that stopped: the watchdog's ring fills); false
+  /// (default): it pops.
+  void set_stalled(bool stalled) noexcept { stalled_ = stalled; }
+
+  std::uint32_t popped() const noexcept { return written_ + failed_; }
+  std::uint32_t written() const noexcept { return written_; }
+  std::uint32_t failed() const noexcept { return failed_; }
+  /// Report number (BlockRecord::report) of the last record written; 0 before the first.
+  std::uint32_t last_report() const noexcept { return last_report_; }
+
+ private:
+  Interceptor on_written_;
+  void* context_;
+  std::uint32_t writes_to_fail_ = 0;
+  bool stalled_ = false;
+  std::uint32_t written_ = 0;
+  std::uint32_t failed_ = 0;
+  std::uint32_t last_report_ = 0;
 };
 
 }  // namespace loopcanary::sim

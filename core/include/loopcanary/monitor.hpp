@@ -132,6 +132,11 @@ struct LoopStats {
   std::uint32_t notes_dropped = 0;      ///< blocks the watchdog could not be told about in time
   std::uint32_t scope_overflows = 0;    ///< scope pushes deeper than LOOPCANARY_SCOPE_DEPTH
   std::uint32_t scope_underflows = 0;   ///< scope pops with no scope pushed (ignored)
+  /// Dispatches whose end stamp reads more than half the wrap (kMaxIntervalTicks) after their
+  /// begin stamp: the clock stepped back during the dispatch, or the dispatch ran longer than
+  /// half the wrap, which cannot be told apart. Not a block; the fields above take the
+  /// difference as read (end - begin modulo the wrap, so a step back reads near 2^32 ticks).
+  std::uint32_t clock_steps_back = 0;
   std::uint32_t tick_hz = 0;            ///< for converting the tick fields
   /// Dispatch durations: histogram[i] counts d (ticks) with floor(log2(d)) == i (d == 0 in 0).
   /// All zero when the build leaves the histogram out (has_histogram false).
@@ -308,6 +313,7 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   std::atomic<std::uint32_t> notes_dropped_{0};
   std::atomic<std::uint32_t> scope_overflows_{0};
   std::atomic<std::uint32_t> scope_underflows_{0};
+  std::atomic<std::uint32_t> clock_steps_back_{0};
 
   // Named-scope stack: (generation << 8) | depth, and the names.
   std::atomic<std::uint32_t> scope_word_{0};
