@@ -48,6 +48,10 @@ const char* type_name(char c) noexcept {
   }
 }
 
+// A value of the log in a warning: its first 40 bytes as a JSON string (quoted, control
+// characters escaped), so that the warning stays one line whatever the value holds.
+std::string quoted(std::string_view value) { return json_string(std::string(value.substr(0, 40))); }
+
 // Whether the sizeof(Word) bytes at a and b are equal (one load each).
 template <class Word>
 LOOPCANARY_TOOL_HOT bool same_word(const char* a, const char* b) noexcept {
@@ -389,12 +393,12 @@ class Scanner {
     std::string_view text;
     if (!str_view(field, text, escaped)) return false;
     if (text.size() < 3 || text.size() > 18 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
-      return bad_value(field, "expected \"0x<hex>\", got \"" + std::string(text.substr(0, 40)) + "\"");
+      return bad_value(field, "expected \"0x<hex>\", got " + quoted(text));
     }
     std::uint64_t value = 0;
     for (std::size_t i = 2; i < text.size(); ++i) {
       const std::int8_t digit = kHexDigit[static_cast<unsigned char>(text[i])];
-      if (digit < 0) return bad_value(field, "expected \"0x<hex>\", got \"" + std::string(text.substr(0, 40)) + "\"");
+      if (digit < 0) return bad_value(field, "expected \"0x<hex>\", got " + quoted(text));
       value = value << 4 | static_cast<std::uint64_t>(digit);
     }
     out = value;
@@ -702,7 +706,7 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
         if (is(key, "cause")) {
           if (!s.str_view("cause", value, text)) return false;
           if (!parse_cause(value, out.cause)) {
-            return s.bad_value("cause", "unknown value \"" + std::string(value.substr(0, 40)) + "\"");
+            return s.bad_value("cause", "unknown value " + quoted(value));
           }
           return true;
         }
@@ -754,7 +758,7 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
               if (!s.str_view("linux.time", time, text)) return false;
               std::int64_t ms = 0;
               if (!parse_utc_time(time, ms)) {
-                return s.bad_value("linux.time", "not an ISO-8601 UTC time: \"" + std::string(time.substr(0, 40)) + "\"");
+                return s.bad_value("linux.time", "not an ISO-8601 UTC time: " + quoted(time));
               }
               out.wall_ms = ms;
               return true;
@@ -773,7 +777,7 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
           seen |= kPhase;
           if (!s.str_view("phase", value, text)) return false;
           if (!parse_phase(value, out.phase)) {
-            return s.bad_value("phase", "unknown value \"" + std::string(value.substr(0, 40)) + "\"");
+            return s.bad_value("phase", "unknown value " + quoted(value));
           }
           return true;
         }

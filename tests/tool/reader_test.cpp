@@ -207,6 +207,27 @@ TEST(ToolReader, EveryFaultIsOneWarningWithFileAndLine) {
   EXPECT_EQ(s.warnings_total(), 12u);
 }
 
+// A value the warning quotes holds control characters (escaped in the JSON: a newline, CR, NUL):
+// the warning shows them escaped and stays one line, so a log cannot forge warning lines
+// (fixtures/control_characters.jsonl; its first line is an input the fuzz target jsonl found).
+TEST(ToolReader, QuotedValuesAreEscapedSoEachWarningIsOneLine) {
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::string file = fixture("control_characters.jsonl");
+  EXPECT_TRUE(read_all(reader, file).empty());
+  const std::vector<std::string> expected = {
+      file + ":1: field \"cause\": unknown value \"\\u000a\"",
+      file + ":2: field \"phase\": unknown value \"final\\u000afake.jsonl:1: a line the log wrote\"",
+      file + ":3: field \"stacks.pcs\": expected \"0x<hex>\", got \"0x\\u000d\\u000a1\"",
+      file + ":4: field \"linux.time\": not an ISO-8601 UTC time: \"2026-01-02\\u000003:04:05Z\"",
+  };
+  std::istringstream lines(warnings.str());
+  std::vector<std::string> got;
+  for (std::string line; std::getline(lines, line);) got.push_back(line);
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(reader.stats().warnings_of(WarningKind::wrong_type), 4u);
+}
+
 TEST(ToolReader, DepthSixtyFourIsReadSixtyFiveIsNot) {
   TempDir dir;
   RecordSpec spec;

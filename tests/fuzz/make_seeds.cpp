@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Seeds for the fuzz targets that read bytes the core writes: packets made by the core's encoder
+// (encode_packet) and crash-box memory left by the core's CrashBox (store, set_reset_cause),
+// written as files into <dir>/capture and <dir>/crash_box. Made at build time, so they follow
+// the encoder and this build's capacities (kMaxSamples, kMaxFrames, kTopFrames).
+//
+//   loopcanary_fuzz_make_seeds DIR
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "crash_box_memory.hpp"
+#include "loopcanary/crash_box.hpp"
+#include "loopcanary/packet.hpp"
+#include "loopcanary/record.hpp"
+
+namespace {
+
+namespace lc = loopcanary;
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr lc::Event kShort{"tick"};
+constexpr lc::Event kLong{"an_event_name_longer_than_thirty_one_bytes_to_be_cut"};
+const char* const kScopes[] = {"flash.program", "ota.crc32", "a.scope.name.longer.than.thirty.one.bytes"};
+
+// A record of `samples` samples of `frames` frames each (the first `scopes` of them scope names),
+// every field set.
+lc::BlockRecord make_record(lc::Phase phase, std::size_t samples, std::size_t frames, std::size_t scopes) {
+  lc::BlockRecord r{};
+  r.report = 7;
+  r.phase = phase;
+  r.cause = lc::Cause::waiting;
+  r.flags = phase == lc::Phase::final ? lc::kFlagHung : 0;
+  r.loop_index = 1;
+  r.qualifier = "fw-1.2.3";
+  r.loop = "main";
+  r.event = samples % 2 == 0 ? &kShort : &kLong;
+  r.dispatch = 1234;
+  r.tick_hz = 1'000'000;
+  r.start = 0xFFFF'F000u;  // wraps before the end
+  r.duration_ticks = 250'000;
+  r.end = r.start + 250'000u;
+  r.threshold_ticks = 100'000;
+  r.window_ticks = 200'000;
+  r.thread_cpu_us = 12'000;
+  r.has_thread_cpu = true;
+  r.thread_wait_us = 300;
+  r.has_thread_wait = samples != 0;
+  r.system_busy_permille = 420;
+  r.steal_us = 5;
+  r.records_dropped = 2;
+  r.notes_dropped = 1;
+  r.samples_taken = static_cast<std::uint32_t>(samples + 3);
+  r.samples_missed = 1;
+  r.samples_overwritten = 3;
+  r.sample_count = static_cast<std::uint8_t>(samples);
+  for (std::size_t s = 0; s < samples; ++s) {
+    lc::Sample& sample = r.samples[s];
+    sample.at = r.start + static_cast<lc::tick_t>(10'000 * (s + 1));
+    sample.seq = 2 * r.dispatch - 1;
+    sample.scope_count = static_cast<std::uint8_t>(scopes);
+    sample.pc_count = static_cast<std::uint8_t>(frames - scopes);
+    for (std::size_t f = 0; f < frames; ++f) {
+      sample.frames[f] = f < scopes ? reinterpret_cast<lc::Frame>(kScopes[(f + s) % 3])
+                                    : static_cast<lc::Frame>(0x8000'1000u + 0x40u * f + s);
+    }
+  }
+  if (samples != 0) {
+    r.top_count = 2;
+    r.top[0] = {r.samples[0].frames[0], scopes != 0, static_cast<std::uint32_t>(samples)};
+    r.top[1] = {static_cast<lc::Frame>(0x8000'2000u), false, 1};
+    r.top_other = 1;
+  }
+  return r;
+}
+
+std::vector<lc::BlockRecord> records() {
+  return {
+      make_record(lc::Phase::final, 0, 0, 0),
+      make_record(lc::Phase::in_progress, 1, 1, 0),
+      make_record(lc::Phase::hang, 2, 3, 1),
+      make_record(lc::Phase::final, 3, 4, 2),
+      make_record(lc::Phase::hang, lc::kMaxSamples, lc::kMaxFrames, lc::kMaxFrames > 2 ? 2 : 0),
+  };
+}
+
+Bytes packet_of(const lc::BlockRecord& record) {
+  Bytes packet(lc::kMaxPacketBytes);
+  packet.resize(lc::encode_packet(record, packet.data(), packet.size()));
+  return packet;
+}
+
+bool write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr || std::fwrite(data, 1, size, f) != size || std::fclose(f) != 0) {
+    std::fprintf(stderr, "loopcanary_fuzz_make_seeds: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+bool make_dir(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "loopcanary_fuzz_make_seeds: cannot create %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+void append_packet(void* capture, const std::uint8_t* packet, std::size_t size) {
+  auto* out = static_cast<Bytes*>(capture);
+  out->insert(out->end(), packet, packet + size);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: loopcanary_fuzz_make_seeds DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const std::string capture = dir + "/capture/";
+  const std::string box_dir = dir + "/crash_box/";
+  if (!make_dir(dir) || !make_dir(capture) || !make_dir(box_dir)) return 1;
+  bool ok = true;
+
+  // Captures: each packet alone, all of them back to back, and with garbage and a torn tail.
+  const std::vector<lc::BlockRecord> all = records();
+  Bytes together;
+  Bytes damaged;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Bytes p = packet_of(all[i]);
+    if (p.empty()) {
+      std::fprintf(stderr, "loopcanary_fuzz_make_seeds: record %zu does not encode\n", i);
+      return 1;
+    }
+    ok = ok && write_file(capture + "packet" + std::to_string(i) + ".lcb", p.data(), p.size());
+    together.insert(together.end(), p.begin(), p.end());
+    damaged.insert(damaged.end(), {0x00, 0xA5, 0x4C, 0xA5, '{', '\n'});  // garbage, a lone magic pair
+    damaged.insert(damaged.end(), p.begin(), p.end());
+  }
+  const Bytes last = packet_of(all[1]);
+  damaged.insert(damaged.end(), last.begin(), last.begin() + static_cast<std::ptrdiff_t>(last.size() / 2));
+  ok = ok && write_file(capture + "together.lcb", together.data(), together.size());
+  ok = ok && write_file(capture + "damaged.lcb", damaged.data(), damaged.size());
+
+  // Crash-box memory as a board finds it at boot: empty, with records stored before the reset
+  // (some with the cause the firmware set), overflowed; and the previous_boot packets it sends.
+  loopcanary::fuzz::CrashBoxMemory memory;
+  for (unsigned stored = 0; stored <= 12; stored += (stored < 3 ? 1 : 9)) {
+    memory.fill_garbage(stored + 1);
+    lc::CrashBox& box = memory.box();
+    memory.box().open(lc::ResetCause::power_on);
+    for (unsigned i = 0; i < stored; ++i) box.store(all[i % all.size()]);
+    if (stored == 2) box.set_reset_cause(lc::ResetCause::software);
+    ok = ok && write_file(box_dir + "stored" + std::to_string(stored) + ".bin", memory.bytes, sizeof memory.bytes);
+    if (stored != 0) {
+      Bytes sent;
+      memory.box().open(lc::ResetCause::unknown);
+      memory.box().drain({&append_packet, &sent});
+      ok = ok && write_file(capture + "previous_boot" + std::to_string(stored) + ".lcb", sent.data(), sent.size());
+    }
+  }
+  return ok ? 0 : 1;
+}
