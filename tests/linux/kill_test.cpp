@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "../temp_dir.hpp"
 #include "loopcanary/packet.hpp"
 #include "model.hpp"
 #include "packet_reader.hpp"
@@ -39,6 +40,8 @@ namespace lc = loopcanary;
 namespace lt = loopcanary::tool;
 
 namespace {
+
+using loopcanary::test::TempDir;
 
 constexpr char kStem[] = "loopcanary-kill";  // kill_writer.cpp: prefix "loopcanary", qualifier "kill"
 constexpr std::size_t kMaxFiles = 6;          // kill_writer.cpp: FileSinkConfig::max_files
@@ -55,38 +58,6 @@ std::string slurp(const std::string& path) {
   return text;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/loopcanary-kill-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? made : "/tmp";
-  }
-  ~TempDir() { remove_tree(path_); }
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  static void remove_tree(const std::string& path) {
-    if (DIR* dir = opendir(path.c_str())) {
-      while (const dirent* e = readdir(dir)) {
-        const std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        const std::string full = path + "/" + name;
-        struct stat st {};
-        if (lstat(full.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-          remove_tree(full);
-        } else {
-          unlink(full.c_str());
-        }
-      }
-      closedir(dir);
-    }
-    rmdir(path.c_str());
-  }
-  std::string path_;
-};
 
 // What a run of the writer counted (its progress file): records whose write() it entered, and
 // records written whole to every form.

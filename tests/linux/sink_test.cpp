@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../temp_dir.hpp"
 #include "linux_file_sink.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
@@ -47,43 +48,10 @@ __attribute__((noinline)) void lc_test_sim_pc() { asm volatile("" ::: "memory");
 
 namespace {
 
+using loopcanary::test::TempDir;
+
 constexpr lc::Event kEvent{"sensor_read"};
 
-// A private directory under /tmp, removed with its files at the end.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/loopcanary-sink-XXXXXX";
-    const char* made = mkdtemp(pattern);
-    EXPECT_NE(made, nullptr);
-    path_ = made != nullptr ? made : "/tmp";
-  }
-  ~TempDir() { remove_tree(path_); }
-  const std::string& path() const { return path_; }
-  std::string sub(const char* name) const { return path_ + "/" + name; }
-
-  static void remove_tree(const std::string& path) {
-    chmod(path.c_str(), 0700);
-    if (DIR* dir = opendir(path.c_str())) {
-      while (const dirent* e = readdir(dir)) {
-        const std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        const std::string full = path + "/" + name;
-        struct stat st {};
-        if (lstat(full.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-          remove_tree(full);
-        } else {
-          unlink(full.c_str());
-        }
-      }
-      closedir(dir);
-    }
-    rmdir(path.c_str());
-  }
-
- private:
-  std::string path_;
-};
 
 std::vector<std::string> list(const std::string& path) {
   std::vector<std::string> names;

@@ -10,41 +10,14 @@
 
 #include <unistd.h>
 
+#include "../temp_dir.hpp"
 #include "model.hpp"
 
 namespace loopcanary::tool::test {
 
 inline std::string fixture(const std::string& name) { return std::string(LOOPCANARY_TOOL_FIXTURES) + "/" + name; }
 
-/// A fresh directory under TMPDIR (or /tmp), removed with its files at destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/loopcanary_tool_test.XXXXXX";
-    std::vector<char> buffer(pattern.begin(), pattern.end());
-    buffer.push_back('\0');
-    if (mkdtemp(buffer.data()) != nullptr) path_ = buffer.data();
-  }
-  ~TempDir() {
-    for (const std::string& f : files_) std::remove(f.c_str());
-    if (!path_.empty()) rmdir(path_.c_str());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  /// Writes `content` to `name` in the directory; returns its path.
-  std::string write(const std::string& name, const std::string& content) {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary) << content;
-    files_.push_back(file);
-    return file;
-  }
-
- private:
-  std::string path_;
-  std::vector<std::string> files_;
-};
+using loopcanary::test::TempDir;  // tests/temp_dir.hpp
 
 /// One JSON line of a report (docs/report-format.md), with the fields the tests vary.
 struct RecordSpec {
