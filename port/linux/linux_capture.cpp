@@ -21,6 +21,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -191,6 +192,13 @@ LOOPCANARY_NO_SANITIZE bool follows_call(const CodeRange& range, std::uintptr_t 
 #endif
 }
 
+// SIGNAL CONTEXT. True when `word` points just after a call instruction in a loaded module:
+// the stack scan's test for a return address.
+bool is_return_address(const CodeMap& map, std::uintptr_t word) noexcept {
+  const CodeRange* range = code_range_of(map, word);
+  return range != nullptr && follows_call(*range, word);
+}
+
 // SIGNAL CONTEXT. True when `ret` follows a direct call (E8 rel32) whose target starts the
 // function that holds `pc`: the target lies at or before `pc`, within 64 KiB. This recognises
 // the return address of a function interrupted before it set up its frame (at its entry, or in
@@ -272,8 +280,7 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
       if (end - r.sp > kScanBytes) end = r.sp + kScanBytes;
       for (std::uintptr_t at = r.sp; at + sizeof(std::uintptr_t) <= end && n < max; at += sizeof(std::uintptr_t)) {
         const std::uintptr_t word = load_word(at);
-        const CodeRange* range = code_range_of(s.code, word);
-        if (range != nullptr && follows_call(*range, word)) s.pcs[n++].store(word, std::memory_order_relaxed);
+        if (is_return_address(s.code, word)) s.pcs[n++].store(word, std::memory_order_relaxed);
       }
     } else if (n < max && r.sp + 2 * sizeof(std::uintptr_t) <= high) {
       // Same module: the interrupted function may not have set up its frame yet (or ever, on a
@@ -359,6 +366,58 @@ std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size
 // True when `action` runs sample_handler.
 bool is_sample_handler(const struct sigaction& action) noexcept {
   return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &sample_handler;
+}
+
+// Reads `bytes` of this process's memory at `address` into `out` through the kernel, which
+// fails (EFAULT) on an unmapped address instead of faulting: the stack of a parked thread may
+// change under the read, or be unmapped by its exit.
+bool read_own_memory(std::uintptr_t address, void* out, std::size_t bytes) noexcept {
+  iovec local{out, bytes};
+  iovec remote{reinterpret_cast<void*>(address), bytes};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+}
+
+// The return addresses on the stack of a parked thread, from `sp` (see capture_parked). Writes
+// at most `max` entries into `pcs` from index `n`; returns the new count.
+std::size_t scan_parked(const CodeMap& map, const CaptureRequest& request, std::uintptr_t sp, Frame* pcs,
+                        std::size_t n, std::size_t max) noexcept {
+  constexpr std::size_t kWord = sizeof(std::uintptr_t);
+  const std::uintptr_t high = request.stack_high;
+  if (sp < request.stack_low || sp >= high || high - sp < 2 * kWord || (sp & (kWord - 1)) != 0) return n;
+  std::uintptr_t words[kScanBytes / kWord];
+  const std::size_t count = static_cast<std::size_t>(high - sp < kScanBytes ? high - sp : kScanBytes) / kWord;
+  if (!read_own_memory(sp, words, count * kWord)) return n;
+  // Each word that points just after a call is a frame. One with a plausible frame record just
+  // below it {saved fp above it, return address} starts a frame-pointer chain: each record
+  // above the previous one, inside the stack, and each return address after a call. Where the
+  // chain ends (code without frame pointers, or not a record after all) the scan resumes above
+  // the last record it reached.
+  std::size_t i = 0;
+  while (i < count && n < max) {
+    if (!is_return_address(map, words[i])) {
+      ++i;
+      continue;
+    }
+    pcs[n++] = words[i];
+    std::size_t resume = i + 1;
+    std::uintptr_t record = i > 0 ? sp + (i - 1) * kWord : 0;  // the word below the return address
+    if (record != 0 && words[i - 1] > record + kWord && words[i - 1] <= high - 2 * kWord &&
+        (words[i - 1] & (kWord - 1)) == 0) {
+      while (n < max) {
+        std::uintptr_t pair[2];
+        if (!read_own_memory(record, pair, sizeof pair)) break;
+        const std::uintptr_t next = pair[0];
+        if (next <= record + kWord || next > high - 2 * kWord || (next & (kWord - 1)) != 0) break;
+        if (!read_own_memory(next, pair, sizeof pair) || !is_return_address(map, pair[1])) break;
+        pcs[n++] = pair[1];
+        record = next;
+      }
+      const std::size_t above = static_cast<std::size_t>(record + 2 * kWord - sp) / kWord;
+      if (above > resume) resume = above;
+    }
+    i = resume;
+  }
+  return n;
 }
 
 }  // namespace
@@ -473,6 +532,29 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
     return CaptureOutcome::answered;
   }
   return CaptureOutcome::timeout;
+}
+
+CaptureOutcome capture_parked(const CaptureRequest& request, std::uintptr_t sp, std::uintptr_t pc, Frame* pcs,
+                              std::size_t& count) noexcept {
+  count = 0;
+  Slot& s = g_slot;
+  std::uint32_t state = s.state.load(std::memory_order_acquire);
+  if (phase_of(state) != kIdle) return CaptureOutcome::busy;
+  const std::uint32_t setup = ((state & ~kPhaseMask) + (kPhaseMask + 1u)) | kSetup;
+  // Owning the slot (setup: no handler claims it) makes the code map this thread's to use.
+  if (!s.state.compare_exchange_strong(state, setup, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+    return CaptureOutcome::busy;
+  }
+  const std::size_t max = request.max < kMaxCapturePcs ? request.max : kMaxCapturePcs;
+  std::size_t n = 0;
+  if (max > 0) pcs[n++] = pc;
+  if (request.scan && n < max) {
+    refresh_code_map(s.code);
+    if (s.code.built) n = scan_parked(s.code, request, sp, pcs, n, max);
+  }
+  s.state.store(with_phase(setup, kIdle), std::memory_order_release);
+  count = n;
+  return CaptureOutcome::answered;
 }
 
 }  // namespace loopcanary::port_linux::detail

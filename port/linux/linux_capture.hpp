@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Internal to the Linux port (not installed): the signal round trip that samples a loop
-// thread's stack. linux_capture.cpp holds the only code that runs in signal context.
+// thread's stack, and the sample taken without the signal from a thread parked in a system
+// call. linux_capture.cpp holds the only code that runs in signal context.
 #pragma once
 
 #include <sys/types.h>
@@ -48,5 +49,18 @@ bool handler_in_progress() noexcept;
 /// the signal's action first (one sigaction query) and sends nothing unless it is the sample
 /// handler: another handler would take the signal for its own, SIG_DFL would end the process.
 CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept;
+
+/// A sample of thread `request.tid` taken without the signal, from the registers the kernel
+/// shows for a thread parked in a system call (/proc/self/task/<tid>/syscall): `pc`, then,
+/// unless `request.scan` is false, the return addresses found on its stack from `sp` up: a scan
+/// of at most 4 KiB for words that point just after a call instruction in a loaded module,
+/// which follows the frame-pointer chain from each return address that has a plausible frame
+/// record below it, and resumes above the last record the chain reached. The stack is read with process_vm_readv on this process, so an address
+/// that is no longer mapped fails the read instead of faulting; a failed read leaves the PC
+/// alone. `sp` outside [stack_low, stack_high) gives the PC alone. Heuristic: a stale return
+/// address left on the stack may appear as a frame. Watchdog side; uses the capture slot, so
+/// it returns `busy` while another capture (or a late handler) holds it, else `answered`.
+CaptureOutcome capture_parked(const CaptureRequest& request, std::uintptr_t sp, std::uintptr_t pc, Frame* pcs,
+                              std::size_t& count) noexcept;
 
 }  // namespace loopcanary::port_linux::detail

@@ -17,10 +17,13 @@
 // program counter and walks the frame-pointer chain, bounded by the thread's stack range and
 // by the interrupted stack pointer, so it only reads memory that is mapped. It uses only
 // lock-free atomics, memory reads and the async-signal-safe calls syscall(SYS_gettid) and
-// sem_post, and restores errno. A thread that is gone, blocks the signal, or does not answer
-// in time is a counted missed sample, and so is every attempt while the application has put
-// its own action on the signal (nothing is sent then); the watchdog never waits longer than
-// the timeout.
+// sem_post, and restores errno. A thread that blocks the signal or does not answer in time,
+// but is parked in a system call, is sampled without the signal instead: the watchdog reads
+// the thread's program counter and stack pointer from /proc/self/task/<tid>/syscall and the
+// return addresses from its stack (process_vm_readv), and ends the stack with
+// without_signal_frame(). Otherwise such a thread is a counted missed sample, as is one that
+// is gone, and every attempt while the application has put its own action on the signal
+// (nothing is sent then); the watchdog never waits longer than the timeout.
 // Details and the exact rules: docs/porting-linux.md.
 #pragma once
 
@@ -60,10 +63,16 @@ struct PlatformConfig {
 struct PlatformStats {
   std::uint32_t samples_requested = 0;    ///< capture_stack calls
   std::uint32_t samples_answered = 0;     ///< the loop thread answered with a stack
+  /// The signal could not be delivered (the thread blocks it, or no answer came in time) and the
+  /// stack was read from where the thread is parked in a system call instead: not answers, not
+  /// misses. Each such sample ends with without_signal_frame().
+  std::uint32_t samples_without_signal = 0;
   std::uint32_t missed_not_attached = 0;  ///< no LoopThread, it is detached, or no init() yet
   std::uint32_t missed_gone = 0;          ///< the loop thread no longer exists
-  std::uint32_t missed_blocked = 0;       ///< the loop thread blocks the sample signal
-  std::uint32_t missed_timeout = 0;       ///< no answer within sample_timeout_us
+  /// The loop thread blocks the sample signal, and is not parked in a system call (it runs, or
+  /// /proc/self/task/<tid>/syscall is unreadable) so no sample was taken without the signal.
+  std::uint32_t missed_blocked = 0;
+  std::uint32_t missed_timeout = 0;       ///< no answer within sample_timeout_us, and not parked either
   std::uint32_t missed_busy = 0;          ///< the capture slot was held (another capture, a late answer)
   std::uint32_t missed_signal_error = 0;  ///< tgkill failed otherwise (EAGAIN: signal queue full)
   /// The sample signal's action is not loopcanary's handler (the application installed its
@@ -73,6 +82,14 @@ struct PlatformStats {
   std::uint32_t counter_failures = 0;     ///< /proc/stat or /proc/self/stat unreadable or malformed
   std::uint32_t debugger_checks = 0;      ///< TracerPid reads
 };
+
+/// The frame that ends every stack sampled without the signal (PlatformStats::
+/// samples_without_signal): the address of the function loopcanary::port_linux::
+/// sampled_without_signal plus one, a return-address-style value, so reports symbolised as
+/// usual name it as the outermost frame of such a sample. Any context.
+Frame without_signal_frame() noexcept;
+/// The function without_signal_frame() points into. Never called by loopcanary; do not call.
+void sampled_without_signal() noexcept;
 
 /// The identity of one loop thread. Give it storage that outlives the watchdog's use of it.
 class LoopThread {
@@ -169,6 +186,10 @@ class Platform {
   bool initialised() const noexcept { return initialised_; }
 
  private:
+  // The sample of a thread the signal did not reach, from its parked system call: a stack that
+  // ends with without_signal_frame(), counted in samples_without_signal; or 0, counted in `missed`.
+  std::size_t capture_parked(const LoopThread& thread, Frame* pcs, std::size_t max,
+                             std::atomic<std::uint32_t>& missed) noexcept;
   static std::size_t hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
   static void hal_read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool hal_debugger(void* context);
@@ -187,6 +208,7 @@ class Platform {
 
   std::atomic<std::uint32_t> samples_requested_{0};
   std::atomic<std::uint32_t> samples_answered_{0};
+  std::atomic<std::uint32_t> samples_without_signal_{0};
   std::atomic<std::uint32_t> missed_not_attached_{0};
   std::atomic<std::uint32_t> missed_gone_{0};
   std::atomic<std::uint32_t> missed_blocked_{0};

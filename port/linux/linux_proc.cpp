@@ -214,6 +214,59 @@ ParseError parse_schedstat(const char* text, std::size_t length, SchedStat& out)
   return ParseError::ok;
 }
 
+namespace {
+
+// One "0x"-prefixed hexadecimal field of the syscall file.
+ParseError prefixed_hex(Cursor& c, std::uint64_t& out) noexcept {
+  c.skip_blanks();
+  if (c.at_end()) return ParseError::missing_field;
+  if (c.end - c.pos < 2 || c.pos[0] != '0' || c.pos[1] != 'x') return ParseError::bad_field;
+  c.pos += 2;
+  if (c.at_end() || *c.pos == ' ' || *c.pos == '\t') return ParseError::bad_field;
+  return number(c, true, out);
+}
+
+}  // namespace
+
+ParseError parse_thread_syscall(const char* text, std::size_t length, ThreadSyscall& out) noexcept {
+  if (text == nullptr || length == 0) return ParseError::empty;
+  const char* end = text + length;
+  const char* eol = line_end(text, end);
+  if (eol == nullptr) return ParseError::truncated;
+  Cursor c{text, eol};
+  ThreadSyscall result;
+  if (starts_with(text, eol, "running")) {
+    c.pos += 7;
+    c.skip_blanks();
+    if (!c.at_end()) return ParseError::bad_field;
+    out = result;
+    return ParseError::ok;
+  }
+  c.skip_blanks();
+  const bool negative = !c.at_end() && *c.pos == '-';
+  if (negative) ++c.pos;
+  std::uint64_t magnitude = 0;
+  ParseError e = number(c, false, magnitude);
+  if (e == ParseError::missing_field && negative) e = ParseError::bad_field;  // a lone '-'
+  if (e != ParseError::ok) return e;
+  if (magnitude > (negative ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1u)) return ParseError::bad_field;
+  result.number = negative ? static_cast<std::int64_t>(0u - magnitude) : static_cast<std::int64_t>(magnitude);
+  if (result.number >= 0) {
+    for (std::uint64_t& arg : result.args) {
+      e = prefixed_hex(c, arg);
+      if (e != ParseError::ok) return e;
+    }
+  }
+  e = prefixed_hex(c, result.sp);
+  if (e == ParseError::ok) e = prefixed_hex(c, result.pc);
+  if (e != ParseError::ok) return e;
+  c.skip_blanks();
+  if (!c.at_end()) return ParseError::bad_field;
+  result.state = result.number >= 0 ? ThreadSyscall::State::in_syscall : ThreadSyscall::State::not_in_syscall;
+  out = result;
+  return ParseError::ok;
+}
+
 int read_small_file(const char* path, char* buffer, std::size_t size, std::size_t& length) noexcept {
   length = 0;
   if (size == 0) return EINVAL;
@@ -269,6 +322,15 @@ bool read_thread_signals(pid_t tid, std::uint64_t& blocked, std::uint64_t& pendi
   if (read_small_file(path, buffer, sizeof buffer, length) != 0) return false;
   return parse_status_field(buffer, length, "SigBlk", true, blocked) == ParseError::ok &&
          parse_status_field(buffer, length, "SigPnd", true, pending) == ParseError::ok;
+}
+
+bool read_thread_syscall(pid_t tid, ThreadSyscall& out) noexcept {
+  char path[64];
+  make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/syscall");
+  char buffer[256];
+  std::size_t length = 0;
+  if (read_small_file(path, buffer, sizeof buffer, length) != 0) return false;
+  return parse_thread_syscall(buffer, length, out) == ParseError::ok;
 }
 
 bool read_thread_schedstat(pid_t tid, SchedStat& out) noexcept {

@@ -64,6 +64,26 @@ struct SchedStat {
 };
 ParseError parse_schedstat(const char* text, std::size_t length, SchedStat& out) noexcept;
 
+/// /proc/<pid>/task/<tid>/syscall: where a thread that is off the CPU sits. The kernel writes
+/// "running" for a thread on a CPU (or one it could not look at), "<nr> 0x<sp> 0x<pc>" with a
+/// negative nr for one stopped outside a system call (an interrupt, a fault), and
+/// "<nr> 0x<a0> ... 0x<a5> 0x<sp> 0x<pc>" for one inside system call <nr>.
+struct ThreadSyscall {
+  enum class State : std::uint8_t {
+    running,         ///< on a CPU: no registers given
+    not_in_syscall,  ///< stopped outside a system call: sp and pc given, no arguments
+    in_syscall,      ///< parked in system call `number`: arguments, sp and pc given
+  };
+  State state = State::running;
+  std::int64_t number = -1;        ///< system call number (architecture's table); < 0 outside one
+  std::uint64_t args[6] = {};      ///< its arguments (in_syscall only)
+  std::uint64_t sp = 0;            ///< user stack pointer
+  std::uint64_t pc = 0;            ///< user program counter (after the system call instruction)
+};
+/// Parses the syscall file. Numbers are decimal (nr, optionally negative) and "0x"-prefixed
+/// hexadecimal (the rest); a line with another field count is missing_field or bad_field.
+ParseError parse_thread_syscall(const char* text, std::size_t length, ThreadSyscall& out) noexcept;
+
 /// Reads a whole small file (a /proc entry) into `buffer` with open/read/close, no stdio.
 /// Sets `length` to the bytes read; the content is NUL-terminated when it fits, and a file
 /// longer than `size - 1` bytes is cut (the parsers then report `truncated` if they needed
@@ -79,6 +99,9 @@ bool read_tracer_pid(std::uint64_t& tracer_pid) noexcept;
 /// for it (bit n-1 = signal n). A signal both blocked and pending is one the thread refuses; a
 /// signal blocked but not pending is usually one whose handler runs right now.
 bool read_thread_signals(pid_t tid, std::uint64_t& blocked, std::uint64_t& pending) noexcept;
+/// Where thread `tid` of this process sits (/proc/self/task/<tid>/syscall); false when the
+/// file cannot be read (no CONFIG_HAVE_ARCH_TRACEHOOK, the thread is gone) or parsed.
+bool read_thread_syscall(pid_t tid, ThreadSyscall& out) noexcept;
 /// Scheduler statistics of thread `tid` of this process (needs CONFIG_SCHED_INFO).
 bool read_thread_schedstat(pid_t tid, SchedStat& out) noexcept;
 

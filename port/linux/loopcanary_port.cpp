@@ -349,6 +349,20 @@ namespace {
 
 void bump(std::atomic<std::uint32_t>& counter) noexcept { counter.fetch_add(1, std::memory_order_relaxed); }
 
+}  // namespace
+
+// The marker frame's function: never called, only its address is used. noinline and a body of
+// its own keep it a distinct symbol (identical-code folding would merge an empty one).
+__attribute__((noinline, used)) void sampled_without_signal() noexcept { asm volatile("" ::: "memory"); }
+
+Frame without_signal_frame() noexcept {
+  // + 1: a return address lies after its call, and symbolisers look return addresses up at
+  // address - 1, which is then the function's first byte.
+  return reinterpret_cast<Frame>(&sampled_without_signal) + 1u;
+}
+
+namespace {
+
 std::uint64_t monotonic_ms() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -404,8 +418,7 @@ std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t 
       return 0;
     }
     if ((blocked & pending & bit) != 0 && !detail::handler_in_progress()) {
-      bump(missed_blocked_);
-      return 0;
+      return capture_parked(thread, pcs, max, missed_blocked_);
     }
     thread.signal_blocked_.store(false, std::memory_order_relaxed);
   }
@@ -435,13 +448,38 @@ std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t 
   // being handled, and a new one may wait behind it: that is a timeout, not a refusal.
   if (!read_thread_signals(tid, blocked, pending)) {
     bump(missed_gone_);
-  } else if ((blocked & pending & bit) != 0 && !detail::handler_in_progress()) {
-    thread.signal_blocked_.store(true, std::memory_order_relaxed);
-    bump(missed_blocked_);
-  } else {
-    bump(missed_timeout_);
+    return 0;
   }
-  return 0;
+  if ((blocked & pending & bit) != 0 && !detail::handler_in_progress()) {
+    thread.signal_blocked_.store(true, std::memory_order_relaxed);
+    return capture_parked(thread, pcs, max, missed_blocked_);
+  }
+  return capture_parked(thread, pcs, max, missed_timeout_);
+}
+
+std::size_t Platform::capture_parked(const LoopThread& thread, Frame* pcs, std::size_t max,
+                                     std::atomic<std::uint32_t>& missed) noexcept {
+  ThreadSyscall where;
+  std::size_t count = 0;
+  if (max >= 2 && read_thread_syscall(thread.tid(), where) && where.state == ThreadSyscall::State::in_syscall) {
+    detail::CaptureRequest request;
+    request.tid = thread.tid();
+    request.stack_low = thread.stack_low();
+    request.stack_high = thread.stack_high();
+    request.max = max - 1;  // the last entry is the marker
+    request.scan = scan_;
+    if (detail::capture_parked(request, static_cast<std::uintptr_t>(where.sp), static_cast<std::uintptr_t>(where.pc),
+                               pcs, count) != detail::CaptureOutcome::answered) {
+      count = 0;
+    }
+  }
+  if (count == 0) {
+    bump(missed);
+    return 0;
+  }
+  pcs[count++] = without_signal_frame();
+  bump(samples_without_signal_);
+  return count;
 }
 
 bool Platform::thread_cpu_us(const LoopThread& thread, std::uint64_t& cpu_us) noexcept {
@@ -498,6 +536,7 @@ PlatformStats Platform::stats() const noexcept {
   PlatformStats s;
   s.samples_requested = samples_requested_.load(std::memory_order_relaxed);
   s.samples_answered = samples_answered_.load(std::memory_order_relaxed);
+  s.samples_without_signal = samples_without_signal_.load(std::memory_order_relaxed);
   s.missed_not_attached = missed_not_attached_.load(std::memory_order_relaxed);
   s.missed_gone = missed_gone_.load(std::memory_order_relaxed);
   s.missed_blocked = missed_blocked_.load(std::memory_order_relaxed);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target: the Linux port's /proc parsers (port/linux/linux_proc.hpp). The input is the
 // content of a /proc file, given to every parser (/proc/stat, /proc/<pid>/stat, the status
-// fields the port reads, schedstat) in a buffer of exactly its size, so that AddressSanitizer
-// sees any read past `length` (the parsers must not rely on the NUL that read_small_file adds
-// when it fits). Asserts: every outcome is one of ParseError's values, described.
+// fields the port reads, schedstat, a thread's syscall file) in a buffer of exactly its size,
+// so that AddressSanitizer sees any read past `length` (the parsers must not rely on the NUL
+// that read_small_file adds when it fits). Asserts: every outcome is one of ParseError's values, described.
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -31,6 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(pl::parse_proc_pid_stat(text, size, stat));
   pl::SchedStat sched;
   check(pl::parse_schedstat(text, size, sched));
+  pl::ThreadSyscall where;
+  check(pl::parse_thread_syscall(text, size, where));
   struct Key {
     const char* name;
     bool hex;

@@ -151,6 +151,54 @@ TEST(SchedStat, ParsesRunWaitAndSlices) {
   EXPECT_NE(lc::parse_schedstat(bad.text, bad.length, s), lc::ParseError::ok);
 }
 
+lc::ParseError syscall_of(const char* fixture, lc::ThreadSyscall& out) {
+  Fixture f(fixture);
+  return lc::parse_thread_syscall(f.text, f.length, out);
+}
+
+TEST(ThreadSyscall, ParsesAThreadParkedInASystemCall) {
+  lc::ThreadSyscall s;
+  ASSERT_EQ(syscall_of("proc_syscall.txt", s), lc::ParseError::ok);
+  EXPECT_EQ(s.state, lc::ThreadSyscall::State::in_syscall);
+  EXPECT_EQ(s.number, 202);
+  EXPECT_EQ(s.args[0], 0x7f3a1c0009d8u);
+  EXPECT_EQ(s.args[1], 0x80u);
+  EXPECT_EQ(s.args[5], 0xffffffffu);
+  EXPECT_EQ(s.sp, 0x7f3a21ffd6a0u);
+  EXPECT_EQ(s.pc, 0x7f3a2449e34cu);
+}
+
+TEST(ThreadSyscall, RunningAndOutsideASystemCallAreStatesNotErrors) {
+  lc::ThreadSyscall s;
+  s.number = 7;
+  ASSERT_EQ(syscall_of("proc_syscall_running.txt", s), lc::ParseError::ok);
+  EXPECT_EQ(s.state, lc::ThreadSyscall::State::running);
+  EXPECT_EQ(s.number, -1);
+  ASSERT_EQ(syscall_of("proc_syscall_not_in_syscall.txt", s), lc::ParseError::ok);
+  EXPECT_EQ(s.state, lc::ThreadSyscall::State::not_in_syscall);
+  EXPECT_EQ(s.number, -1);
+  EXPECT_EQ(s.sp, 0x7ffd5e8a1f40u);
+  EXPECT_EQ(s.pc, 0x55d0c3a1b2c4u);
+}
+
+TEST(ThreadSyscall, BadContentIsRefusedWithItsReason) {
+  lc::ThreadSyscall s;
+  s.pc = 42;
+  EXPECT_EQ(syscall_of("proc_syscall_truncated.txt", s), lc::ParseError::truncated);
+  EXPECT_EQ(syscall_of("proc_syscall_missing_pc.txt", s), lc::ParseError::missing_field);
+  EXPECT_EQ(syscall_of("proc_syscall_no_prefix.txt", s), lc::ParseError::bad_field);
+  EXPECT_EQ(syscall_of("proc_stat.txt", s), lc::ParseError::bad_field);
+  EXPECT_EQ(syscall_of("empty.txt", s), lc::ParseError::empty);
+  const char lone_minus[] = "- 0x1 0x2\n";
+  EXPECT_EQ(lc::parse_thread_syscall(lone_minus, sizeof lone_minus - 1, s), lc::ParseError::bad_field);
+  const char trailing[] = "running now\n";
+  EXPECT_EQ(lc::parse_thread_syscall(trailing, sizeof trailing - 1, s), lc::ParseError::bad_field);
+  const char extra[] = "-1 0x1 0x2 0x3\n";
+  EXPECT_EQ(lc::parse_thread_syscall(extra, sizeof extra - 1, s), lc::ParseError::bad_field);
+  EXPECT_EQ(s.pc, 42u) << "a refused parse leaves the output untouched";
+  EXPECT_EQ(lc::parse_thread_syscall(nullptr, 0, s), lc::ParseError::empty);
+}
+
 TEST(ProcReaders, ReadSmallFileReportsErrnoAndCutsLongFiles) {
   char buffer[16];
   std::size_t length = 99;
@@ -176,6 +224,10 @@ TEST(ProcReaders, LiveSystemIsReadable) {
   std::uint64_t pending = 0;
   EXPECT_TRUE(lc::read_thread_signals(static_cast<pid_t>(getpid()), blocked, pending));
   EXPECT_FALSE(lc::read_thread_signals(0x7ffffff0, blocked, pending)) << "no such thread";
+  lc::ThreadSyscall here;
+  ASSERT_TRUE(lc::read_thread_syscall(static_cast<pid_t>(getpid()), here));
+  EXPECT_EQ(here.state, lc::ThreadSyscall::State::in_syscall) << "the thread reading its own file is in read()";
+  EXPECT_FALSE(lc::read_thread_syscall(0x7ffffff0, here)) << "no such thread";
 }
 
 TEST(ProcReaders, ParseErrorsDescribeThemselves) {

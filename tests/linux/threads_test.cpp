@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Threads and signals against the Linux port's stack capture: a loop thread that exits while it
 // is sampled, one that blocks the sample signal, an application that installs its own handler
-// (or the default action) for the sample signal after loopcanary did, and 64 loop threads under
-// one watchdog. Each test asserts counters: every sample attempt is answered or counted as
-// missed, and the attempts add up across the Platform, the Watchdog and the records. Waits are
+// (or the default action) for the sample signal after loopcanary did, 64 loop threads under
+// one watchdog, and one that blocks every signal while parked in a system call (sampled without
+// the signal). Each test asserts counters: every sample attempt is answered, taken without the
+// signal, or counted as missed, and the attempts add up across the Platform, the Watchdog and the records. Waits are
 // on counters and records, with generous deadlines; timing bounds are loose (the CI machine is a
 // noisy 2-core VM).
 #include <pthread.h>
@@ -70,9 +71,9 @@ bool wait_polls(const lx::WatchdogThread& runner, std::uint32_t n) {
 
 /// One line of figures for the test log.
 void print_figures(const char* what, const lx::PlatformStats& s, const lc::WatchdogStats& dog) {
-  std::printf("[ FIGURES  ] %s: requested %u answered %u | missed: not_attached %u gone %u blocked %u timeout %u "
+  std::printf("[ FIGURES  ] %s: requested %u answered %u without_signal %u | missed: not_attached %u gone %u blocked %u timeout %u "
               "busy %u signal_error %u foreign_handler %u | watchdog samples_missed %u\n",
-              what, s.samples_requested, s.samples_answered, s.missed_not_attached, s.missed_gone, s.missed_blocked,
+              what, s.samples_requested, s.samples_answered, s.samples_without_signal, s.missed_not_attached, s.missed_gone, s.missed_blocked,
               s.missed_timeout, s.missed_busy, s.missed_signal_error, s.missed_foreign_handler, dog.samples_missed);
 }
 
@@ -89,7 +90,8 @@ std::size_t count_phase(const std::vector<lc::BlockRecord>& records, lc::Phase p
 ///     answers it discarded because the dispatch moved on during the capture.
 void expect_every_attempt_counted(const lx::PlatformStats& p, const lc::WatchdogStats& dog,
                                   const std::vector<lc::BlockRecord>& records) {
-  EXPECT_EQ(p.samples_requested, p.samples_answered + missed(p)) << "each capture answered or counted as missed";
+  EXPECT_EQ(p.samples_requested, p.samples_answered + p.samples_without_signal + missed(p))
+      << "each capture answered, taken without the signal, or counted as missed";
   std::uint64_t taken = 0;
   std::uint64_t record_missed = 0;
   for (const lc::BlockRecord& r : records) {
@@ -100,7 +102,7 @@ void expect_every_attempt_counted(const lx::PlatformStats& p, const lc::Watchdog
   EXPECT_EQ(taken + record_missed, p.samples_requested) << "each attempt is in its dispatch's record";
   EXPECT_EQ(record_missed, dog.samples_missed);
   ASSERT_GE(dog.samples_missed, missed(p)) << "each Platform miss is a missed sample of the watchdog";
-  EXPECT_EQ(taken, p.samples_answered - (dog.samples_missed - missed(p)));
+  EXPECT_EQ(taken, p.samples_answered + p.samples_without_signal - (dog.samples_missed - missed(p)));
 }
 
 RigConfig fast_config() {
@@ -533,4 +535,98 @@ TEST(LinuxThreads, SixtyFourLoopThreadsUnderOneWatchdog) {
   EXPECT_EQ(s.missed_foreign_handler, 0u);
   // A capture that races a thread's end() and detach may find it detached or gone: counted.
   expect_every_attempt_counted(s, dog, records);
+}
+
+namespace {
+
+/// Parks the calling (loop) thread in pthread_cond_wait until `open` holds: its frame is on the
+/// stack, below the C library's, while the thread waits in the futex system call.
+__attribute__((noinline)) void lc_test_wait_parked(pthread_mutex_t& mutex, pthread_cond_t& cond, const bool& open) {
+  pthread_mutex_lock(&mutex);
+  while (!open) pthread_cond_wait(&cond, &mutex);
+  pthread_mutex_unlock(&mutex);
+  asm volatile("" ::: "memory");  // no tail call: the return address stays in this function
+}
+
+}  // namespace
+
+// (5) The case of an RTOS simulator (FreeRTOS's POSIX port parks a waiting task with every
+// signal blocked): a loop thread that blocks all signals and waits on a condition variable
+// inside a dispatch. The sample signal cannot reach it; the watchdog samples it from
+// /proc/self/task/<tid>/syscall instead (the program counter and stack pointer of the parked
+// system call, then the return addresses on its stack). The block is reported off the CPU with
+// samples taken, the samples name the waiting function, each sample ends with the
+// without-signal marker frame, one signal is sent in all, and the attempts add up.
+TEST(LinuxThreads, LoopThreadParkedWithAllSignalsBlockedIsSampledFromItsSystemCall) {
+  constexpr std::uint32_t kSamples = 5;
+  Rig rig;
+  std::atomic<std::uint32_t> in_progress{0};
+  std::atomic<std::uint32_t> finals{0};
+  rig.collector.on_record = [&](const lc::BlockRecord& r) {
+    if (r.phase == lc::Phase::in_progress) in_progress.fetch_add(1);
+    if (r.phase == lc::Phase::final) finals.fetch_add(1);
+  };
+  RigConfig config = fast_config();
+  config.sample_interval_us = 5'000;
+  ASSERT_NO_FATAL_FAILURE(rig.start(config));
+
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+  bool open = false;
+  std::atomic<bool> parking{false};
+  int queued = 0;
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    ASSERT_TRUE(attach.result().ok());
+    sigset_t all;
+    sigfillset(&all);
+    ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &all, nullptr), 0);
+    rig.monitor.begin(kWork);
+    parking.store(true);
+    lc_test_wait_parked(mutex, cond, open);
+    rig.monitor.end();
+    ASSERT_TRUE(wait_until([&] { return finals.load() == 1; }));
+    ASSERT_TRUE(wait_polls(rig.runner, 2));
+    sigset_t sample;
+    sigemptyset(&sample);
+    sigaddset(&sample, rig.platform.sample_signal());
+    const timespec zero{0, 0};
+    while (sigtimedwait(&sample, nullptr, &zero) == rig.platform.sample_signal()) ++queued;
+  });
+  // Open the gate once the block is reported and sampled a few times (or, before the fix, once
+  // the attempts that would have sampled it are over).
+  const bool sampled = wait_until([&] {
+    return parking.load() && in_progress.load() > 0 && rig.platform.stats().samples_requested >= kSamples + 1;
+  });
+  pthread_mutex_lock(&mutex);
+  open = true;
+  pthread_cond_signal(&cond);
+  pthread_mutex_unlock(&mutex);
+  loop.join();
+  ASSERT_TRUE(sampled);
+  rig.runner.stop();
+
+  const std::vector<lc::BlockRecord> records = rig.collector.records();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final, std::chrono::seconds(0)));
+  const lx::PlatformStats s = rig.platform.stats();
+  print_figures("all signals blocked, parked in a system call", s, rig.watchdog.stats());
+  std::printf("[ FIGURES  ] cause %s, samples taken %u missed %u\n%s", lc::to_string(final.cause),
+              final.samples_taken, final.samples_missed, describe_stacks(final).c_str());
+  EXPECT_NE(final.cause, lc::Cause::running) << "the loop waited off the CPU";
+  EXPECT_GE(final.samples_taken, kSamples) << "the parked thread is sampled without the signal";
+  EXPECT_TRUE(any_frame_in(final, "lc_test_wait_parked")) << describe_stacks(final);
+  ASSERT_GT(final.sample_count, 0u);
+  for (std::uint8_t i = 0; i < final.sample_count; ++i) {
+    const lc::Sample& sample = final.samples[i];
+    ASSERT_GE(sample.pc_count, 2u) << "the parked PC and the marker, at least";
+    EXPECT_EQ(sample.frames[sample.scope_count + sample.pc_count - 1], lx::without_signal_frame())
+        << "a sample taken without the signal ends with the marker frame";
+  }
+  EXPECT_TRUE(any_frame_in(final, "sampled_without_signal")) << "the marker symbolises to its name";
+  EXPECT_EQ(s.samples_answered, 0u) << "the signal never reached the thread";
+  EXPECT_GE(s.samples_without_signal, kSamples);
+  EXPECT_EQ(queued, 1) << "one signal sent in all: later attempts look at /proc instead of queueing more";
+  expect_every_attempt_counted(s, rig.watchdog.stats(), records);
+  EXPECT_LT(rig.runner.stats().max_lateness_us, 1'000'000u) << "the watchdog must never be held by a capture";
 }
