@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// No-allocation test (issue test 8): every global allocation function of this process is
+// No-allocation test: every global allocation function of this process is
 // replaced by a counting one that forwards to glibc's allocator, and the test asserts that the
 // core, driven through the sim port, allocates nothing: monitoring (begin/end, scopes), watchdog
-// polling through a scenario with blocks, hangs, samples and interceptor calls, and formatting
-// records into stack buffers. Only calls made inside a measured section are counted; positive
+// polling through a scenario with blocks, hangs, samples and interceptor calls, formatting and
+// encoding records into stack buffers, and a crash box storing them and draining them at the
+// next "boot". Only calls made inside a measured section are counted; positive
 // controls prove the counter sees allocations of every kind it replaces.
 //
 // Not built under the sanitizers (they replace the allocator themselves): see
@@ -21,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "loopcanary/crash_box.hpp"
 #include "loopcanary/loopcanary.hpp"
+#include "loopcanary/packet.hpp"
 #include "loopcanary_port.hpp"
 
 // ---- The counting allocator ------------------------------------------------------------------
@@ -337,9 +340,13 @@ struct InterceptorLog {
   std::uint32_t hangs = 0;
   std::size_t longest_text = 0;
   bool truncated = false;
+  std::size_t longest_packet = 0;
+  std::uint32_t packets_refused = 0;
+  lc::CrashBox* box = nullptr;  // stores the hang and final records when set
 };
 
-// An interceptor that formats every record into a stack buffer, as a log sink would.
+// An interceptor that formats every record into a stack buffer, as a log sink would, encodes it
+// as a packet, as a device's sink would, and keeps it in a crash box.
 void log_record(void* context, const lc::BlockRecord& record) {
   auto& log = *static_cast<InterceptorLog*>(context);
   ++log.calls;
@@ -350,6 +357,24 @@ void log_record(void* context, const lc::BlockRecord& record) {
   const lc::FormatResult r = lc::format_text(record, text, sizeof text);
   if (r.length > log.longest_text) log.longest_text = r.length;
   log.truncated = log.truncated || r.truncated;
+  std::uint8_t packet[lc::kMaxPacketBytes];
+  const std::size_t length = lc::encode_packet(record, packet, sizeof packet);
+  if (length == 0) ++log.packets_refused;
+  if (length > log.longest_packet) log.longest_packet = length;
+  if (log.box != nullptr) lc::CrashBox::intercept(log.box, record);
+}
+
+// A crash box in static storage, as a device keeps one in its no-init RAM.
+lc::StaticCrashBox<4096> g_box;
+
+struct DrainCount {
+  std::uint32_t packets = 0;
+  std::size_t bytes = 0;
+};
+void count_packet(void* context, const std::uint8_t* /*packet*/, std::size_t size) {
+  auto& count = *static_cast<DrainCount*>(context);
+  ++count.packets;
+  count.bytes += size;
 }
 
 TEST(NoAlloc, WatchdogScenarioAllocatesNothing) {
@@ -371,7 +396,10 @@ TEST(NoAlloc, WatchdogScenarioAllocatesNothing) {
   const lc::Status add_status = watchdog->add(*monitor);
   const lc::Status chain_status = watchdog->add_interceptor(&log_record, &log);
   const char* description = lc::describe(lc::Status::threshold_zero);
+  const lc::CrashBoxStatus box_status = g_box.open(lc::ResetCause::power_on);
+  log.box = &g_box;
   setup.stop();
+  EXPECT_NE(box_status, lc::CrashBoxStatus::kept);
   ASSERT_EQ(monitor_status, lc::Status::ok);
   ASSERT_EQ(dog_status, lc::Status::ok);
   ASSERT_EQ(add_status, lc::Status::ok);
@@ -423,6 +451,11 @@ TEST(NoAlloc, WatchdogScenarioAllocatesNothing) {
   }
   const lc::WatchdogStats dog = watchdog->stats();
   const lc::LoopStats stats = monitor->stats();
+  // The next boot: the box's records go out as previous_boot packets.
+  const lc::CrashBoxStatus reopened = g_box.open(lc::ResetCause::software);
+  DrainCount drained;
+  const std::uint32_t sent = g_box.drain(lc::PacketSink{&count_packet, &drained});
+  const lc::CrashBoxStats box = g_box.stats();
   section.stop();
 
   EXPECT_EQ(section.allocations(), 0u);
@@ -443,6 +476,13 @@ TEST(NoAlloc, WatchdogScenarioAllocatesNothing) {
   EXPECT_GT(text_total, 0u);
   EXPECT_GT(json_total, 0u);
   EXPECT_TRUE(tiny_truncated);
+  EXPECT_EQ(log.packets_refused, 0u);
+  EXPECT_GT(log.longest_packet, 0u);
+  EXPECT_EQ(reopened, lc::CrashBoxStatus::kept);
+  EXPECT_GT(box.stored, 0u);
+  EXPECT_EQ(sent, box.kept);
+  EXPECT_EQ(drained.packets, sent);
+  EXPECT_GT(drained.bytes, 0u);
 }
 
 }  // namespace
