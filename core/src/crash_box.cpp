@@ -18,14 +18,6 @@ static_assert(std::is_trivially_default_constructible<StaticCrashBox<16>>::value
               "a crash box lives in no-init RAM: no constructor may run at start-up");
 static_assert(detail::kPacketBodyMax < 0xFFFF, "a previous_boot body (one byte more) must fit its 16-bit length");
 
-// Writes the length and the CRC of a packet whose body is `body` bytes (version .. body end).
-void seal_packet(std::uint8_t* p, std::size_t body) noexcept {
-  p[4] = static_cast<std::uint8_t>(body);
-  p[5] = static_cast<std::uint8_t>(body >> 8);
-  std::uint32_t crc = crc32(p + 2, 4 + body);
-  for (std::size_t i = 0; i < 4; ++i, crc >>= 8) p[kPacketHeaderBytes + body + i] = static_cast<std::uint8_t>(crc);
-}
-
 // CRC-32 of any bytes followed by their own CRC-32 (little-endian): its residue.
 constexpr std::uint32_t kCrcResidue = 0x2144DF1Cu;
 
@@ -88,7 +80,7 @@ CrashBoxStatus CrashBox::open(std::uint8_t* packets, std::uint32_t capacity, Res
     std::memmove(p, packets + at, n);
     if (p[kPacketHeaderBytes] == kCausePending) {
       p[kPacketHeaderBytes] = cause;
-      seal_packet(p, n - kPacketHeaderBytes - kPacketTrailerBytes);
+      detail::seal_packet(p, PacketType::previous_boot, n - kPacketHeaderBytes - kPacketTrailerBytes);
     }
     kept_bytes += n;
     at += n;
@@ -120,12 +112,8 @@ bool CrashBox::store(const BlockRecord& record) noexcept {
   }
   std::uint8_t* p = packets_ + h.used;
   const std::size_t body = n - kPacketHeaderBytes - kPacketTrailerBytes + 1;
-  p[0] = kPacketMagic0;
-  p[1] = kPacketMagic1;
-  p[2] = kPacketVersion;
-  p[3] = static_cast<std::uint8_t>(PacketType::previous_boot);
   p[kPacketHeaderBytes] = kCausePending;
-  seal_packet(p, body);
+  detail::seal_packet(p, PacketType::previous_boot, body);
   h.used += static_cast<std::uint32_t>(n + 1);
   ++h.stored;
   seal();

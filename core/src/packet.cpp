@@ -156,18 +156,23 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
     previous = &s;
   }
 
-  const std::size_t body = w.pos - kPacketHeaderBytes;  // <= detail::kPacketBodyMax: fits 16 bits
-  const std::size_t length = w.pos + kPacketTrailerBytes;
-  if (length > size) return 0;
-  buffer[0] = kPacketMagic0;
-  buffer[1] = kPacketMagic1;
-  buffer[2] = kPacketVersion;
-  buffer[3] = static_cast<std::uint8_t>(PacketType::block);
-  buffer[4] = static_cast<std::uint8_t>(body);
-  buffer[5] = static_cast<std::uint8_t>(body >> 8);
-  std::uint32_t crc = crc32(buffer + 2, w.pos - 2);
-  for (int i = 0; i < 4; ++i, crc >>= 8) buffer[w.pos + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(crc);
-  return length;
+  if (w.pos + kPacketTrailerBytes > size) return 0;
+  // body <= detail::kPacketBodyMax: fits its 16 bits
+  return detail::seal_packet(buffer, PacketType::block, w.pos - kPacketHeaderBytes);
+}
+
+std::size_t detail::seal_packet(std::uint8_t* p, PacketType type, std::size_t body) noexcept {
+  p[0] = kPacketMagic0;
+  p[1] = kPacketMagic1;
+  p[2] = kPacketVersion;
+  p[3] = static_cast<std::uint8_t>(type);
+  p[4] = static_cast<std::uint8_t>(body);
+  p[5] = static_cast<std::uint8_t>(body >> 8);
+  std::uint32_t crc = crc32(p + 2, 4 + body);
+  for (std::size_t i = 0; i < kPacketTrailerBytes; ++i, crc >>= 8) {
+    p[kPacketHeaderBytes + body + i] = static_cast<std::uint8_t>(crc);
+  }
+  return kPacketHeaderBytes + body + kPacketTrailerBytes;
 }
 
 }  // namespace loopcanary

@@ -104,4 +104,11 @@ std::size_t encode_packet(const BlockRecord& record, std::uint8_t* buffer, std::
 /// 0xFFFFFFFF) of `size` bytes, continuing from `crc` (0 to start). Any context.
 std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc = 0) noexcept;
 
+namespace detail {
+/// Completes the packet whose `body` bytes are at packet + kPacketHeaderBytes: writes the magic,
+/// the version, `type`, the length and the CRC-32 after the body. Returns the packet's length.
+/// `body` <= 0xFFFF. The one writer of packet headers (encode_packet, the crash box).
+std::size_t seal_packet(std::uint8_t* packet, PacketType type, std::size_t body) noexcept;
+}  // namespace detail
+
 }  // namespace loopcanary
