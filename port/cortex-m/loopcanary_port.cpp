@@ -339,6 +339,7 @@ Hal make_hal() noexcept {
 #else
   hal.debugger_attached = nullptr;  // software cannot read DHCSR on ARMv6-M
 #endif
+  hal.read_memory = nullptr;  // the firmware sets &read_memory after init_memory() (cortex_m_stack.hpp)
   return hal;
 }
 

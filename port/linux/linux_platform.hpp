@@ -10,6 +10,8 @@
 //                                    /proc/stat (machine, steal) and /proc/self/stat (process)
 //                 debugger_attached  TracerPid of /proc/self/status, re-read at most every
 //                                    debugger_check_ms
+//                 read_memory        resident set and its peak, heap in use, the loop thread's
+//                                    stack high-water mark and size (linux_memory.hpp)
 //
 // Stack capture. The watchdog publishes a request in a preallocated slot, sends the sample
 // signal to the loop thread with tgkill, and waits on a semaphore with a timeout. The handler
@@ -34,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "linux_memory.hpp"
 #include "linux_status.hpp"
 #include "loopcanary/hal.hpp"
 
@@ -57,6 +60,11 @@ struct PlatformConfig {
   std::uint32_t debugger_check_ms = 0;
   /// Take over sample_signal even when another handler is installed for it.
   bool replace_existing_handler = false;
+  /// Give kMemoryHeapUsed in read_memory, through mallinfo2(). Off by default: mallinfo2() waits
+  /// for malloc's arena locks, so a loop thread blocked inside malloc (a block the watchdog must
+  /// report) would stall the watchdog thread itself (linux_memory.hpp). Turn it on where the
+  /// loops do not block inside the allocator, or where a stalled watchdog is acceptable.
+  bool heap_reading = false;
 };
 
 /// Counters of a Platform. Any thread may read them.
@@ -179,6 +187,9 @@ class Platform {
   bool cpu_counters(CpuReading& out) noexcept;
   /// True while a tracer is attached (TracerPid != 0), cached for debugger_check_ms. Any thread.
   bool debugger_attached() noexcept;
+  /// The reader behind read_memory (its read() and counters). Configured by init().
+  MemoryReader& memory() noexcept { return memory_; }
+  const MemoryReader& memory() const noexcept { return memory_; }
 
   PlatformStats stats() const noexcept;
   int sample_signal() const noexcept { return signal_; }
@@ -193,6 +204,7 @@ class Platform {
   static std::size_t hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
   static void hal_read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool hal_debugger(void* context);
+  static void hal_read_memory(void* context, const Monitor& loop, MemoryReading* out);
 
   bool initialised_ = false;
   int signal_ = 0;
@@ -201,6 +213,7 @@ class Platform {
   std::uint64_t us_per_clock_tick_ = 10'000;  // /proc/stat unit (USER_HZ), from sysconf at init
   std::uint64_t cpus_ = 1;                    // online CPUs, from sysconf at init (steal per CPU)
   bool scan_ = true;
+  MemoryReader memory_;
 
   // TracerPid cache: any thread may ask (the watchdog through the Hal, the application).
   std::atomic<bool> debugger_cached_{false};

@@ -170,13 +170,20 @@ ParseError parse_proc_pid_stat(const char* text, std::size_t length, ProcPidStat
   return ParseError::ok;
 }
 
-ParseError parse_status_field(const char* text, std::size_t length, const char* key, bool hex,
-                              std::uint64_t& out) noexcept {
+namespace {
+
+// Finds the line "<key>:..." of a /proc/<pid>/status text: `value` then spans the rest of that
+// line after the ':', and `line` is its 1-based number (the last line seen when the key is
+// absent or its line is cut).
+ParseError find_status_value(const char* text, std::size_t length, const char* key, Cursor& value,
+                             std::size_t& line) noexcept {
+  line = 0;
   if (text == nullptr || length == 0) return ParseError::empty;
   const char* end = text + length;
-  for (const char* line = text; line != end;) {
-    const char* eol = line_end(line, end);
-    const char* p = line;
+  for (const char* start = text; start != end;) {
+    ++line;
+    const char* eol = line_end(start, end);
+    const char* p = start;
     const char* k = key;
     while (*k != '\0' && p != end && *p == *k) {
       ++p;
@@ -184,19 +191,49 @@ ParseError parse_status_field(const char* text, std::size_t length, const char* 
     }
     if (*k == '\0' && p != end && *p == ':') {
       if (eol == nullptr) return ParseError::truncated;
-      Cursor c{p + 1, eol};
-      std::uint64_t value = 0;
-      const ParseError e = number(c, hex, value);
-      if (e != ParseError::ok) return e;
-      c.skip_blanks();
-      if (!c.at_end()) return ParseError::bad_field;
-      out = value;
+      value = Cursor{p + 1, eol};
       return ParseError::ok;
     }
     if (eol == nullptr) return ParseError::truncated;
-    line = eol + 1;
+    start = eol + 1;
   }
   return ParseError::missing_line;
+}
+
+}  // namespace
+
+ParseError parse_status_field(const char* text, std::size_t length, const char* key, bool hex,
+                              std::uint64_t& out) noexcept {
+  Cursor c{nullptr, nullptr};
+  std::size_t line = 0;
+  ParseError e = find_status_value(text, length, key, c, line);
+  if (e != ParseError::ok) return e;
+  std::uint64_t value = 0;
+  e = number(c, hex, value);
+  if (e != ParseError::ok) return e;
+  c.skip_blanks();
+  if (!c.at_end()) return ParseError::bad_field;
+  out = value;
+  return ParseError::ok;
+}
+
+ParseError parse_status_kib(const char* text, std::size_t length, const char* key, std::uint64_t& bytes,
+                            std::size_t& line) noexcept {
+  Cursor c{nullptr, nullptr};
+  ParseError e = find_status_value(text, length, key, c, line);
+  if (e != ParseError::ok) return e;
+  std::uint64_t kib = 0;
+  e = number(c, false, kib);
+  if (e != ParseError::ok) return e;
+  c.skip_blanks();
+  if (c.at_end()) return ParseError::missing_field;  // no unit
+  if (!starts_with(c.pos, c.end, "kB")) return ParseError::bad_field;
+  c.pos += 2;
+  c.skip_blanks();
+  if (!c.at_end()) return ParseError::bad_field;
+  if (kib > (~std::uint64_t{0} >> 10)) return ParseError::bad_field;  // bytes over 64 bits
+  bytes = kib << 10;
+  return ParseError::ok;
 }
 
 ParseError parse_schedstat(const char* text, std::size_t length, SchedStat& out) noexcept {

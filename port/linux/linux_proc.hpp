@@ -56,6 +56,16 @@ ParseError parse_proc_pid_stat(const char* text, std::size_t length, ProcPidStat
 ParseError parse_status_field(const char* text, std::size_t length, const char* key, bool hex,
                               std::uint64_t& out) noexcept;
 
+/// Finds "<key>:<blanks><decimal> kB" in a /proc/<pid>/status text (VmRSS, VmHWM, ...) and
+/// sets `bytes` to the value times 1024 (the kernel's "kB" is KiB). `line` is set to the
+/// 1-based line of the key, or to the last line read when the key is absent (missing_line) or
+/// the text ends inside the key's line (truncated); 0 for empty content. Errors: no unit after
+/// the number is missing_field; another unit, anything after it, a value that is not decimal
+/// or a byte count over 64 bits is bad_field. `bytes` is left untouched on error. Any context
+/// (pure function).
+ParseError parse_status_kib(const char* text, std::size_t length, const char* key, std::uint64_t& bytes,
+                            std::size_t& line) noexcept;
+
 /// Parses /proc/<pid>/task/<tid>/schedstat: "<on-cpu ns> <run-queue wait ns> <timeslices>".
 struct SchedStat {
   std::uint64_t run_ns = 0;

@@ -387,6 +387,7 @@ Result Platform::init(const PlatformConfig& config) noexcept {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   cpus_ = cpus > 0 ? static_cast<std::uint64_t>(cpus) : 1u;
   scan_ = !config.no_stack_scan;
+  memory_.set_heap_reading(config.heap_reading);
   initialised_ = true;
   return Result{};
 }
@@ -397,6 +398,7 @@ Hal Platform::hal() noexcept {
   h.capture_stack = &Platform::hal_capture;
   h.read_cpu = &Platform::hal_read_cpu;
   h.debugger_attached = &Platform::hal_debugger;
+  h.read_memory = &Platform::hal_read_memory;
   return h;
 }
 
@@ -572,5 +574,9 @@ void Platform::hal_read_cpu(void* context, const Monitor& loop, CpuReading* out)
 }
 
 bool Platform::hal_debugger(void* context) { return static_cast<Platform*>(context)->debugger_attached(); }
+
+void Platform::hal_read_memory(void* context, const Monitor& loop, MemoryReading* out) {
+  static_cast<Platform*>(context)->memory_.read(static_cast<const LoopThread*>(loop.context()), *out);
+}
 
 }  // namespace loopcanary::port_linux

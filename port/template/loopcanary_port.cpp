@@ -20,6 +20,13 @@ void read_cpu(void* /*context*/, const Monitor& /*loop*/, CpuReading* /*out*/) {
 // TODO(port): true while a debugger is attached (e.g. DHCSR.C_DEBUGEN on Cortex-M).
 bool debugger_attached(void* /*context*/) { return false; }
 
+// TODO(port): the memory values you have, in bytes, each with out->set(): the loop's stack
+// high-water mark (kMemoryStackPeak, e.g. from a painted stack) or its current depth
+// (kMemoryStackCurrent) and its size (kMemoryStackSize); the heap's free bytes (kMemoryHeapFree)
+// and bytes in use (kMemoryHeapUsed); on an OS the resident set (kMemoryResident,
+// kMemoryResidentPeak). Set nothing when there are none: every value is then "unknown".
+void read_memory(void* /*context*/, const Monitor& /*loop*/, MemoryReading* /*out*/) {}
+
 }  // namespace
 
 Hal make_hal() noexcept {
@@ -28,6 +35,7 @@ Hal make_hal() noexcept {
   hal.capture_stack = &capture_stack;
   hal.read_cpu = &read_cpu;
   hal.debugger_attached = &debugger_attached;
+  hal.read_memory = &read_memory;
   return hal;
 }
 

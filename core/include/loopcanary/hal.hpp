@@ -48,6 +48,46 @@ struct CpuReading {
   bool has(CpuValue which) const noexcept { return (valid & (1u << which)) != 0; }
 };
 
+/// The values of one memory reading, by index into MemoryReading::value. All are in BYTES and
+/// describe one instant (not counters). docs/porting.md says what each port provides.
+enum MemoryValue : std::uint8_t {
+  kMemoryResident,      ///< the process's resident set (RAM it occupies now)
+  kMemoryResidentPeak,  ///< the largest resident set the process has had
+  kMemoryHeapUsed,      ///< heap handed out by the allocator and not freed, bookkeeping included
+  kMemoryHeapFree,      ///< heap the allocator can still hand out without growing it (a device
+                        ///< heap's free bytes; not given where the heap grows on demand)
+  /// The loop's stack HIGH-WATER MARK: the deepest the stack has ever reached, measured from
+  /// its top, where the port can tell (a painted stack, resident pages). Interrupts that run
+  /// on the same stack are included; 0 < value <= kMemoryStackSize. A value equal to
+  /// kMemoryStackSize means the stack reached its limit (it may have overflowed).
+  kMemoryStackPeak,
+  /// The loop's stack in use at the instant of the reading (top minus the loop's stack
+  /// pointer), where the port cannot tell a high-water mark but knows the stack pointer.
+  kMemoryStackCurrent,
+  kMemoryStackSize,  ///< the size of the loop's stack (its top minus its lowest usable address)
+  kMemoryValues
+};
+
+/// One reading of the memory state of a loop and its process or device. Only the values whose
+/// bit is set in `valid` were read: a value left out is unknown, never zero.
+struct MemoryReading {
+  std::uint64_t value[kMemoryValues];  ///< by MemoryValue, bytes
+  std::uint8_t valid;                  ///< bit (1 << MemoryValue) set: that value was read
+
+  /// Stores `v` as value `which` and marks it read.
+  void set(MemoryValue which, std::uint64_t v) noexcept {
+    value[which] = v;
+    valid = static_cast<std::uint8_t>(valid | (1u << which));
+  }
+  /// True when value `which` was read.
+  bool has(MemoryValue which) const noexcept { return (valid & (1u << which)) != 0; }
+};
+
+/// "resident", "resident_peak", "heap_used", "heap_free", "stack_peak", "stack_current",
+/// "stack_size" (the JSON members of a record's `memory`); "unknown_memory_value" outside the
+/// enumeration. Any context.
+const char* to_string(MemoryValue value) noexcept;
+
 /// Platform services, every one optional. All callbacks run in watchdog context (a thread or
 /// a timer ISR), one at a time, and must not block longer than a small fraction of the
 /// watchdog period. Each receives `context` first.
@@ -69,6 +109,13 @@ struct Hal {
   /// True while a debugger is attached (reports are then suppressed and counted when
   /// WatchdogConfig::stop_when_debugging is set).
   bool (*debugger_attached)(void* context);
+
+  /// Reads the memory state of `loop` (its stack) and of its process or device into `*out`,
+  /// whose `valid` is 0 on entry: MemoryReading::set() each value the platform has, in bytes,
+  /// leave out the rest (nothing set: no memory evidence for this reading; nothing is counted
+  /// by the watchdog). Watchdog context, like the others: a port whose readings take a lock the
+  /// loop may hold says so (docs/porting.md). Null: no memory values.
+  void (*read_memory)(void* context, const Monitor& loop, MemoryReading* out);
 };
 
 }  // namespace loopcanary
