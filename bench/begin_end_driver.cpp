@@ -4,6 +4,12 @@
 //
 //   valgrind --tool=callgrind --toggle-collect=run_pairs build/bench/bench/loopcanary_begin_end_driver 1000000
 //
+// run_posted_pairs() runs N more pairs with the queue-latency overload, begin_at(event, now,
+// posted), for the event passed in (a table's event, as a runtime's dispatcher has it): once an
+// event without EventHealth storage (toggle-collect=run_posted_pairs, first call) and once one
+// with storage and a period and deadline (the second call); the post stamps advance 2 ticks per
+// pair, as the sim clock does, so every latency is 5 ticks. docs/benchmarks.md has the commands.
+//
 // run_pairs() is kept out of line so callgrind can collect it alone; inside it, begin() and end()
 // are inlined as in any instrumented loop. lc_begin_at()/lc_end_at() are out-of-line copies of
 // Monitor::begin_at()/end_at() whose disassembly shows the hot path's instructions
@@ -18,6 +24,8 @@ namespace lc = loopcanary;
 
 namespace {
 constexpr lc::Event kEvent{"sensor_read"};
+lc::EventHealth g_health;
+constexpr lc::Event kEventWithHealth{"sensor_read", 0, &g_health};
 }  // namespace
 
 extern "C" {
@@ -38,6 +46,25 @@ LOOPCANARY_DRIVER_NOINLINE void run_pairs(lc::sim::PortMonitor& monitor, unsigne
     monitor.end();
   }
 }
+
+LOOPCANARY_DRIVER_NOINLINE void run_posted_pairs(lc::sim::PortMonitor& monitor, const lc::Event& event,
+                                                 lc::tick_t posted, unsigned long pairs) {
+  for (unsigned long i = 0; i < pairs; ++i) {
+    monitor.begin_at(event, monitor.clock().now(), posted);
+    monitor.end();
+    posted += 2u;
+  }
+}
+
+// Separate copies, so callgrind's --toggle-collect can take each alone.
+LOOPCANARY_DRIVER_NOINLINE void run_posted_pairs_without_health(lc::sim::PortMonitor& monitor, lc::tick_t posted,
+                                                                unsigned long pairs) {
+  run_posted_pairs(monitor, kEvent, posted, pairs);
+}
+LOOPCANARY_DRIVER_NOINLINE void run_posted_pairs_with_health(lc::sim::PortMonitor& monitor, lc::tick_t posted,
+                                                             unsigned long pairs) {
+  run_posted_pairs(monitor, kEventWithHealth, posted, pairs);
+}
 }
 
 int main(int argc, char** argv) {
@@ -49,11 +76,19 @@ int main(int argc, char** argv) {
   config.name = "driver";
   config.tick_hz = lc::sim::kTickHz;
   if (monitor.init(config) != lc::Status::ok) return 1;
+  if (monitor.init_event(kEventWithHealth, lc::EventHealthConfig{1'000, 500}) != lc::Status::ok) return 1;
   run_pairs(monitor, pairs);
+  run_posted_pairs_without_health(monitor, time.read() - 5u, pairs);
+  run_posted_pairs_with_health(monitor, time.read() - 5u, pairs);
   // Keep the out-of-line copies linked (and exercised once).
   lc_begin_at(monitor, kEvent, time.read());
   lc_end_at(monitor, time.read());
   const lc::LoopStats stats = monitor.stats();
-  std::printf("%lu pairs, %u dispatches\n", pairs, stats.dispatches);
-  return stats.dispatches == static_cast<std::uint32_t>(pairs + 1u) ? 0 : 1;
+  const lc::EventStats health = g_health.stats();
+  std::printf("%lu pairs x 3, %u dispatches, %u with latency recorded (max %u ticks)\n", pairs, stats.dispatches,
+              health.dispatches, health.max_latency);
+  return stats.dispatches == static_cast<std::uint32_t>(3u * pairs + 1u) &&
+                 health.dispatches == static_cast<std::uint32_t>(pairs)
+             ? 0
+             : 1;
 }

@@ -21,6 +21,7 @@ TEST(CompiledOut, MacrosTypeCheckButStampNothing) {
   {
     LOOPCANARY_DISPATCH(monitor, kTick);
     LOOPCANARY_SCOPE(monitor, "work");
+    LOOPCANARY_STAGE(monitor, "compute");
     time.advance(loopcanary::sim::ms(2000));
   }
   loopcanary::StampSnapshot snap;
@@ -32,6 +33,7 @@ TEST(CompiledOut, MacrosTypeCheckButStampNothing) {
   const char* names[1];
   ASSERT_TRUE(monitor.scope_snapshot(names, 1, depth));
   EXPECT_EQ(depth, 0u);
+  EXPECT_EQ(monitor.stats().stages_dropped, 0u) << "no mark was made, not even one refused";
 }
 
 }  // namespace

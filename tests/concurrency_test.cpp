@@ -773,4 +773,79 @@ TEST(Concurrency, ScopeSnapshotsAreConsistent) {
               static_cast<unsigned long long>(torn));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Stage marks: one loop marking stages, one reader taking stage snapshots of the dispatch it sees
+// running. Dispatch n makes n % (kMaxStages + 3) marks (some past the capacity); mark k is named
+// g_stage_names[n % 5][k] and stamped begin_tick(n) + k + 1, so a mark names its dispatch.
+// ---------------------------------------------------------------------------------------------
+
+constexpr std::size_t kStageRows = 5;
+constexpr std::size_t kStageMarks = lc::kMaxStages + 2;
+char g_stage_names[kStageRows][kStageMarks][8];
+
+TEST(Concurrency, StageSnapshotsHoldOnlyTheirOwnDispatchsMarks) {
+  for (std::size_t r = 0; r < kStageRows; ++r) {
+    for (std::size_t k = 0; k < kStageMarks; ++k) std::snprintf(g_stage_names[r][k], 8, "t%zu.%zu", r, k);
+  }
+  const std::uint32_t kDispatches = kTsan ? 300'000u : 2'000'000u;
+  const std::uint64_t kWanted = kTsan ? 20'000u : 100'000u;
+  const std::uint32_t kMaxDispatches = 1u << 26;
+
+  const auto owned = std::make_unique<lc::Monitor>();
+  lc::Monitor& monitor = *owned;
+  std::atomic<bool> loop_done{false};
+  std::atomic<bool> reader_satisfied{false};
+  std::uint32_t dispatches = 0;
+  std::uint64_t marks_over = 0;
+  std::uint64_t checked = 0;
+  std::uint64_t torn = 0;
+  std::uint64_t wrong = 0;
+
+  run_pair(
+      [&] {
+        std::uint32_t n = 0;
+        while (n < kDispatches || (!reader_satisfied.load(std::memory_order_relaxed) && n < kMaxDispatches)) {
+          monitor.begin_at(kEvents[n % kEventKinds], begin_tick(n));
+          const std::size_t marks = n % (kStageMarks + 1);
+          for (std::size_t k = 0; k < marks; ++k) {
+            monitor.stage_at(g_stage_names[n % kStageRows][k], begin_tick(n) + static_cast<lc::tick_t>(k + 1));
+            if (k >= lc::kMaxStages) ++marks_over;
+          }
+          monitor.end_at(begin_tick(n) + 2u);
+          ++n;
+        }
+        dispatches = n;
+        loop_done.store(true, std::memory_order_release);
+      },
+      [&] {
+        lc::StageMark out[lc::kMaxStages];
+        while (!loop_done.load(std::memory_order_acquire)) {
+          lc::StampSnapshot snap;
+          if (!monitor.snapshot(snap) || !snap.in_dispatch()) continue;
+          std::size_t count = 99;
+          if (!monitor.stage_snapshot(snap.seq, out, count)) {
+            ++torn;
+            continue;
+          }
+          const std::uint32_t n = snap.seq / 2u;
+          bool ok = count <= lc::kMaxStages && count <= n % (kStageMarks + 1);
+          for (std::size_t k = 0; ok && k < count; ++k) {
+            ok = out[k].name == g_stage_names[n % kStageRows][k] &&
+                 out[k].start == begin_tick(n) + static_cast<lc::tick_t>(k + 1);
+          }
+          if (!ok) {
+            ++wrong;
+          } else if (count > 0 && ++checked == kWanted) {
+            reader_satisfied.store(true, std::memory_order_relaxed);
+          }
+        }
+      });
+
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_GE(checked, kWanted) << "the reader saw too few marked dispatches to prove anything";
+  EXPECT_EQ(monitor.stats().stages_dropped, marks_over);
+  std::printf("dispatches %u, stage snapshots: %llu with marks checked, %llu torn (gave up)\n", dispatches,
+              static_cast<unsigned long long>(checked), static_cast<unsigned long long>(torn));
+}
+
 }  // namespace

@@ -488,12 +488,17 @@ constexpr StatusText kStatusTexts[] = {
     {Status::tick_rate_mismatch, "tick_rate_mismatch", "MonitorConfig.tick_hz"},
     {Status::interceptor_null, "interceptor_null", "interceptor"},
     {Status::interceptor_chain_full, "interceptor_chain_full", "LOOPCANARY_MAX_INTERCEPTORS"},
+    {Status::event_health_missing, "event_health_missing", "Event::health"},
+    {Status::period_below_one_tick, "period_below_one_tick", "EventHealthConfig.period_us"},
+    {Status::period_too_long, "period_too_long", "EventHealthConfig.period_us"},
+    {Status::deadline_below_one_tick, "deadline_below_one_tick", "EventHealthConfig.deadline_us"},
+    {Status::deadline_too_long, "deadline_too_long", "EventHealthConfig.deadline_us"},
 };
 constexpr std::size_t kStatusCount = sizeof(kStatusTexts) / sizeof(kStatusTexts[0]);
 
 TEST(StatusText, TableCoversEveryStatusInOrder) {
-  // interceptor_chain_full is the last enumerator: the table has one row per value.
-  ASSERT_EQ(kStatusCount, static_cast<std::size_t>(Status::interceptor_chain_full) + 1);
+  // deadline_too_long is the last enumerator: the table has one row per value.
+  ASSERT_EQ(kStatusCount, static_cast<std::size_t>(Status::deadline_too_long) + 1);
   for (std::size_t i = 0; i < kStatusCount; ++i) {
     EXPECT_EQ(static_cast<std::size_t>(kStatusTexts[i].status), i) << kStatusTexts[i].name;
   }

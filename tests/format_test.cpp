@@ -391,11 +391,17 @@ BlockRecord hand_record() {
   r.end = 251'042;
   r.duration_ticks = 250'042;
   r.threshold_ticks = 100'000;
+  r.stage_count = 2;
+  r.stages[0] = lc::StageTime{"input", 2'500};
+  r.stages[1] = lc::StageTime{"compute", 247'000};
   r.window_ticks = 200'000;
   r.thread_cpu_us = 180'500;
   r.has_thread_cpu = true;
   r.system_busy_permille = 923;
   r.process_permille = 456;
+  r.memory.set(lc::kMemoryResident, 12'345'678);
+  r.memory.set(lc::kMemoryStackPeak, 2'048);
+  r.memory.set(lc::kMemoryStackSize, 8'192);
   r.samples_taken = 7;  // 2 kept + 5 overwritten; top: 2 + 1 + 4 other
   r.samples_missed = 1;
   r.samples_overwritten = 5;
@@ -476,8 +482,10 @@ TEST(FormatText, HandRecordGivesBlockCanaryStyleLines) {
       "time-start = 1000 ticks @ 1000000 Hz",
       "time-end = 251042 ticks",
       "duration = 250.042 ms (threshold 100.000 ms)",          // 250042 us, 100000 us
+      "stages = input 2.500 ms, compute 247.000 ms",           // 2500 and 247000 ticks at 1 MHz
       "thread-time = 180.500 ms over a 200.000 ms window",     // 180500 us of a 200000 us window
       "cpu-busy = 92.3 %, process 45.6 %",                     // 923 and 456 per mille
+      "memory = resident 12345678 B, stack_peak 2048 B, stack_size 8192 B",  // the known values
       "cause = running",
       "flags = hung",
       "samples = 7 taken, 2 kept, 5 overwritten, 1 missed",
@@ -642,7 +650,8 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
   EXPECT_EQ(doc.keys(), (std::vector<std::string>{
                             "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch", "tick_hz",
                             "start", "end", "duration_ticks", "duration_us", "threshold_us", "cause", "flags",
-                            "cpu", "samples", "top", "top_other", "stacks", "records_dropped", "notes_dropped"}));
+                            "stages", "cpu", "memory", "samples", "top", "top_other", "stacks", "records_dropped",
+                            "notes_dropped"}));
   EXPECT_EQ(u64_of(doc["report"]), 7u);
   EXPECT_EQ(string_of(doc["phase"]), "final");
   EXPECT_EQ(string_of(doc["qualifier"]), "fw-2.1.0");
@@ -658,12 +667,27 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
   EXPECT_EQ(u64_of(doc["threshold_us"]), 100'000u);
   EXPECT_EQ(string_of(doc["cause"]), "running");
   EXPECT_EQ(strings_of(doc["flags"]), (std::vector<std::string>{"hung"}));
+  const Json& stages = doc["stages"];
+  ASSERT_EQ(stages.items.size(), 2u);
+  EXPECT_EQ(string_of(stages.at(0)["name"]), "input");
+  EXPECT_EQ(u64_of(stages.at(0)["us"]), 2'500u);
+  EXPECT_EQ(string_of(stages.at(1)["name"]), "compute");
+  EXPECT_EQ(u64_of(stages.at(1)["us"]), 247'000u);
 
   const Json& cpu = doc["cpu"];
   EXPECT_EQ(u64_of(cpu["window_us"]), 200'000u);
   EXPECT_EQ(u64_of(cpu["thread_us"]), 180'500u);
   EXPECT_EQ(u64_of(cpu["system_busy_permille"]), 923u);
   EXPECT_EQ(u64_of(cpu["process_permille"]), 456u);
+
+  const Json& memory = doc["memory"];
+  EXPECT_EQ(memory.keys(), (std::vector<std::string>{"resident", "resident_peak", "heap_used", "heap_free",
+                                                      "stack_peak", "stack_current", "stack_size"}));
+  EXPECT_EQ(u64_of(memory["resident"]), 12'345'678u);
+  EXPECT_EQ(memory["resident_peak"].kind, Json::Kind::null);
+  EXPECT_EQ(memory["heap_used"].kind, Json::Kind::null);
+  EXPECT_EQ(u64_of(memory["stack_peak"]), 2'048u);
+  EXPECT_EQ(u64_of(memory["stack_size"]), 8'192u);
 
   const Json& samples = doc["samples"];
   EXPECT_EQ(u64_of(samples["taken"]), 7u);
@@ -691,6 +715,22 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
 
   EXPECT_EQ(u64_of(doc["records_dropped"]), 5u);
   EXPECT_EQ(u64_of(doc["notes_dropped"]), 6u);
+}
+
+TEST(FormatText, NoMemoryValueMeansNoMemoryLineAndNullsInJson) {
+  BlockRecord r = hand_record();
+  r.memory = lc::MemoryReading{};
+  for (const std::string& line : lines_of(text_of(r))) EXPECT_NE(line.rfind("memory", 0), 0u) << line;
+  const Json doc = json_of(r);
+  for (const std::string& key : doc["memory"].keys()) EXPECT_EQ(doc["memory"][key.c_str()].kind, Json::Kind::null) << key;
+}
+
+TEST(FormatText, NoStagesMeansNoStagesLine) {
+  BlockRecord r = hand_record();
+  r.stage_count = 0;
+  for (const std::string& line : lines_of(text_of(r))) EXPECT_NE(line.rfind("stages", 0), 0u) << line;
+  EXPECT_TRUE(json_of(r)["stages"].items.empty());
+  EXPECT_EQ(json_of(r)["stages"].kind, Json::Kind::array);
 }
 
 TEST(FormatJson, UnknownCpuEvidenceIsNull) {

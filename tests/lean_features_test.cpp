@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A build without the duration histogram (LOOPCANARY_HISTOGRAM=0; this test compiles the core's
-// monitor on its own with it, see tests/CMakeLists.txt): the histogram takes no byte,
-// statistics and blocks work as before, and the histogram reads as all zero.
+// A build without the optional per-loop features (LOOPCANARY_HISTOGRAM=0, LOOPCANARY_MAX_STAGES=0;
+// this test compiles the core's monitor on its own with them, see tests/CMakeLists.txt): neither
+// takes a byte, statistics and blocks work as before, the histogram reads as all zero and every
+// stage mark is counted as dropped.
 #include <cstdint>
 #include <type_traits>
 
@@ -10,6 +11,7 @@
 #include "loopcanary/monitor.hpp"
 
 static_assert(LOOPCANARY_HISTOGRAM == 0, "this test must be built with LOOPCANARY_HISTOGRAM=0");
+static_assert(LOOPCANARY_MAX_STAGES == 0, "this test must be built with LOOPCANARY_MAX_STAGES=0");
 
 namespace {
 
@@ -20,7 +22,38 @@ static_assert(std::is_empty_v<lc::detail::HistogramCounters<false>>, "no histogr
 static_assert(sizeof(lc::detail::HistogramCounters<true>) == lc::kHistogramBuckets * 4u,
               "the histogram is 32 counters of 4 bytes");
 
+// Without stages the monitor's board and the notes' marks are empty: no byte either.
+static_assert(std::is_empty_v<lc::detail::StageBoard<0>>, "no stages, no bytes in the monitor");
+struct PlainNote {
+  std::uint32_t seq;
+  lc::tick_t begin;
+  lc::tick_t end;
+  const lc::Event* event;
+};
+static_assert(sizeof(lc::BlockNote) == sizeof(PlainNote), "no stages, no bytes in a note");
+
 constexpr lc::Event kWork{"work"};
+
+TEST(NoStages, MarksAreCountedAsDroppedAndNotesCarryNone) {
+  lc::Monitor monitor;
+  lc::MonitorConfig config;
+  config.tick_hz = 1'000'000;
+  config.threshold_us = 1'000;
+  config.sample_interval_us = 100;
+  ASSERT_EQ(monitor.init(config), lc::Status::ok);
+  monitor.begin_at(kWork, 0);
+  monitor.stage_at("input", 10);
+  monitor.stage_at("output", 20);
+  lc::StampSnapshot snap;
+  ASSERT_TRUE(monitor.snapshot(snap));
+  lc::StageMark marks[1];
+  std::size_t count = 99;
+  EXPECT_TRUE(monitor.stage_snapshot(snap.seq, marks, count));
+  EXPECT_EQ(count, 0u);
+  monitor.end_at(5'000);  // a block: its note has no marks
+  EXPECT_EQ(monitor.stats().stages_dropped, 2u);
+  EXPECT_EQ(monitor.stats().blocks, 1u);
+}
 
 TEST(NoHistogram, StatisticsAndBlocksWithoutTheHistogram) {
   lc::Monitor monitor;

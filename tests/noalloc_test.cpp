@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // No-allocation test: every global allocation function of this process is
 // replaced by a counting one that forwards to glibc's allocator, and the test asserts that the
-// core, driven through the sim port, allocates nothing: monitoring (begin/end, scopes), watchdog
+// core, driven through the sim port, allocates nothing: monitoring (begin/end, scopes, queue
+// latency and deadlines with their window arithmetic), watchdog
 // polling through a scenario with blocks, hangs, samples and interceptor calls, formatting and
 // encoding records into stack buffers, and a crash box storing them and draining them at the
 // next "boot". Only calls made inside a measured section are counted; positive
@@ -26,159 +27,15 @@
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
 #include "loopcanary_port.hpp"
-
-// ---- The counting allocator ------------------------------------------------------------------
-
-// glibc's own entry points: the replacements below forward to them.
-extern "C" {
-void* __libc_malloc(std::size_t size);
-void* __libc_calloc(std::size_t count, std::size_t size);
-void* __libc_realloc(void* pointer, std::size_t size);
-void* __libc_memalign(std::size_t alignment, std::size_t size);
-void __libc_free(void* pointer);
-}
-
-namespace {
-
-struct AllocationCounter {
-  std::atomic<bool> active{false};
-  std::atomic<std::uint64_t> allocations{0};    // malloc, calloc, realloc, aligned, operator new
-  std::atomic<std::uint64_t> deallocations{0};  // free and operator delete of a non-null pointer
-};
-// Constant-initialised (no constructor runs), so it is usable by allocations made before main.
-AllocationCounter g_counter;
-
-void count_allocation() noexcept {
-  if (g_counter.active.load(std::memory_order_relaxed)) g_counter.allocations.fetch_add(1, std::memory_order_relaxed);
-}
-void count_deallocation(const void* pointer) noexcept {
-  if (pointer != nullptr && g_counter.active.load(std::memory_order_relaxed)) {
-    g_counter.deallocations.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-void* allocate(std::size_t size) noexcept {
-  count_allocation();
-  return __libc_malloc(size != 0 ? size : 1);
-}
-void* allocate_aligned(std::size_t size, std::align_val_t alignment) noexcept {
-  count_allocation();
-  return __libc_memalign(static_cast<std::size_t>(alignment), size != 0 ? size : 1);
-}
-void release(void* pointer) noexcept {
-  count_deallocation(pointer);
-  __libc_free(pointer);
-}
-
-void* allocate_or_throw(std::size_t size) {
-  void* p = allocate(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* allocate_aligned_or_throw(std::size_t size, std::align_val_t alignment) {
-  void* p = allocate_aligned(size, alignment);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
-}  // namespace
-
-extern "C" {
-void* malloc(std::size_t size) noexcept {
-  count_allocation();
-  return __libc_malloc(size);
-}
-void* calloc(std::size_t count, std::size_t size) noexcept {
-  count_allocation();
-  return __libc_calloc(count, size);
-}
-void* realloc(void* pointer, std::size_t size) noexcept {
-  count_allocation();
-  return __libc_realloc(pointer, size);
-}
-void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
-  count_allocation();
-  return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
-  count_allocation();
-  void* p = __libc_memalign(alignment, size);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-void free(void* pointer) noexcept {
-  count_deallocation(pointer);
-  __libc_free(pointer);
-}
-}
-
-void* operator new(std::size_t size) { return allocate_or_throw(size); }
-void* operator new[](std::size_t size) { return allocate_or_throw(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return allocate(size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return allocate(size); }
-void* operator new(std::size_t size, std::align_val_t a) { return allocate_aligned_or_throw(size, a); }
-void* operator new[](std::size_t size, std::align_val_t a) { return allocate_aligned_or_throw(size, a); }
-void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return allocate_aligned(size, a);
-}
-void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
-  return allocate_aligned(size, a);
-}
-void operator delete(void* p) noexcept { release(p); }
-void operator delete[](void* p) noexcept { release(p); }
-void operator delete(void* p, std::size_t) noexcept { release(p); }
-void operator delete[](void* p, std::size_t) noexcept { release(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { release(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { release(p); }
-void operator delete(void* p, std::align_val_t) noexcept { release(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { release(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { release(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
+#include "noalloc_counter.hpp"
 
 namespace {
 
 namespace lc = loopcanary;
 
-// Counts the allocations and deallocations made while it is alive. One at a time; the test
-// body asserts on the counts only after the section has ended (a failing assertion allocates).
-class MeasuredSection {
- public:
-  MeasuredSection() noexcept {
-    g_counter.allocations.store(0, std::memory_order_relaxed);
-    g_counter.deallocations.store(0, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    g_counter.active.store(true, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  ~MeasuredSection() { stop(); }
-  MeasuredSection(const MeasuredSection&) = delete;
-  MeasuredSection& operator=(const MeasuredSection&) = delete;
-
-  void stop() noexcept {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    g_counter.active.store(false, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (!stopped_) {
-      allocations_ = g_counter.allocations.load(std::memory_order_relaxed);
-      deallocations_ = g_counter.deallocations.load(std::memory_order_relaxed);
-      stopped_ = true;
-    }
-  }
-  std::uint64_t allocations() const noexcept { return allocations_; }
-  std::uint64_t deallocations() const noexcept { return deallocations_; }
-
- private:
-  bool stopped_ = false;
-  std::uint64_t allocations_ = 0;
-  std::uint64_t deallocations_ = 0;
-};
-
-// Keeps a pointer observable so the compiler cannot remove the allocation that produced it.
-void* volatile g_sink = nullptr;
-void escape(void* p) noexcept { g_sink = p; }
+using noalloc::escape;
+using noalloc::g_counter;
+using noalloc::MeasuredSection;
 
 // ---- Positive controls: the counter sees what it replaces ------------------------------------
 
@@ -331,6 +188,56 @@ TEST(NoAlloc, MonitoringAllocatesNothing) {
   EXPECT_EQ(stats.unbalanced_ends, 1u);
   EXPECT_EQ(stats.scope_overflows, 2u);
   EXPECT_EQ(stats.scope_underflows, 1u);
+}
+
+// Queue latency and deadlines (health.hpp): recording on both paths (the histogram alone and
+// the out-of-line one: new maximum, deadline miss, missed periods, a stamp ahead), reading the
+// counters, and the window arithmetic of percentiles, rate and load.
+lc::EventHealth g_tick_health;
+constexpr lc::Event kTickWithHealth{"tick", 0, &g_tick_health};
+
+TEST(NoAlloc, QueueLatencyAndDeadlinesAllocateNothing) {
+  lc::sim::VirtualTime time(0u - 5'000u);  // crosses the tick counter's wrap
+  lc::sim::Thread thread;
+  auto monitor = std::make_unique<lc::sim::PortMonitor>(lc::sim::Clock{time});
+  ASSERT_EQ(monitor->init(monitor_config(thread)), lc::Status::ok);
+
+  MeasuredSection section;
+  const lc::Status configured = monitor->init_event(kTickWithHealth, lc::EventHealthConfig{10'000, 2'000});
+  const lc::LoopStats loop_before = monitor->stats();
+  const lc::EventStats before = g_tick_health.stats();
+  const lc::tick_t start = time.read();
+  for (std::uint32_t i = 0; i < 10'000; ++i) {
+    const lc::tick_t now = time.read();
+    monitor->begin_at(kTickWithHealth, now, now - (i % 13u) * 1'000u);  // up to 12 ms late
+    time.advance(i % 7u);
+    monitor->end();
+    monitor->add_idle(3u);
+  }
+  monitor->begin_at(kTickWithHealth, time.read(), time.read() + 100u);  // a stamp ahead
+  monitor->end();
+  const lc::tick_t window = lc::ticks_between(start, time.read());
+  const lc::EventStats in_window = lc::difference(before, g_tick_health.stats());
+  const lc::LoopStats loop_after = monitor->stats();
+  const lc::tick_t p99 = lc::latency_percentile(in_window, 990);
+  const std::uint32_t rate = lc::rate_mhz(in_window.dispatches, window, lc::sim::kTickHz);
+  const std::uint32_t load = lc::load_permille(loop_before, loop_after, window);
+  const std::uint32_t idle = lc::idle_permille(loop_before, loop_after, window);
+  section.stop();
+
+  EXPECT_EQ(section.allocations(), 0u);
+  EXPECT_EQ(section.deallocations(), 0u);
+  // The section did what it claims.
+  EXPECT_EQ(configured, lc::Status::ok);
+  EXPECT_EQ(in_window.dispatches, 10'001u);
+  EXPECT_GT(in_window.deadline_misses, 0u);
+  EXPECT_GT(in_window.missed_periods, 0u);
+  EXPECT_EQ(in_window.posted_ahead, 1u);
+  EXPECT_EQ(in_window.max_latency, 12'000u);
+  EXPECT_GT(p99, 0u);
+  EXPECT_GT(rate, 0u);
+  EXPECT_GT(load, 0u);
+  EXPECT_GT(idle, 0u);
 }
 
 struct InterceptorLog {

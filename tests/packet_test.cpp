@@ -91,6 +91,7 @@ lc::Sample make_sample(lc::tick_t at, std::uint32_t seq, std::vector<const char*
 const lc::Event kTick{"tick"};
 const char kIo[] = "io";
 const char kRun[] = "run";
+const char kOut[] = "out";
 
 // The record of the golden packet below.
 BlockRecord golden_record() {
@@ -109,12 +110,17 @@ BlockRecord golden_record() {
   r.duration_ticks = 32;
   r.end = 0x0E;  // start + duration = 0x10 (wrapped): the end is 2 ticks before it
   r.threshold_ticks = 128;
+  r.stage_count = 2;
+  r.stages[0] = lc::StageTime{kRun, 6};  // the same pointer as a scope below: one string
+  r.stages[1] = lc::StageTime{kOut, 20};
   r.window_ticks = 127;
   r.has_thread_cpu = true;
   r.thread_cpu_us = 1000;
   r.has_thread_wait = false;
   r.thread_wait_us = 77;  // not present: not written
   r.system_busy_permille = 250;
+  r.memory.set(lc::kMemoryResident, 4096);
+  r.memory.set(lc::kMemoryStackPeak, 300);
   r.records_dropped = 1;
   r.notes_dropped = 2;
   r.samples_taken = 20;
@@ -148,16 +154,17 @@ TEST(PacketCrc, EmptyInputIsZeroAndContinuingEqualsOneRun) {
 // ---- The golden packet ----------------------------------------------------------------------
 
 TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
-  if (lc::kMaxSamples != 16 || lc::kMaxFrames != 8 || lc::kTopFrames != 8 || sizeof(Frame) != 8) {
-    GTEST_SKIP() << "the golden packet is worked out for 16 samples, 8 frames, 8 top, 64-bit PCs";
+  if (lc::kMaxSamples != 16 || lc::kMaxFrames != 8 || lc::kTopFrames != 8 || lc::kMaxStages != 4 ||
+      sizeof(Frame) != 8) {
+    GTEST_SKIP() << "the golden packet is worked out for 16 samples, 8 frames, 8 top, 4 stages, 64-bit PCs";
   }
   const Bytes expected = {
       0xA5, 0x4C,              // magic
-      0x01,                    // version 1
+      0x02,                    // version 2
       0x01,                    // type 1: block
-      0x5B, 0x00,              // body length 91, little-endian
+      0x6A, 0x00,              // body length 106, little-endian
       0x01,                    // configuration: 64-bit PCs, little-endian
-      0x10, 0x08, 0x08,        // max samples 16, max frames 8, top frames 8
+      0x10, 0x08, 0x08, 0x04,  // max samples 16, max frames 8, top frames 8, max stages 4
       0xC0, 0x84, 0x3D,        // tick_hz 1000000 = 0xF4240: 0x40|0x80, 0x04|0x80, 0x3D
       0xAC, 0x02,              // report 300 = 0x12C: 0x2C|0x80, 0x02
       0x01,                    // phase hang
@@ -174,34 +181,41 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0xE8, 0x07,              // thread_cpu_us 1000 = 0x3E8: 0x68|0x80, 0x07
       0xFA, 0x01,              // system_busy_permille 250: 0x7A|0x80, 0x01
       0x00,                    // steal_us 0
+      0x11,                    // memory presence: resident (bit 0), stack peak (bit 4)
+      0x80, 0x20,              // resident 4096 = 0x1000: 0x00|0x80, 0x20
+      0xAC, 0x02,              // stack peak 300 = 0x12C: 0x2C|0x80, 0x02
       0x01,                    // records_dropped 1
       0x02,                    // notes_dropped 2
-      0x05,                    // string count: 3 + "io" + "run"
+      0x06,                    // string count: 3 + "run" + "out" + "io"
       0x08, 'f', 'w', '-', '1',  // 0 qualifier: (4 << 1) | 0
       0x08, 'm', 'a', 'i', 'n',  // 1 loop
       0x08, 't', 'i', 'c', 'k',  // 2 event
-      0x04, 'i', 'o',          // 3: first used by top[0]
-      0x06, 'r', 'u', 'n',     // 4: first used by sample 0
+      0x06, 'r', 'u', 'n',     // 3: first used by stage 0
+      0x06, 'o', 'u', 't',     // 4: stage 1
+      0x04, 'i', 'o',          // 5: first used by top[0]
+      0x02,                    // stage_count 2
+      0x03, 0x06,              // stage 0: "run", 6 ticks
+      0x04, 0x14,              // stage 1: "out", 20 ticks
       0x14,                    // samples_taken 20
       0x00,                    // samples_missed 0
       0x11,                    // samples_overwritten 17
       0x02,                    // top_count 2
       0x04,                    // top_other 4
-      0x07, 0x03,              // top[0]: key (3 << 1) | 1 (scope "io"), count 3
+      0x0B, 0x03,              // top[0]: key (5 << 1) | 1 (scope "io"), count 3
       0x80, 0x40, 0x01,        // top[1]: key 0x1000 << 1 = 0x2000: 0x00|0x80, 0x40; count 1
       0x03,                    // sample_count 3
       // sample 0
       0x0A,                    // at - start = 0xFFFFFFFA - 0xFFFFFFF0 = 10
       0x00,                    // seq 9 - (2 * 5 - 1) = 0
       0x02, 0x02,              // 2 scopes, 2 PCs
-      0x03, 0x04,              // "io", "run"
+      0x05, 0x03,              // "io", "run"
       0x80, 0x40,              // PC 0x1000 - 0, zigzag 0x2000
       0x80, 0x80, 0x01,        // PC 0x2000 - 0, zigzag 0x4000
       // sample 1
       0x0A,                    // 0x04 - 0xFFFFFFFA = 10 modulo 2^32
       0x00,                    // seq 9: 0
       0x01, 0x01,              // 1 scope, 1 PC
-      0x03,                    // "io" (same pointer: the same string)
+      0x05,                    // "io" (same pointer: the same string)
       0x1F,                    // PC 0x0FF0 - 0x1000 = -16, zigzag 31
       // sample 2
       0x0A,                    // 0x0E - 0x04 = 10
@@ -209,7 +223,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0x00, 0x02,              // no scope, 2 PCs
       0x20,                    // PC 0x1000 - 0x0FF0 = 16, zigzag 32
       0x80, 0xC0, 0x01,        // PC 0x3000 - 0 (sample 1 had one PC), zigzag 0x6000
-      0x52, 0xBA, 0x56, 0x76,  // CRC-32 0x7656BA52 (zlib.crc32 of bytes 2..96), little-endian
+      0x25, 0xA7, 0x44, 0x8F,  // CRC-32 0x8F44A725 (zlib.crc32 of bytes 2..111), little-endian
   };
   EXPECT_EQ(encode(golden_record()), expected);
 }
@@ -223,6 +237,7 @@ TEST(Packet, DecodesBackToTheRecord) {
   EXPECT_EQ(p[7], lc::kMaxSamples);
   EXPECT_EQ(p[8], lc::kMaxFrames);
   EXPECT_EQ(p[9], lc::kTopFrames);
+  EXPECT_EQ(p[10], lc::kMaxStages);
   const lt::DecodedRecord decoded_record = decode(p);
   const BlockRecord& d = decoded_record.record;
   EXPECT_FALSE(decoded_record.previous_boot);
@@ -289,7 +304,7 @@ TEST(Packet, CrcInThePacketVerifiesAndADamagedByteBreaksIt) {
 
 // ---- Varints --------------------------------------------------------------------------------
 
-// tick_hz is the first varint of the body: packet offset 10.
+// tick_hz is the first varint of the body: packet offset 11.
 TEST(Packet, VarintBoundaries32) {
   struct Case {
     std::uint32_t value;
@@ -307,10 +322,10 @@ TEST(Packet, VarintBoundaries32) {
     BlockRecord r;
     r.tick_hz = c.value;
     const Bytes p = encode(r);
-    ASSERT_GT(p.size(), 10 + c.bytes.size());
-    EXPECT_EQ(Bytes(p.begin() + 10, p.begin() + 10 + static_cast<std::ptrdiff_t>(c.bytes.size())), c.bytes)
+    ASSERT_GT(p.size(), 11 + c.bytes.size());
+    EXPECT_EQ(Bytes(p.begin() + 11, p.begin() + 11 + static_cast<std::ptrdiff_t>(c.bytes.size())), c.bytes)
         << c.value;
-    EXPECT_EQ(p[10 + c.bytes.size()], 0x00) << "report 0 follows " << c.value;
+    EXPECT_EQ(p[11 + c.bytes.size()], 0x00) << "report 0 follows " << c.value;
     EXPECT_EQ(decoded(r).record.tick_hz, c.value);
   }
 }
@@ -550,7 +565,7 @@ TEST(Packet, TopProgramCounterKeyKeepsTheHighestBit) {
 const std::vector<std::string>& long_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (std::size_t i = 0; i < lc::kMaxSamples * lc::kMaxFrames + lc::kTopFrames; ++i) {
+    for (std::size_t i = 0; i < lc::kMaxStages + lc::kMaxSamples * lc::kMaxFrames + lc::kTopFrames; ++i) {
       v.push_back("scope_name_longer_than_the_limit_" + std::to_string(i));
     }
     return v;
@@ -575,9 +590,12 @@ BlockRecord worst_record(std::size_t scopes, bool top_scopes) {
   r.end = r.start + 0xFFFFFFFFu + 0x80000000u;  // end adjustment -2^31: zigzag 2^32 - 1
   r.has_thread_cpu = r.has_thread_wait = true;
   r.system_busy_permille = r.process_permille = 0xFFFE;
+  for (unsigned i = 0; i < lc::kMemoryValues; ++i) r.memory.set(static_cast<lc::MemoryValue>(i), max);
   r.qualifier = r.loop = names[0].c_str();
   static const lc::Event kLong{"event_name_longer_than_the_limit"};
   r.event = &kLong;
+  r.stage_count = static_cast<std::uint8_t>(lc::kMaxStages);
+  for (std::size_t i = 0; i < lc::kMaxStages; ++i) r.stages[i] = lc::StageTime{names[next++].c_str(), 0xFFFFFFFFu};
   r.top_count = static_cast<std::uint8_t>(lc::kTopFrames);
   for (std::size_t i = 0; i < lc::kTopFrames; ++i) {
     r.top[i] = top_scopes ? lc::TopFrame{scope_frame(names[next++].c_str()), true, 0xFFFFFFFFu}

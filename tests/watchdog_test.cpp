@@ -988,6 +988,150 @@ TEST_P(WatchdogTest, NestedDispatchIsFoldedIntoTheOuterBlock) {
   EXPECT_EQ(final_record.end, later(begin, ms(130)));
 }
 
+// ---- Memory context: read through the HAL at each report -----------------------------------
+
+TEST_P(WatchdogTest, EachReportCarriesTheMemoryStateReadWhenItWasMade) {
+  ASSERT_TRUE(start_100ms());
+  lc::MemoryReading before{};
+  before.set(lc::kMemoryStackPeak, 1'024);
+  before.set(lc::kMemoryStackSize, 8'192);
+  rig.machine.set_memory(before);
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.dispatch(kWork, [&] {
+    rig.compute(ms(120));  // the in-progress report is made here, at elapsed 110 ms
+    lc::MemoryReading later_reading = before;
+    later_reading.set(lc::kMemoryStackPeak, 4'096);
+    later_reading.set(lc::kMemoryHeapFree, 500);
+    rig.machine.set_memory(later_reading);
+    rig.compute(ms(10));
+  });
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> running = rig.find(1, Phase::in_progress);
+  const std::optional<BlockRecord> done = rig.find(1, Phase::final);
+  ASSERT_TRUE(running.has_value());
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(running->memory.valid, before.valid);
+  EXPECT_EQ(running->memory.value[lc::kMemoryStackPeak], 1'024u);
+  EXPECT_FALSE(running->memory.has(lc::kMemoryHeapFree)) << "unknown, not zero";
+  EXPECT_EQ(done->memory.value[lc::kMemoryStackPeak], 4'096u);
+  EXPECT_TRUE(done->memory.has(lc::kMemoryHeapFree));
+  EXPECT_EQ(done->memory.value[lc::kMemoryHeapFree], 500u);
+  EXPECT_FALSE(done->memory.has(lc::kMemoryResident));
+  EXPECT_EQ(rig.machine.memory_reads(), 2u) << "one reading per report";
+}
+
+// ---- Stages: the named parts of one dispatch ------------------------------------------------
+
+/// The record's stages as (name, ticks) pairs.
+std::vector<std::pair<std::string, tick_t>> stages_of(const BlockRecord& r) {
+  std::vector<std::pair<std::string, tick_t>> out;
+  for (std::size_t i = 0; i < r.stage_count; ++i) out.emplace_back(r.stages[i].name, r.stages[i].ticks);
+  return out;
+}
+
+using StageList = std::vector<std::pair<std::string, tick_t>>;
+
+TEST_P(WatchdogTest, StagesSplitTheReportInProgressAndTheFinalRecord) {
+  ASSERT_TRUE(start_100ms());
+  // Aligned at the poll 100 ms before the wrap point: 5 ms before any mark, input 20 ms,
+  // compute 100 ms, output 10 ms (135 ms). The first poll past the threshold, at elapsed
+  // 110 ms, finds compute 85 ms in. In the before_wrap run the marks straddle the wrap.
+  rig.idle_until(kWrapOffset - ms(100));
+  const tick_t begin = rig.dispatch(kWork, [&] {
+    rig.compute(ms(5));
+    rig.monitor.stage_at("input", rig.now());
+    rig.compute(ms(20));
+    LOOPCANARY_STAGE(rig.monitor, "compute");  // the macro: stage_at with the port's clock
+    rig.compute(ms(100));
+    LOOPCANARY_STAGE(rig.monitor, "output");
+    rig.compute(ms(10));
+  });
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> running = rig.find(1, Phase::in_progress);
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(running->end, later(begin, ms(110)));
+  EXPECT_EQ(stages_of(*running), (StageList{{"input", ms(20)}, {"compute", ms(85)}}));
+  const std::optional<BlockRecord> done = rig.find(1, Phase::final);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->duration_ticks, std::uint64_t{ms(135)});
+  EXPECT_EQ(stages_of(*done), (StageList{{"input", ms(20)}, {"compute", ms(100)}, {"output", ms(10)}}));
+  EXPECT_EQ(rig.monitor.stats().stages_dropped, 0u);
+}
+
+TEST_P(WatchdogTest, StageMarksPastTheCapacityOrOutsideADispatchAreCountedNotKept) {
+  ASSERT_TRUE(start_100ms());
+  rig.monitor.stage_at("idle", rig.now());  // no dispatch running
+  EXPECT_EQ(rig.monitor.stats().stages_dropped, 1u);
+
+  // kMaxStages + 2 marks 30 ms apart: the last kept stage runs to the end of the dispatch.
+  rig.idle_until(kWrapOffset - ms(100));
+  static const char* const kNames[] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8",
+                                       "s9", "s10", "s11", "s12", "s13", "s14", "s15", "s16", "s17"};
+  const std::size_t marks = lc::kMaxStages + 2;
+  rig.dispatch(kWork, [&] {
+    for (std::size_t i = 0; i < marks; ++i) {
+      rig.monitor.stage_at(kNames[i], rig.now());
+      rig.compute(ms(30));
+    }
+  });
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> done = rig.find(1, Phase::final);
+  ASSERT_TRUE(done.has_value());
+  StageList expected;
+  for (std::size_t i = 0; i < lc::kMaxStages; ++i) expected.emplace_back(kNames[i], ms(30));
+  expected.back().second = ms(30) * 3;  // the last kept stage absorbs the two marks not kept
+  EXPECT_EQ(stages_of(*done), expected);
+  EXPECT_EQ(rig.monitor.stats().stages_dropped, 3u);
+}
+
+TEST_P(WatchdogTest, ABlockBetweenTwoPollsCarriesItsStagesInTheLoopsNote) {
+  // Threshold 5 ms, polls every 7 ms (994, 1001 ms): the dispatch runs 995 .. 1000.5 ms,
+  // between two polls, across the wrap in the before_wrap run.
+  ASSERT_TRUE(rig.start(loop_config(ms(5), ms(1), ms(1000)), ms(7)));
+  rig.idle_until(ms(995));
+  rig.dispatch(kWork, [&] {
+    rig.monitor.stage_at("read", rig.now());
+    rig.compute(ms(2));
+    rig.monitor.stage_at("write", rig.now());
+    rig.compute(us(3500));
+  });
+  rig.idle(ms(7));
+  const std::optional<BlockRecord> done = rig.find(1, Phase::final);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->flags, lc::kFlagUnwatched);
+  EXPECT_EQ(stages_of(*done), (StageList{{"read", ms(2)}, {"write", us(3500)}}));
+}
+
+TEST_P(WatchdogTest, StagesBelongToTheirOwnDispatchAndANestedDispatchMarksTheOuterOne) {
+  constexpr lc::Event kInner{"inner"};
+  ASSERT_TRUE(start_100ms());
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.dispatch(kWork, [&] {
+    rig.monitor.stage_at("first", rig.now());
+    rig.compute(ms(60));
+    rig.dispatch(kInner, [&] {
+      rig.monitor.stage_at("nested", rig.now());
+      rig.compute(ms(60));
+    });
+  });
+  rig.align();
+  rig.run(kWork, ms(130));  // a block without marks: the marks of dispatch 1 are not its own
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> first = rig.find(1, Phase::final);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(stages_of(*first), (StageList{{"first", ms(60)}, {"nested", ms(60)}}));
+  const std::optional<BlockRecord> second = rig.find(2, Phase::final);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->stage_count, 0);
+  const std::optional<BlockRecord> second_running = rig.find(2, Phase::in_progress);
+  ASSERT_TRUE(second_running.has_value());
+  EXPECT_EQ(second_running->stage_count, 0);
+}
+
 }  // namespace
 
 // ---- The cause rule itself ------------------------------------------------------------------

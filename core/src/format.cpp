@@ -143,7 +143,19 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   w.ms(us_of(r, r.duration_ticks));
   w.puts(" ms (threshold ");
   w.ms(us_of(r, r.threshold_ticks));
-  w.puts(" ms)\nthread-time = ");
+  w.puts(" ms)\n");
+  if (r.stage_count > 0) {
+    w.puts("stages = ");
+    for (std::uint8_t i = 0; i < r.stage_count; ++i) {
+      if (i != 0) w.puts(", ");
+      w.name(name_or(r.stages[i].name, "?"));
+      w.put(' ');
+      w.ms(us_of(r, r.stages[i].ticks));
+      w.puts(" ms");
+    }
+    w.put('\n');
+  }
+  w.puts("thread-time = ");
   if (r.has_thread_cpu) {
     w.ms(r.thread_cpu_us);
     w.puts(" ms over a ");
@@ -174,6 +186,20 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
     }
   } else {
     w.puts("n/a");
+  }
+  if (r.memory.valid != 0) {
+    w.puts("\nmemory = ");
+    const char* separator = "";
+    for (unsigned i = 0; i < kMemoryValues; ++i) {
+      const auto which = static_cast<MemoryValue>(i);
+      if (!r.memory.has(which)) continue;
+      w.puts(separator);
+      w.puts(to_string(which));
+      w.put(' ');
+      w.u64(r.memory.value[i]);
+      w.puts(" B");
+      separator = ", ";
+    }
   }
   w.puts("\ncause = ");
   w.puts(to_string(r.cause));
@@ -283,6 +309,15 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
       first = false;
     }
   }
+  w.puts("],\"stages\":[");
+  for (std::uint8_t i = 0; i < r.stage_count; ++i) {
+    if (i != 0) w.put(',');
+    w.puts("{\"name\":");
+    w.json_string(name_or(r.stages[i].name, "?"));
+    w.puts(",\"us\":");
+    w.u64(us_of(r, r.stages[i].ticks));
+    w.put('}');
+  }
   w.puts("],\"cpu\":{\"window_us\":");
   w.u64(us_of(r, r.window_ticks));
   w.puts(",\"thread_us\":");
@@ -311,6 +346,19 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   }
   w.puts(",\"steal_us\":");
   w.u64(r.steal_us);
+  w.puts("},\"memory\":{");
+  for (unsigned i = 0; i < kMemoryValues; ++i) {
+    const auto which = static_cast<MemoryValue>(i);
+    if (i != 0) w.put(',');
+    w.put('"');
+    w.puts(to_string(which));
+    w.puts("\":");
+    if (r.memory.has(which)) {
+      w.u64(r.memory.value[i]);
+    } else {
+      w.puts("null");
+    }
+  }
   w.puts("},\"samples\":{\"taken\":");
   w.u64(r.samples_taken);
   w.puts(",\"kept\":");

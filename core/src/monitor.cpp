@@ -85,7 +85,9 @@ void Monitor::end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) no
   } else if (initialised() && d > limits_for(*event).threshold) {
     // Before init() the threshold is 0 and every dispatch comes here: none is a block.
     detail::bump(blocks_);
-    if (!notes_.push(BlockNote{seq, begin, end, event})) detail::bump(notes_dropped_);
+    BlockNote note{{}, seq, begin, end, event};
+    copy_to(seq, begin, note);
+    if (!notes_.push(note)) detail::bump(notes_dropped_);
   }
   // The note is queued before the end is published: a watchdog that sees the end sees the note.
   detail::store_release(seq_, seq + 1u);
@@ -110,11 +112,13 @@ LoopStats Monitor::stats() const noexcept {
   s.hangs = detail::load_relaxed(hangs_);
   s.max_duration = detail::load_relaxed(max_duration_);
   s.busy_ticks = detail::load_relaxed(busy_ticks_);
+  s.idle_ticks = detail::load_relaxed(idle_ticks_);
   s.nested = detail::load_relaxed(nested_);
   s.unbalanced_ends = detail::load_relaxed(unbalanced_ends_);
   s.notes_dropped = detail::load_relaxed(notes_dropped_);
   s.scope_overflows = detail::load_relaxed(scope_overflows_);
   s.scope_underflows = detail::load_relaxed(scope_underflows_);
+  s.stages_dropped = detail::load_relaxed(stages_dropped_);
   s.clock_steps_back = detail::load_relaxed(clock_steps_back_);
   s.tick_hz = tick_hz_;
   for (std::size_t i = 0; i < kHistogramBuckets; ++i) s.histogram[i] = bucket(i);

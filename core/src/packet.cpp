@@ -52,15 +52,15 @@ T zigzag(T v) noexcept {
   return static_cast<T>(static_cast<T>(v << 1) ^ static_cast<T>(T{0} - (v >> (sizeof(T) * 8 - 1))));
 }
 
-// The record's distinct scope names after the three fixed strings, by pointer, in order of
-// first use (top entries, then samples).
+// The record's distinct stage and scope names after the three fixed strings, by pointer, in
+// order of first use (stages, top entries, then samples).
 struct ScopeStrings {
   const char* names[detail::kPacketStringsMax - 3];
   std::uint32_t count = 0;
 
   // String index (3..) of `name`, added at the end when new.
-  std::uint32_t index(Frame frame) noexcept {
-    const auto* name = reinterpret_cast<const char*>(frame);
+  std::uint32_t index(Frame frame) noexcept { return index(reinterpret_cast<const char*>(frame)); }
+  std::uint32_t index(const char* name) noexcept {
     std::uint32_t i = 0;
     while (i < count && names[i] != name) ++i;
     if (i == count) names[count++] = name;
@@ -87,6 +87,7 @@ std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t cr
 
 std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_t size) noexcept {
   ScopeStrings scopes;
+  for (unsigned i = 0; i < r.stage_count; ++i) scopes.index(r.stages[i].name);
   for (unsigned i = 0; i < r.top_count; ++i) {
     if (r.top[i].is_scope) scopes.index(r.top[i].frame);
   }
@@ -99,6 +100,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   w.u8(kMaxSamples);
   w.u8(kMaxFrames);
   w.u8(kTopFrames);
+  w.u8(kMaxStages);
   w.uv(r.tick_hz);
   w.uv(r.report);
   w.u8(static_cast<unsigned>(r.phase));
@@ -120,6 +122,10 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   if (busy_known) w.uv(r.system_busy_permille);
   if (process_known) w.uv(r.process_permille);
   w.uv(r.steal_us);
+  w.u8(r.memory.valid & ((1u << kMemoryValues) - 1u));
+  for (unsigned i = 0; i < kMemoryValues; ++i) {
+    if (r.memory.has(static_cast<MemoryValue>(i))) w.uv(r.memory.value[i]);
+  }
   w.uv(r.records_dropped);
   w.uv(r.notes_dropped);
 
@@ -128,6 +134,11 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   w.str(r.loop);
   w.str(r.event != nullptr ? r.event->name : nullptr);
   for (std::uint32_t i = 0; i < scopes.count; ++i) w.str(scopes.names[i]);
+  w.u8(r.stage_count);
+  for (unsigned i = 0; i < r.stage_count; ++i) {
+    w.uv(scopes.index(r.stages[i].name));
+    w.uv(r.stages[i].ticks);
+  }
 
   w.uv(r.samples_taken);
   w.uv(r.samples_missed);

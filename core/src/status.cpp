@@ -47,10 +47,18 @@ constexpr StatusText kStatusText[] = {
      "MonitorConfig.tick_hz differs from the loops this watchdog already watches; one watchdog, one clock"},
     {"interceptor_null", "the interceptor function is null"},
     {"interceptor_chain_full", "LOOPCANARY_MAX_INTERCEPTORS interceptors are already added"},
+    {"event_health_missing",
+     "the Event has no EventHealth storage (Event::health is null); point it at a static EventHealth"},
+    {"period_below_one_tick", "EventHealthConfig.period_us is shorter than one tick at the loop's tick_hz"},
+    {"period_too_long",
+     "EventHealthConfig.period_us is not below half the tick counter's wrap period at the loop's tick_hz"},
+    {"deadline_below_one_tick", "EventHealthConfig.deadline_us is shorter than one tick at the loop's tick_hz"},
+    {"deadline_too_long",
+     "EventHealthConfig.deadline_us is not below half the tick counter's wrap period at the loop's tick_hz"},
 };
 static_assert(kQualifierMax == 31, "update the qualifier_too_long text");
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) ==
-                  static_cast<std::size_t>(Status::interceptor_chain_full) + 1,
+                  static_cast<std::size_t>(Status::deadline_too_long) + 1,
               "kStatusText must have one entry per Status");
 
 const StatusText& text_of(Status status) noexcept {
@@ -81,6 +89,20 @@ const char* to_string(Cause cause) noexcept {
     case Cause::starved: return "starved";
   }
   return "unknown_cause";
+}
+
+const char* to_string(MemoryValue value) noexcept {
+  switch (value) {
+    case kMemoryResident: return "resident";
+    case kMemoryResidentPeak: return "resident_peak";
+    case kMemoryHeapUsed: return "heap_used";
+    case kMemoryHeapFree: return "heap_free";
+    case kMemoryStackPeak: return "stack_peak";
+    case kMemoryStackCurrent: return "stack_current";
+    case kMemoryStackSize: return "stack_size";
+    case kMemoryValues: break;
+  }
+  return "unknown_memory_value";
 }
 
 const char* to_string(ResetCause cause) noexcept {

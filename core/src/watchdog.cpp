@@ -37,6 +37,16 @@ bool cpu_delta(const detail::Watch& w, CpuValue which, std::uint64_t& out) noexc
   return true;
 }
 
+// The stages of `record` from the dispatch's marks, each up to the next mark, the last up to
+// the record's end.
+void set_stages(BlockRecord& record, const StageMark* marks, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    const tick_t until = i + 1 < count ? marks[i + 1].start : record.end;
+    record.stages[i] = StageTime{marks[i].name, ticks_between(marks[i].start, until)};
+  }
+  record.stage_count = static_cast<std::uint8_t>(count);
+}
+
 }  // namespace
 
 Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
@@ -213,7 +223,7 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   // from the begin itself.
   const std::int64_t elapsed = signed_ticks(snap.begin, now);
   w.elapsed = elapsed > 0 ? static_cast<std::uint64_t>(elapsed) : 0u;
-  w.dispatch = BlockNote{snap.seq, snap.begin, elapsed > 0 ? now : snap.begin, snap.event};
+  w.dispatch = BlockNote{{}, snap.seq, snap.begin, elapsed > 0 ? now : snap.begin, snap.event};
   w.next_sample = 0;
   w.armed = false;
   w.reported_block = false;
@@ -291,9 +301,13 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   }
 
   // A sample belongs to the dispatch that was running for the whole capture: if the loop moved
-  // on meanwhile (possible when the capture waits for the loop thread), it is not evidence.
-  StampSnapshot after;
-  const bool same_dispatch = monitor.snapshot(after) && after.seq == w.dispatch.seq;
+  // on meanwhile (possible when the capture waits for the loop thread), it is not evidence. A
+  // single-core build's watchdog preempts the loop (LOOPCANARY_SINGLE_CORE): it cannot move.
+  bool same_dispatch = true;
+  if constexpr (!kSingleCore) {
+    StampSnapshot after;
+    same_dispatch = monitor.snapshot(after) && after.seq == w.dispatch.seq;
+  }
   if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
     ++w.stack.samples_missed;
     detail::bump(samples_missed_);
@@ -356,6 +370,8 @@ void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept 
   r.duration_ticks = ticks_between(note.begin, note.end);
   r.threshold_ticks = monitor.limits_for(*note.event).threshold;
   r.notes_dropped = notes_dropped();  // all loops: the next record shows any loop's loss
+  if constexpr (kMaxStages > 0) set_stages(r, note.stages, note.stage_count);
+  if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &r.memory);
 }
 
 // Reports the watched dispatch of `track` from what the watchdog saw of it up to this poll:
@@ -407,12 +423,22 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
         wraps = (static_cast<std::uint64_t>(watched) - measured + kMaxIntervalTicks) >> 32;
       }
       r.duration_ticks = measured + (wraps << 32);
+      if constexpr (kMaxStages > 0) set_stages(r, ended->stages, ended->stage_count);
     } else {
       flags |= kFlagEndEstimated;
       if (!suppressed) detail::bump(finals_estimated_);
     }
     track.done_seq = w.dispatch.seq;
     stop_watching(track);
+  } else if constexpr (kMaxStages > 0) {
+    // Still running: its marks so far, each stage up to this poll (none when every read tore).
+    StageMark marks[detail::kStageSlots];
+    std::size_t count = 0;
+    bool read = false;
+    for (std::uint8_t attempt = 0; attempt < config_.value.snapshot_attempts && !read; ++attempt) {
+      read = track.monitor->stage_snapshot(w.dispatch.seq, marks, count);
+    }
+    set_stages(r, marks, count);
   }
   r.flags = flags;
   emit(suppressed);

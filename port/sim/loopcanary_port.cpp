@@ -9,6 +9,7 @@ Hal Machine::hal() noexcept {
   h.capture_stack = &Machine::capture;
   h.read_cpu = &Machine::read_cpu;
   h.debugger_attached = &Machine::debugger;
+  h.read_memory = &Machine::read_memory;
   return h;
 }
 
@@ -53,6 +54,12 @@ void Machine::read_cpu(void* context, const Monitor& loop, CpuReading* out) {
 }
 
 bool Machine::debugger(void* context) { return static_cast<const Machine*>(context)->debugger_attached_; }
+
+void Machine::read_memory(void* context, const Monitor& /*loop*/, MemoryReading* out) {
+  auto* self = static_cast<Machine*>(context);
+  ++self->memory_reads_;
+  *out = self->memory_;
+}
 
 Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, tick_t period) noexcept
     : time_(time),

@@ -125,6 +125,10 @@ class Machine {
   /// scheduler statistics does; false (default): it does not, and the cause rule falls back to
   /// the machine's load.
   void set_thread_wait_available(bool available) noexcept { thread_wait_available_ = available; }
+  /// What Hal::read_memory reports for every loop from now on (default: nothing known).
+  void set_memory(const MemoryReading& reading) noexcept { memory_ = reading; }
+  /// Calls of Hal::read_memory so far.
+  std::uint32_t memory_reads() const noexcept { return memory_reads_; }
 
   /// Accounts `ticks` of wall time: `running` (may be null) was on the CPU, or the machine
   /// was saturated by others (`saturated`), or it carried only the background load.
@@ -139,6 +143,7 @@ class Machine {
   static std::size_t capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
   static void read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool debugger(void* context);
+  static void read_memory(void* context, const Monitor& loop, MemoryReading* out);
 
   bool counters_available_ = true;
   bool pc_capture_ = false;
@@ -152,6 +157,8 @@ class Machine {
   std::uint64_t process_ticks_ = 0;
   std::uint32_t captures_ = 0;
   std::uint32_t captures_failed_ = 0;
+  MemoryReading memory_{};
+  std::uint32_t memory_reads_ = 0;
 };
 
 /// Drives virtual time: every period, the watchdog polls (as a timer interrupt or watchdog

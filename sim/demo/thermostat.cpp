@@ -82,7 +82,7 @@ void Firmware::start(const Workload& workload) noexcept {
 void Firmware::on_record(void* self, const loopcanary::BlockRecord& record) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
   if (record.phase != loopcanary::Phase::hang) return;
-  if (record.event == &kTypes[kCloudSync].event) {
+  if (record.event == &fw.rt_.event(kCloudSync)) {
     std::fprintf(stderr, "[thermostat] supervisor: cloud_sync hangs on the radio's SPI link: resetting the radio\n");
     fw.rt_.board().reset_hold(kRadioBus);
   } else {

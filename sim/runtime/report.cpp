@@ -50,6 +50,9 @@ std::string s_text(std::uint64_t us) {
 
 std::string number(std::uint64_t value) { return std::to_string(value); }
 
+// The queue-latency percentiles the summary shows, per mille: p50, p95, p99.
+constexpr std::uint32_t kPercentiles[] = {500, 950, 990};
+
 const char* event_name(const BlockRecord& record) noexcept {
   return record.event != nullptr ? record.event->name : "?";
 }
@@ -385,16 +388,22 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
     }
   }
 
-  std::fprintf(out, "\nQueue latency by event (post -> dispatch)\n");
-  std::vector<Row> rows{{"event", "dispatched", "blocks", "mean ms", "max ms", "lost", "timer skips"}};
+  std::fprintf(out, "\nQueue latency by event (post -> dispatch; percentiles are log2-bucket upper bounds)\n");
+  std::vector<Row> rows{
+      {"event", "dispatched", "blocks", "p50 ms", "p95 ms", "p99 ms", "max ms", "lost", "timer skips"}};
   for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
-    const TypeStats& s = in.runtime->stats(static_cast<TypeId>(t));
-    const std::uint64_t mean = s.dispatched == 0 ? 0u : in.board->us_from_ticks(s.wait_sum / s.dispatched);
-    rows.push_back(Row{in.runtime->type(static_cast<TypeId>(t)).event.name, number(s.dispatched), number(s.blocks),
-                       ms_text(mean), ms_text(in.board->us_from_ticks(s.wait_max)), number(s.lost),
-                       number(s.timer_skips)});
+    const auto type = static_cast<TypeId>(t);
+    const TypeStats& s = in.runtime->stats(type);
+    const EventStats latency = in.runtime->health(type);
+    Row row{in.runtime->type(type).event.name, number(latency.dispatches), number(s.blocks)};
+    for (const std::uint32_t permille : kPercentiles) {
+      row.push_back(ms_text(in.board->us_from_ticks(latency_percentile(latency, permille))));
+    }
+    row.insert(row.end(),
+               {ms_text(in.board->us_from_ticks(latency.max_latency)), number(s.lost), number(s.timer_skips)});
+    rows.push_back(row);
   }
-  print_table(out, rows, 0b1111110u);
+  print_table(out, rows, 0b111111110u);
 
   const LoopStats loop = in.monitor->stats();
   const WatchdogStats dog = in.watchdog->stats();
@@ -448,11 +457,15 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
 
   o.key("latency").open('[');
   for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
-    const TypeStats& s = in.runtime->stats(static_cast<TypeId>(t));
-    const std::uint64_t mean = s.dispatched == 0 ? 0u : in.board->us_from_ticks(s.wait_sum / s.dispatched);
-    o.open('{').key("event").string(in.runtime->type(static_cast<TypeId>(t)).event.name);
-    o.key("dispatched").value(s.dispatched).key("blocks").value(s.blocks).key("mean_ms").ms(mean);
-    o.key("max_ms").ms(in.board->us_from_ticks(s.wait_max)).key("lost").value(s.lost);
+    const auto type = static_cast<TypeId>(t);
+    const TypeStats& s = in.runtime->stats(type);
+    const EventStats latency = in.runtime->health(type);
+    o.open('{').key("event").string(in.runtime->type(type).event.name);
+    o.key("dispatched").value(latency.dispatches).key("blocks").value(s.blocks);
+    o.key("p50_ms").ms(in.board->us_from_ticks(latency_percentile(latency, kPercentiles[0])));
+    o.key("p95_ms").ms(in.board->us_from_ticks(latency_percentile(latency, kPercentiles[1])));
+    o.key("p99_ms").ms(in.board->us_from_ticks(latency_percentile(latency, kPercentiles[2])));
+    o.key("max_ms").ms(in.board->us_from_ticks(latency.max_latency)).key("lost").value(s.lost);
     o.key("timer_skips").value(s.timer_skips).close('}');
   }
   o.close(']');

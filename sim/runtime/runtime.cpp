@@ -10,8 +10,16 @@ bool Runtime::init(const RuntimeConfig& config) noexcept {
   types_ = config.types;
   type_count_ = config.type_count;
   app_ = config.app;
-  for (std::size_t i = 0; i < type_count_; ++i) threshold_[i] = monitor_.limits_for(types_[i].event).threshold;
+  for (std::size_t i = 0; i < type_count_; ++i) {
+    events_[i] = Event{types_[i].event.name, types_[i].event.threshold_us, &health_[i]};
+    threshold_[i] = monitor_.limits_for(events_[i]).threshold;
+  }
   return true;
+}
+
+Status Runtime::init_event(TypeId type, const EventHealthConfig& config) noexcept {
+  if (type >= type_count_) return Status::not_initialised;
+  return monitor_.init_event(events_[type], config);
 }
 
 int Runtime::add_irq_line(TypeId type) noexcept {
@@ -62,7 +70,9 @@ bool Runtime::run_for(std::uint64_t duration_us) noexcept {
     if (next_deadline(timer_due) && timer_due < deadline) deadline = timer_due;
     // The board takes a deadline within half a wrap: a longer idle is taken in steps.
     const std::uint64_t idle = deadline > t ? deadline - t : 0u;
+    const std::uint64_t idle_from = now();
     board_.idle_until(static_cast<tick_t>(t + (idle < kMaxIntervalTicks ? idle : kMaxIntervalTicks)));
+    monitor_.add_idle(static_cast<tick_t>(now() - idle_from));  // under one wrap: at most half a wrap and a poll
   }
   drain_lines();  // what is left is counted as pending
   return true;
@@ -131,18 +141,14 @@ bool Runtime::dequeue(Message& out) noexcept {
 }
 
 void Runtime::dispatch(const Message& message) noexcept {
-  const EventType& type = types_[message.type];
   TypeStats& stats = stats_[message.type];
   const std::uint64_t begin = now();
-  const std::uint64_t wait = message.posted < begin ? begin - message.posted : 0u;
-  ++stats.dispatched;
-  stats.wait_sum += wait;
-  if (wait > stats.wait_max) stats.wait_max = wait;
   attribute_delay(message, begin);
   const std::uint32_t overflows_before = irq_overflows();
 
-  monitor_.begin_at(type.event, static_cast<tick_t>(begin));
-  type.handler(app_, message);
+  // The core records the queue latency begin - posted into the type's EventHealth.
+  monitor_.begin_at(events_[message.type], static_cast<tick_t>(begin), static_cast<tick_t>(message.posted));
+  types_[message.type].handler(app_, message);
   const std::uint64_t end = now();
   monitor_.end_at(static_cast<tick_t>(end));
   ++dispatches_;

@@ -20,6 +20,7 @@ struct Row {
   std::uint64_t duration_us = 0;
   std::string id, qualifier, loop, event, cause, culprit;
   std::vector<std::string> flags;
+  std::vector<Stage> stages;
   double share = 0;
   std::uint32_t reports = 0;
   std::uint64_t dispatch = 0;
@@ -65,6 +66,8 @@ line-height:15px;padding:0 3px;overflow:hidden;white-space:nowrap;text-overflow:
 .fg-bar{font-size:12px;margin:2px 0}.fg-bar button{font:inherit;font-size:11px;margin-left:8px}
 svg.tl{display:block;border:1px solid #d0d7de;background:#fafbfc;margin:4px 0 0}
 .tl-label{font-size:12px;margin:10px 0 0}
+.st-bar{display:inline-flex;width:120px;height:11px;border:1px solid #d0d7de;background:#fff;vertical-align:middle;
+margin-right:6px;overflow:hidden}.st-seg{height:100%}.st-text{font-size:11px;color:#57606a}
 )CSS";
 
 const char* const kScript = R"JS(
@@ -104,16 +107,44 @@ const char* const kScript = R"JS(
     ['culprit', 'Culprit', false, function (b) { return b.culprit; }],
     ['share', 'Share %', true, function (b) { return b.share; },
       function (b) { return b.culprit ? b.share.toFixed(1) : ''; }],
+    ['stages', 'Stages', false, function (b) { return b.st.map(function (s) { return s[0]; }).join(' '); },
+      null, stageSplit],
     ['samples', 'Samples', true, function (b) { return b.n; }],
     ['reports', 'Reports', true, function (b) { return b.reports; }],
     ['id', 'ID', false, function (b) { return b.id; }]
   ];
+  // A block's stages: a bar of the block's duration, one segment per stage (its share), then
+  // the stages' names and times; nothing when the block has none.
+  function stageSplit(td, b) {
+    if (b.st.length === 0) return;
+    var bar = el('span', 'st-bar');
+    var text = [];
+    b.st.forEach(function (s) {
+      var share = b.d > 0 ? Math.min(s[1] / b.d, 1) : 0;
+      var seg = el('span', 'st-seg');
+      seg.style.width = (share * 100) + '%';
+      seg.style.background = 'hsl(' + (190 + hue(s[0]) % 120) + ',55%,' + (55 + hue(s[0]) % 20) + '%)';
+      seg.title = s[0] + ' ' + ms(s[1]) + ' ms (' + (share * 100).toFixed(1) + ' %)';
+      seg.setAttribute('data-stage', s[0]);
+      seg.setAttribute('data-us', String(s[1]));
+      bar.appendChild(seg);
+      text.push(s[0] + ' ' + ms(s[1]));
+    });
+    td.appendChild(bar);
+    td.appendChild(el('span', 'st-text', text.join(', ') + ' ms'));
+  }
   var table = document.getElementById('blocks');
   var head = el('tr');
   var body = el('tbody');
   var rows = data.blocks.map(function (b) {
     var tr = el('tr', b.flags.indexOf('hung') >= 0 ? 'block-row hung' : 'block-row');
     columns.forEach(function (c) {
+      if (c[5]) {
+        var td = el('td', c[0]);
+        c[5](td, b);
+        tr.appendChild(td);
+        return;
+      }
       var v = c[4] ? c[4](b) : c[3](b);
       tr.appendChild(el('td', c[2] ? 'num' : (c[0] === 'culprit' ? 'culprit' : ''), String(v)));
     });
@@ -292,6 +323,7 @@ class HtmlWriter final : public Writer {
     row.cause = to_string(r.cause);
     row.culprit = block.culprit.label;
     row.flags = flag_names(r);
+    row.stages = r.stages;
     row.share = static_cast<double>(static_cast<long long>(block.culprit.share() * 1000.0)) / 10.0;
     row.reports = block.reports;
     row.dispatch = r.dispatch;
@@ -416,6 +448,12 @@ class HtmlWriter final : public Writer {
       for (std::size_t f = 0; f < row.flags.size(); ++f) {
         out_ << (f ? "," : "");
         str(row.flags[f]);
+      }
+      out_ << "],\"st\":[";
+      for (std::size_t k = 0; k < row.stages.size(); ++k) {
+        out_ << (k ? ",[" : "[");
+        str(row.stages[k].name);
+        out_ << ',' << row.stages[k].us << ']';
       }
       out_ << "],\"share\":" << format_us(row.share) << ",\"reports\":" << row.reports
            << ",\"dispatch\":" << row.dispatch << ",\"n\":" << row.samples << ",\"track\":" << row.place.track

@@ -59,6 +59,7 @@ void LogRecord::clear() noexcept {
   source.clear();
   stacks.clear();
   top.clear();
+  stages.clear();
   clear_fields();
 }
 

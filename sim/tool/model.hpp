@@ -79,6 +79,14 @@ struct TopEntry {
   std::uint64_t count = 0;    ///< samples whose key (innermost scope, else innermost PC) is `frame`
 };
 
+/// One named stage of a dispatch (the record's `stages`, docs/report-format.md): the part of the
+/// dispatch from the stage's mark (Monitor::stage_at) to the next mark, the last one to the
+/// record's end.
+struct Stage {
+  std::string name;       ///< the stage's name; "?" for an empty or null one
+  std::uint64_t us = 0;   ///< its time, µs
+};
+
 /// The core's report phase and cause (loopcanary/record.hpp), and their spellings in a record
 /// (loopcanary::to_string).
 using loopcanary::Cause;
@@ -119,6 +127,9 @@ struct LogRecord {
   bool hung = false;              ///< flag "hung"
   bool unwatched = false;         ///< flag "unwatched"
   bool end_estimated = false;     ///< flag "end_estimated"
+  /// The dispatch's named stages, in the order they started; empty when the record has none
+  /// (a record without `stages`, written before stages existed, has none).
+  std::vector<Stage> stages;
 
   // CPU evidence (`cpu` object), µs and per mille.
   std::uint64_t cpu_window_us = 0;
@@ -151,8 +162,8 @@ struct LogRecord {
   double duration_ms() const noexcept { return static_cast<double>(duration_us) / 1000.0; }
   /// Resets every field to its default, keeping allocated capacity where it can.
   void clear() noexcept;
-  /// Resets every field but where the record came from (file, line, source) and its samples
-  /// (stacks, top), which the reader refills in place. A new field is reset here.
+  /// Resets every field but where the record came from (file, line, source), its samples
+  /// (stacks, top) and its stages, which the reader refills in place. A new field is reset here.
   void clear_fields() noexcept;
 };
 

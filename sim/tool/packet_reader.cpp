@@ -133,8 +133,8 @@ struct Name {
 
 }  // namespace
 
-bool decode_packet_body(const std::uint8_t* data, std::size_t size, bool previous_boot, DecodedRecord& out,
-                        WarningKind& kind, std::string& what) {
+bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, bool previous_boot,
+                        DecodedRecord& out, WarningKind& kind, std::string& what) {
   Body b(data, size);
   const auto failed = [&]() {
     kind = b.kind;
@@ -158,8 +158,15 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, bool previou
     out.reset_cause = static_cast<ResetCause>(cause);
   }
 
+  if (version < kPacketVersionOldest || version > kPacketVersionNewest) {
+    b.fail(WarningKind::unknown_config, 0, "format version",
+           std::to_string(version) + " is not one this tool reads (" + std::to_string(kPacketVersionOldest) + ".." +
+               std::to_string(kPacketVersionNewest) + ")");
+    return failed();
+  }
+
   // Configuration.
-  std::uint8_t config = 0, max_samples = 0, max_frames = 0, top_frames = 0;
+  std::uint8_t config = 0, max_samples = 0, max_frames = 0, top_frames = 0, max_stages = 0;
   std::size_t at = b.offset();
   if (!b.u8("configuration", config)) return failed();
   if ((config & ~7u) != 0) {
@@ -190,6 +197,14 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, bool previou
   if (!valid_capacity(top_frames, 64, false)) {
     b.fail(WarningKind::unknown_config, at, "top frames", std::to_string(top_frames) + " is not in 1..64");
     return failed();
+  }
+  if (version >= 2) {  // version 1 has neither stages nor memory values
+    at = b.offset();
+    if (!b.u8("max stages", max_stages)) return failed();
+    if (max_stages > 16) {  // 0: a build without stages
+      b.fail(WarningKind::unknown_config, at, "max stages", std::to_string(max_stages) + " is not in 0..16");
+      return failed();
+    }
   }
 
   // Scalars.
@@ -235,10 +250,26 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, bool previou
       (r.has_thread_wait && !b.uv("thread_wait_us", 64, r.thread_wait_us)) ||
       ((presence & 4u) != 0 && !b.uv("system_busy_permille", 16, r.system_busy_permille)) ||
       ((presence & 8u) != 0 && !b.uv("process_permille", 16, r.process_permille)) ||
-      !b.uv("steal_us", 64, r.steal_us) || !b.uv("records_dropped", 32, r.records_dropped) ||
-      !b.uv("notes_dropped", 32, r.notes_dropped)) {
+      !b.uv("steal_us", 64, r.steal_us)) {
     return failed();
   }
+  if (version >= 2) {  // the memory values, one per presence bit, in bit order
+    std::uint8_t memory = 0;
+    at = b.offset();
+    if (!b.u8("memory presence", memory)) return failed();
+    if ((memory >> kMemoryValues) != 0) {
+      b.malformed(at, "memory presence", "bits other than 0.." + std::to_string(kMemoryValues - 1) + " set (" +
+                                             std::to_string(memory) + ")");
+      return failed();
+    }
+    for (unsigned i = 0; i < kMemoryValues; ++i) {
+      std::uint64_t value = 0;
+      if ((memory & (1u << i)) == 0) continue;
+      if (!b.uv("memory value", 64, value)) return failed();
+      r.memory.set(static_cast<MemoryValue>(i), value);
+    }
+  }
+  if (!b.uv("records_dropped", 32, r.records_dropped) || !b.uv("notes_dropped", 32, r.notes_dropped)) return failed();
 
   // The string table: bounds first (every name takes at least one byte), then the storage.
   std::uint32_t string_count = 0;
@@ -299,6 +330,33 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, bool previou
     frame = reinterpret_cast<CoreFrame>(pointers[static_cast<std::size_t>(index)]);
     return true;
   };
+
+  // Stages (version 2): a name index and the stage's ticks each.
+  if (version >= 2) {
+    at = b.offset();
+    if (!b.u8("stage_count", r.stage_count)) return failed();
+    if (r.stage_count > max_stages) {
+      b.malformed(at, "stage_count", std::to_string(r.stage_count) + " is over the packet's max stages " + std::to_string(max_stages));
+      return failed();
+    }
+    if (r.stage_count > kMaxStages) {
+      b.fail(WarningKind::unknown_config, at, "stage_count",
+             std::to_string(r.stage_count) + " stages do not fit this build's LOOPCANARY_MAX_STAGES " + std::to_string(kMaxStages));
+      return failed();
+    }
+    for (std::uint8_t i = 0; i < r.stage_count; ++i) {
+      std::uint32_t index = 0;
+      at = b.offset();
+      if (!b.uv("stage name", 32, index)) return failed();
+      if (index < 3 || index >= string_count) {
+        b.malformed(at, "stage name",
+                    "string index " + std::to_string(index) + " is not in 3.." + std::to_string(string_count - 1));
+        return failed();
+      }
+      r.stages[i].name = pointers[index];
+      if (!b.uv("stage ticks", 32, r.stages[i].ticks)) return failed();
+    }
+  }
 
   // Stack evidence.
   if (!b.uv("samples_taken", 32, r.samples_taken) || !b.uv("samples_missed", 32, r.samples_missed) ||
@@ -614,15 +672,16 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
     const std::uint8_t version = packet[2];
     const std::uint8_t type = packet[3];
     WarningKind kind{};
-    if (version != kPacketVersion) {
+    if (version < kPacketVersionOldest || version > kPacketVersionNewest) {
       skipped.report(WarningKind::unknown_version, p, length,
                      "packet format version " + std::to_string(version) + " (this tool reads " +
-                         std::to_string(kPacketVersion) + "): " + std::to_string(length) + "-byte packet skipped");
+                         std::to_string(kPacketVersionOldest) + " to " + std::to_string(kPacketVersionNewest) +
+                         "): " + std::to_string(length) + "-byte packet skipped");
     } else if (type != static_cast<std::uint8_t>(PacketType::block) &&
                type != static_cast<std::uint8_t>(PacketType::previous_boot)) {
       skipped.report(WarningKind::unknown_type, p, length,
                      "unknown packet type " + std::to_string(type) + ": " + std::to_string(length) + "-byte packet skipped");
-    } else if (!decode_packet_body(packet + kPacketHeaderBytes, length - kPacketMin,
+    } else if (!decode_packet_body(packet + kPacketHeaderBytes, length - kPacketMin, version,
                                    type == static_cast<std::uint8_t>(PacketType::previous_boot), record_, kind, what)) {
       skipped.report(kind, p, length, what + ": packet skipped");
     } else {

@@ -25,7 +25,7 @@ namespace loopcanary::tool {
 
 
 /// One record decoded from a packet. `record`'s name pointers (qualifier, loop, event and its
-/// name, scope frames) point into storage this object owns on the heap, so they stay valid when
+/// name, stage names, scope frames) point into storage this object owns on the heap, so they stay valid when
 /// the object is moved and until it is destroyed or decoded into again. Not copyable (a copy of
 /// `record` alone would still point into this object's storage).
 class DecodedRecord {
@@ -43,24 +43,32 @@ class DecodedRecord {
   std::uint64_t offset = 0;          ///< byte offset of the packet's first magic byte in its capture
 
  private:
-  friend bool decode_packet_body(const std::uint8_t* body, std::size_t size, bool previous_boot,
+  friend bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, bool previous_boot,
                                  DecodedRecord& out, WarningKind& kind, std::string& what);
   struct Storage;
   std::unique_ptr<Storage> storage_;
 };
 
-/// Decodes the body of a version-1 packet (`size` bytes at `body`; type 2 when `previous_boot`)
-/// into `out` (its record is reset first; `out.offset` is left to the caller). Returns true for
-/// a record. Otherwise false with `kind` = WarningKind::unknown_config (configuration bits this
-/// tool does not know, capacities out of the specified ranges, or counts that do not fit this
-/// build's kMaxSamples, kMaxFrames, kTopFrames) or WarningKind::malformed_packet (a varint longer
-/// than 10 bytes or over its field's width, the body ending inside a field, bytes after the last
-/// sample, a value or string index out of range, counts over the packet's own capacities), and
-/// `what` saying which field at which body offset. Never reads outside [body, body + size);
-/// allocates in proportion to `size` (the names, and a table entry per name: at most about 40
-/// bytes per body byte), never more.
-bool decode_packet_body(const std::uint8_t* body, std::size_t size, bool previous_boot, DecodedRecord& out,
-                        WarningKind& kind, std::string& what);
+/// The packet format versions this tool decodes (docs/report-format.md, "Binary form"): version
+/// 1 (no stages) and version 2 (stages). A packet of another version is skipped whole.
+inline constexpr std::uint8_t kPacketVersionOldest = 1;
+inline constexpr std::uint8_t kPacketVersionNewest = 2;
+static_assert(kPacketVersion >= kPacketVersionOldest && kPacketVersion <= kPacketVersionNewest,
+              "the tool must decode the packet version this build's encoder writes");
+
+/// Decodes the body of a packet of format `version` (kPacketVersionOldest..kPacketVersionNewest;
+/// `size` bytes at `body`; type 2 when `previous_boot`) into `out` (its record is reset first;
+/// `out.offset` is left to the caller). Returns true for a record. Otherwise false with `kind` =
+/// WarningKind::unknown_config (a version outside that range, configuration bits this tool does
+/// not know, capacities out of the specified ranges, or counts that do not fit this build's
+/// kMaxSamples, kMaxFrames, kTopFrames, kMaxStages) or WarningKind::malformed_packet (a varint
+/// longer than 10 bytes or over its field's width, the body ending inside a field, bytes after
+/// the last sample, a value or string index out of range, counts over the packet's own
+/// capacities), and `what` saying which field at which body offset. Never reads outside
+/// [body, body + size); allocates in proportion to `size` (the names, and a table entry per name:
+/// at most about 40 bytes per body byte), never more.
+bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, bool previous_boot,
+                        DecodedRecord& out, WarningKind& kind, std::string& what);
 
 /// The record's JSON line, without its newline: the core's format_json, then, for a
 /// previous_boot record, `,"previous_boot":true,"reset_cause":"<cause>"` before the closing brace

@@ -559,6 +559,7 @@ struct Scratch {
   std::vector<Sample> spare_samples;
   std::vector<Frame> spare_frames;
   std::vector<TopEntry> spare_top;
+  std::vector<Stage> spare_stages;
 };
 
 Scratch& scratch() {
@@ -677,11 +678,14 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
   // Keep the reused parts (samples are refilled in place); reset the rest.
   std::vector<Sample> stacks;
   std::vector<TopEntry> top;
+  std::vector<Stage> stages;
   stacks.swap(out.stacks);
   top.swap(out.top);
+  stages.swap(out.stages);
   out.clear_fields();
   std::size_t stacks_used = 0;
   std::size_t top_used = 0;
+  std::size_t stages_used = 0;
   Scratch& sc = scratch();
   std::size_t symbols_used = 0;
   std::string& text = sc.text;  // decoded escapes of a value read as a view
@@ -791,6 +795,25 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
         break;
       case 's':
         if (is(key, "start")) return s.u64("start", out.start);
+        if (is(key, "stages")) {
+          if (!s.is('[')) return s.wrong_type("stages", "an array");
+          return s.array([&](std::size_t) {
+            if (!s.is('{')) return s.wrong_type("stages", "an object");
+            Stage& stage = next(stages, stages_used, sc.spare_stages);
+            stage.us = 0;
+            bool has_name = false, has_us = false;
+            const bool stage_ok = s.object([&](std::string_view k) {
+              if (is(k, "name")) return has_name = true, s.str("stages.name", stage.name);
+              if (is(k, "us")) return has_us = true, s.u64("stages.us", stage.us);
+              return s.skip_value();
+            });
+            if (!stage_ok) return false;
+            if (!has_name) return s.bad_value("stages", "an entry without \"name\"");
+            if (!has_us) return s.bad_value("stages", "an entry without \"us\"");
+            if (stage.name.empty()) stage.name = "?";
+            return true;
+          });
+        }
         if (is(key, "samples")) {
           if (!s.is('{')) return s.wrong_type("samples", "an object");
           return s.object([&](std::string_view k) {
@@ -897,8 +920,10 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
   if (ok && !s.at_end()) ok = s.malformed("bytes after the object");
   trim(stacks, want_stacks ? stacks_used : 0, sc.spare_samples);
   trim(top, top_used, sc.spare_top);
+  trim(stages, stages_used, sc.spare_stages);
   out.stacks.swap(stacks);
   out.top.swap(top);
+  out.stages.swap(stages);
   if (!ok) {
     kind = s.kind;
     what = std::move(s.what);

@@ -110,6 +110,50 @@ struct NameCounts {
   }
 };
 
+// The stage split of a group's blocks (docs/tool.md, "report"): per block with stages and a
+// non-zero duration, each stage's share of the block's duration (the times of the stages of one
+// name added up); per stage name, the mean of those shares over these blocks (a block without
+// that stage counts 0). What no stage covers is the rest. Names in order of first appearance, at
+// most kMaxNamesPerGroup; the shares of further names go to `other`.
+class StageSplit {
+ public:
+  void add(const LogRecord& r) {
+    if (r.stages.empty() || r.duration_us == 0) return;
+    ++blocks_;
+    const auto duration = static_cast<double>(r.duration_us);
+    double covered = 0;
+    for (const Stage& stage : r.stages) {
+      const double share = static_cast<double>(stage.us) / duration;
+      covered += share;
+      auto it = std::find_if(shares_.begin(), shares_.end(), [&](const auto& s) { return s.first == stage.name; });
+      if (it != shares_.end()) {
+        it->second += share;
+      } else if (shares_.size() < kMaxNamesPerGroup) {
+        shares_.emplace_back(stage.name, share);
+      } else {
+        other_ += share;
+      }
+    }
+    outside_ += std::max(0.0, 1.0 - covered);
+  }
+  std::uint64_t blocks() const noexcept { return blocks_; }
+  /// (name, mean share in [0, 1]) in order of first appearance.
+  std::vector<std::pair<std::string, double>> means() const {
+    std::vector<std::pair<std::string, double>> out = shares_;
+    for (auto& [name, share] : out) share = mean(share);
+    return out;
+  }
+  double other() const noexcept { return mean(other_); }
+  double outside() const noexcept { return mean(outside_); }
+
+ private:
+  double mean(double sum) const noexcept { return blocks_ == 0 ? 0.0 : sum / static_cast<double>(blocks_); }
+  std::uint64_t blocks_ = 0;
+  std::vector<std::pair<std::string, double>> shares_;  // name, sum of shares
+  double other_ = 0;
+  double outside_ = 0;
+};
+
 struct Group {
   std::string key;
   std::uint64_t blocks = 0;
@@ -123,6 +167,7 @@ struct Group {
   std::uint64_t worst_us = 0;
   std::uint64_t culprit_samples = 0;  // samples of each block's culprit, summed
   std::uint64_t kept_samples = 0;     // kept samples of the blocks, summed
+  StageSplit stages;
 };
 
 std::string culprit_key(const Block& block) {
@@ -162,6 +207,33 @@ void add_block(Group& g, const Block& block) {
   }
   g.culprit_samples += block.culprit.samples;
   g.kept_samples += block.culprit.of;
+  g.stages.add(r);
+}
+
+// "input 10.0 %, compute 85.0 %, outside stages 5.0 %" (report's text).
+std::string stages_text(const StageSplit& split) {
+  std::string out;
+  for (const auto& [name, share] : split.means()) out += name + " " + percent(share) + " %, ";
+  if (split.other() > 0) out += "other stages " + percent(split.other()) + " %, ";
+  return out + "outside stages " + percent(split.outside()) + " %";
+}
+
+// {"blocks":N,"split":[{"name":NAME,"percent":P},...],"other_percent":P,"outside_percent":P}
+std::string stages_json(const StageSplit& split) {
+  std::string out = "{\"blocks\":" + std::to_string(split.blocks()) + ",\"split\":[";
+  bool first = true;
+  for (const auto& [name, share] : split.means()) {
+    out += (first ? "{\"name\":" : ",{\"name\":") + json_string(name) + ",\"percent\":" + percent(share) + '}';
+    first = false;
+  }
+  return out + "],\"other_percent\":" + percent(split.other()) + ",\"outside_percent\":" + percent(split.outside()) + '}';
+}
+
+// "input 1.200 ms, compute 80.000 ms" (show's stages line, as the core's text form).
+std::string stage_times_text(const std::vector<Stage>& stages) {
+  std::string out;
+  for (const Stage& stage : stages) out += (out.empty() ? "" : ", ") + stage.name + " " + ms(stage.us) + " ms";
+  return out;
 }
 
 std::string names_text(const NameCounts& names) {
@@ -256,6 +328,7 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   out << "  time-end = " << r.end << " ticks" << (r.phase == Phase::final ? "" : " (still running)") << '\n';
   if (r.wall_ms) out << "  written = " << format_utc_time(*r.wall_ms) << (r.clock.empty() ? "" : " (clock " + r.clock + ")") << '\n';
   out << "  duration = " << ms(r.duration_us) << " ms (threshold " << ms(r.threshold_us) << " ms)\n";
+  if (!r.stages.empty()) out << "  stages = " << stage_times_text(r.stages) << '\n';
   out << "  thread-time = " << optional_ms(r.cpu_thread_us) << " over a " << ms(r.cpu_window_us) << " ms window, waiting for a CPU "
       << optional_ms(r.cpu_thread_wait_us) << ", stolen " << ms(r.cpu_steal_us) << " ms\n";
   out << "  cpu-busy = " << optional_permille(r.cpu_system_busy_permille) << ", process "
@@ -332,6 +405,7 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
           << ",\"qualifiers\":" << names_json(g.qualifiers) << ",\"qualifiers_other\":" << g.qualifiers.other
           << ",\"culprits\":" << names_json(g.culprits) << ",\"culprits_other\":" << g.culprits.other
           << ",\"culprit_samples\":" << g.culprit_samples << ",\"kept_samples\":" << g.kept_samples
+          << ",\"stages\":" << stages_json(g.stages)
           << ",\"first_seen\":" << (g.first_ms ? json_string(format_utc_time(*g.first_ms)) : "null")
           << ",\"last_seen\":" << (g.last_ms ? json_string(format_utc_time(*g.last_ms)) : "null")
           << ",\"without_wall_time\":" << g.without_wall_time << ",\"worst_block\":" << json_string(g.worst_id) << '}';
@@ -374,6 +448,10 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
       if (options.by == GroupBy::culprit) {
         const double share = g.kept_samples == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.kept_samples);
         out << "  culprit share: " << g.culprit_samples << '/' << g.kept_samples << " kept samples (" << percent(share) << " %)\n";
+      }
+      if (g.stages.blocks() > 0) {
+        out << "  stages (mean share of " << g.stages.blocks() << " of " << g.blocks
+            << (g.blocks == 1 ? " block): " : " blocks): ") << stages_text(g.stages) << '\n';
       }
       out << "  first seen: " << seen_text(g.first_ms) << ", last seen: " << seen_text(g.last_ms);
       if (g.without_wall_time > 0 && g.first_ms) out << " (" << g.without_wall_time << " blocks without wall time)";

@@ -88,7 +88,7 @@ void decode_first_body(const std::uint8_t* data, std::size_t size) {
   lt::WarningKind kind{};
   std::string what;
   const bool previous_boot = data[3] == static_cast<std::uint8_t>(lc::PacketType::previous_boot);
-  if (lt::decode_packet_body(body.data(), body.size(), previous_boot, decoded, kind, what)) {
+  if (lt::decode_packet_body(body.data(), body.size(), data[2], previous_boot, decoded, kind, what)) {
     std::string line;
     lt::format_record_json(decoded, line);
     check_reads_back(line);

@@ -69,6 +69,12 @@ lc::BlockRecord make_record(lc::Phase phase, std::size_t samples, std::size_t fr
                                     : static_cast<lc::Frame>(0x8000'1000u + 0x40u * f + s);
     }
   }
+  // Stages (format version 2): as many as samples, up to the build's; one name shared with a scope.
+  const char* const stage_names[] = {"input", kScopes[0], "output"};
+  r.stage_count = static_cast<std::uint8_t>(samples < lc::kMaxStages ? samples : lc::kMaxStages);
+  for (std::size_t i = 0; i < r.stage_count; ++i) {
+    r.stages[i] = {stage_names[i % 3], static_cast<lc::tick_t>(1'000 * (i + 1))};
+  }
   if (samples != 0) {
     r.top_count = 2;
     r.top[0] = {r.samples[0].frames[0], scopes != 0, static_cast<std::uint32_t>(samples)};

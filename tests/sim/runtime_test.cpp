@@ -136,7 +136,7 @@ TEST_P(RunFor, DispatchesThroughoutAndLastsExactlyTheDuration) {
 
   rig->runtime.run_for(p.duration);
 
-  EXPECT_EQ(rig->runtime.stats(kTick).dispatched, p.duration / period_us);
+  EXPECT_EQ(rig->runtime.health(kTick).dispatches, p.duration / period_us);
   EXPECT_EQ(rig->runtime.stats(kTick).timer_skips, 0u);
   EXPECT_EQ(rig->elapsed_us(begin), p.duration % kWrapUs) << "the clock stops where the run ends";
   EXPECT_EQ(rig->monitor.stats().dispatches, p.duration / period_us);
@@ -154,10 +154,10 @@ TEST(LongTimer, OneShotFurtherThanHalfTheWrapFiresOnTime) {
   rig->runtime.start_timer(static_cast<simrt::TimerId>(timer), delay_us);
 
   rig->run_in_chunks(delay_us - kSecondUs);
-  EXPECT_EQ(rig->runtime.stats(kTick).dispatched, 0u) << "one second before it is due";
+  EXPECT_EQ(rig->runtime.health(kTick).dispatches, 0u) << "one second before it is due";
   rig->run_in_chunks(2 * kSecondUs);
-  EXPECT_EQ(rig->runtime.stats(kTick).dispatched, 1u) << "one second after it is due";
-  EXPECT_EQ(rig->runtime.stats(kTick).wait_max, 0u) << "dispatched the moment it was due";
+  EXPECT_EQ(rig->runtime.health(kTick).dispatches, 1u) << "one second after it is due";
+  EXPECT_EQ(rig->runtime.health(kTick).max_latency, 0u) << "dispatched the moment it was due";
 }
 
 // A peripheral's one-shot interrupt 3000 s into the run (more than half the wrap) is raised then.
@@ -169,9 +169,9 @@ TEST(LongTimeline, ActionFurtherThanHalfTheWrapHappensOnTime) {
   ASSERT_EQ(rig->start(1'000'000, &peripheral, 1), simrt::BoardError::none);
 
   rig->run_in_chunks(at_us - kSecondUs);
-  EXPECT_EQ(rig->runtime.stats(kLine).dispatched, 0u) << "one second before it is due";
+  EXPECT_EQ(rig->runtime.health(kLine).dispatches, 0u) << "one second before it is due";
   rig->run_in_chunks(2 * kSecondUs);
-  EXPECT_EQ(rig->runtime.stats(kLine).dispatched, 1u) << "one second after it is due";
+  EXPECT_EQ(rig->runtime.health(kLine).dispatches, 1u) << "one second after it is due";
 }
 
 // A peripheral that holds a bus skips the periodic actions that fell due meanwhile, also when
@@ -194,7 +194,51 @@ TEST(LongTimeline, HoldPastTheWrapSkipsWhatFellDueMeanwhile) {
   // during the hold (it starts between two periods: 2^32 is no multiple of 100'000).
   static_assert(hold_at_us % period_us != 0);
   const std::uint64_t expected = (run_us - 1u) / period_us - hold_us / period_us;
-  EXPECT_EQ(rig->runtime.stats(kLine).dispatched, expected);
+  EXPECT_EQ(rig->runtime.health(kLine).dispatches, expected);
+}
+
+// ---- Queue latency and deadlines in the core ---------------------------------------------
+
+// The runtime dispatches each message with its post stamp, for a periodic timer its due time:
+// the core's latency of the type is its lateness. A 35 ms block from 25 ms holds up the 10 ms
+// tick due at 30 ms until 60 ms: 30 ms late, 3 whole periods, which the timer skips (one message
+// per firing) and the core counts as missed; one deadline miss. The loop waits the rest of the
+// window and reports it as idle, so load and idle share add up. Crosses the tick wrap.
+TEST(QueueLatency, PeriodicTimerLatenessMissedPeriodsAndIdleInTheCore) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 50'000u));
+  ASSERT_EQ(rig->start(1'000'000), simrt::BoardError::none);
+  EXPECT_EQ(rig->runtime.init_event(kTick, lc::EventHealthConfig{10'000, 2'000}), lc::Status::ok);
+  EXPECT_EQ(rig->runtime.init_event(kTypeCount, lc::EventHealthConfig{}), lc::Status::not_initialised);
+  const int tick = rig->runtime.add_timer(kTick, 10'000);
+  const int slow = rig->runtime.add_timer(kSlow, 0);
+  ASSERT_GE(tick, 0);
+  ASSERT_GE(slow, 0);
+  rig->firmware.slow_us = 35'000;
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(tick), 10'000);
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(slow), 25'000);
+  const lc::LoopStats before = rig->monitor.stats();
+  const lc::tick_t start = rig->board.now();
+
+  rig->runtime.run_for(100'000);
+
+  const lc::tick_t window = lc::ticks_between(start, rig->board.now());
+  const lc::LoopStats after = rig->monitor.stats();
+  const lc::EventStats tick_health = rig->runtime.health(kTick);
+  EXPECT_EQ(window, 100'000u);
+  EXPECT_EQ(tick_health.dispatches, 6u) << "due at 10, 20, 30 (run at 60), 70, 80, 90 ms";
+  EXPECT_EQ(tick_health.max_latency, 30'000u);
+  EXPECT_EQ(tick_health.missed_periods, 3u);
+  EXPECT_EQ(rig->runtime.stats(kTick).timer_skips, 3u);
+  EXPECT_EQ(tick_health.deadline_misses, 1u);
+  EXPECT_EQ(tick_health.latency[0], 5u) << "the others ran when due";
+  EXPECT_EQ(rig->runtime.health(kSlow).dispatches, 1u);
+  EXPECT_EQ(rig->runtime.health(kSlow).max_latency, 0u);
+  EXPECT_EQ(lc::load_permille(before, after, window), 350u);
+  EXPECT_EQ(lc::idle_permille(before, after, window), 650u);
+  EXPECT_EQ(lc::rate_mhz(tick_health.dispatches, window, rig->board.tick_hz()), 60'000u);
+  // The descriptor the runtime dispatches under: the firmware's name, the runtime's storage.
+  EXPECT_NE(rig->runtime.event(kSlow).health, nullptr);
+  EXPECT_STREQ(rig->runtime.event(kSlow).name, kTypes[kSlow].event.name);
 }
 
 // ---- What a block delayed, hours later -----------------------------------------------------

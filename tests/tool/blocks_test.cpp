@@ -3,6 +3,8 @@
 // the culprit rule with and without --concern, --ignore, filters, block IDs; and `show`.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "commands.hpp"
@@ -278,6 +280,142 @@ TEST(ToolShow, PrintsEveryReportOfTheBlockWithItsStacks) {
   std::ostringstream out2, err2;
   EXPECT_EQ(run_show(options, out2, err2), 1);
   EXPECT_NE(err2.str().find("no block with ID"), std::string::npos);
+}
+
+// A stage list for RecordSpec::extra: "stages" with (name, µs) entries.
+std::string stages_member(const std::vector<std::pair<std::string, std::uint64_t>>& stages) {
+  std::string out = ",\"stages\":[";
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    out += (i == 0 ? "{\"name\":\"" : ",{\"name\":\"") + stages[i].first + "\",\"us\":" + std::to_string(stages[i].second) + "}";
+  }
+  return out + "]";
+}
+
+std::string ms_text(std::uint64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llu.%03llu", static_cast<unsigned long long>(us / 1000),
+                static_cast<unsigned long long>(us % 1000));
+  return text;
+}
+
+TEST(ToolShow, PrintsTheStagesOfEachReportThatHasThem) {
+  TempDir dir;
+  RecordSpec in_progress, final_;
+  in_progress.phase = "in_progress";  // no stages member: a log written before stages
+  final_.report = 2;
+  const std::vector<std::pair<std::string, std::uint64_t>> stages = {{"input", 1500}, {"compute", 180250}};
+  final_.extra = stages_member(stages);
+  const std::string path = dir.write("dev.jsonl", json_line(in_progress) + json_line(final_));
+  Options options;
+  options.command = "show";
+  options.paths = {path};
+  options.id = block_id(parse(RecordSpec{}));
+  std::ostringstream out, err;
+  ASSERT_EQ(run_show(options, out, err), 0) << err.str();
+  const std::string text = out.str();
+  const std::string line = "  stages = " + stages[0].first + " " + ms_text(stages[0].second) + " ms, " + stages[1].first +
+                           " " + ms_text(stages[1].second) + " ms\n";
+  // Once, in the final report, right after its duration line.
+  const std::size_t final_at = text.find("report 2 (final)");
+  ASSERT_NE(final_at, std::string::npos) << text;
+  const std::size_t at = text.find(line);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_GT(at, final_at);
+  EXPECT_EQ(text.rfind("stages =", at == 0 ? 0 : at - 1), std::string::npos) << text;
+  EXPECT_EQ(text.compare(text.rfind('\n', at - 2) + 1, 13, "  duration = "), 0) << text;  // the line before
+}
+
+// report: per group, each stage's mean share of its blocks' durations, over the blocks that have
+// stages; what no stage covers is "outside stages". Shares here are exact binary fractions.
+TEST(ToolReport, PrintsTheStageSplitOfEachGroupWithStages) {
+  TempDir dir;
+  struct In {
+    std::uint64_t duration;
+    std::vector<std::pair<std::string, std::uint64_t>> stages;
+  };
+  const std::vector<In> blocks = {
+      {200000, {{"input", 50000}, {"compute", 100000}}},
+      {100000, {{"input", 50000}, {"output", 25000}}},
+      {100000, {}},  // no stages: not in the split
+  };
+  std::string content;
+  std::map<std::string, double> sums;
+  std::vector<std::string> order;
+  double outside = 0;
+  std::size_t with_stages = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    RecordSpec r;
+    r.report = i + 1;
+    r.dispatch = i + 1;
+    r.start = 1000000 * i;
+    r.duration_us = blocks[i].duration;
+    if (!blocks[i].stages.empty()) r.extra = stages_member(blocks[i].stages);
+    content += json_line(r);
+    if (blocks[i].stages.empty()) continue;
+    ++with_stages;
+    double covered = 0;
+    for (const auto& [name, us] : blocks[i].stages) {
+      if (sums.count(name) == 0) order.push_back(name);
+      const double share = static_cast<double>(us) / static_cast<double>(blocks[i].duration);
+      sums[name] += share;
+      covered += share;
+    }
+    outside += 1 - covered;
+  }
+  // A second culprit whose block has no stages: no stages line.
+  RecordSpec plain;
+  plain.report = 9, plain.dispatch = 9, plain.start = 9000000;
+  plain.stacks = "{\"at_us\":1,\"scopes\":[\"other\"],\"pcs\":[]}";
+  content += json_line(plain);
+  const std::string path = dir.write("dev.jsonl", content);
+  const auto pct = [&](double sum) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%.1f", sum / static_cast<double>(with_stages) * 100.0);
+    return std::string(text);
+  };
+  std::string split;
+  for (const std::string& name : order) split += name + " " + pct(sums[name]) + " %, ";
+  Options options;
+  options.command = "report";
+  options.paths = {path};
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  const std::string line = "  stages (mean share of " + std::to_string(with_stages) + " of " + std::to_string(blocks.size()) +
+                           " blocks): " + split + "outside stages " + pct(outside) + " %\n";
+  ASSERT_NE(out.str().find("\ncrc\n"), std::string::npos) << out.str();
+  EXPECT_GT(out.str().find(line), out.str().find("\ncrc\n")) << out.str();
+  EXPECT_NE(out.str().find(line), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("stages (", out.str().find("\nother\n")), std::string::npos) << out.str();
+  // JSON: the same split.
+  options.format = "json";
+  std::ostringstream json, json_err;
+  ASSERT_EQ(run_report(options, json, json_err), 0) << json_err.str();
+  std::string members;
+  for (const std::string& name : order) {
+    members += (members.empty() ? "" : ",") + std::string("{\"name\":\"") + name + "\",\"percent\":" + pct(sums[name]) + "}";
+  }
+  EXPECT_NE(json.str().find("\"stages\":{\"blocks\":" + std::to_string(with_stages) + ",\"split\":[" + members +
+                            "],\"other_percent\":0.0,\"outside_percent\":" + pct(outside) + "}"),
+            std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find("\"stages\":{\"blocks\":0,\"split\":[],"), std::string::npos) << json.str();
+}
+
+// More distinct stage names in a group than it lists (32): the rest is one "other stages" share.
+TEST(ToolReport, StageNamesBeyondTheLimitAreOneOtherShare) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::uint64_t>> stages;
+  for (int i = 0; i < 40; ++i) stages.emplace_back("s" + std::to_string(i), 2500);  // 2.5 % of 100 ms each
+  RecordSpec r;
+  r.duration_us = 100000;
+  r.extra = stages_member(stages);
+  Options options;
+  options.command = "report";
+  options.paths = {dir.write("dev.jsonl", json_line(r))};
+  std::ostringstream out, err;
+  ASSERT_EQ(run_report(options, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find(", s31 2.5 %, other stages 20.0 %, outside stages 0.0 %\n"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("s32 "), std::string::npos) << out.str();
 }
 
 TEST(ToolReport, NothingReadableIsStatusOne) {

@@ -120,6 +120,7 @@ TEST(ExportBrowser, TheHtmlReportRunsWithoutConsoleErrorsAndBuildsTableFlameGrap
   r.samples = {sample(100000, {"ota.crc32", "ota.verify"}, {"0x1000"}),
                sample(110000, {"ota.crc32", "ota.verify"}, {"0x1000"}),
                sample(120000, {"ota.read", "ota.verify"}, {"0x1000"})};
+  r.stages = {{"input", 100000}, {"compute", 200000}, {"<i>out</i>", 50000}};
   records.push_back(r);
   r = FixtureRecord{};
   r.report = 2, r.event = "</script><script>alert(1)</script>", r.dispatch = 11, r.start = 900000,
@@ -147,6 +148,26 @@ TEST(ExportBrowser, TheHtmlReportRunsWithoutConsoleErrorsAndBuildsTableFlameGrap
   EXPECT_EQ(count(dom, "<script"), 2u) << "a name became a script element";
   EXPECT_EQ(count(dom, "<img"), 0u) << "a name became an element";
   EXPECT_NE(dom.find(">" + html_text(records[1].event) + "</td>"), std::string::npos);
+
+  // The stage split of the first block: one bar segment per stage, its width the stage's share
+  // of the block, its name as text (never markup); the blocks without stages have none.
+  const auto& stages = records[0].stages;
+  EXPECT_EQ(count(dom, "class=\"st-bar\""), 1u);
+  EXPECT_EQ(count(dom, "class=\"st-seg\""), stages.size());
+  EXPECT_EQ(count(dom, "<i>"), 0u) << "a stage name became an element";
+  std::vector<std::string> segments;  // the attributes of each segment, in order
+  const std::regex seg("<span class=\"st-seg\"([^>]*)>");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), seg); it != std::sregex_iterator(); ++it)
+    segments.push_back((*it)[1].str());
+  ASSERT_EQ(segments.size(), stages.size());
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const auto& [name, us] = stages[i];
+    std::ostringstream width;
+    width << "width: " << 100.0 * static_cast<double>(us) / static_cast<double>(records[0].duration_us) << "%";
+    EXPECT_NE(segments[i].find(" data-stage=\"" + html_text(name) + "\""), std::string::npos) << segments[i];
+    EXPECT_NE(segments[i].find(" data-us=\"" + std::to_string(us) + "\""), std::string::npos) << segments[i];
+    EXPECT_NE(segments[i].find(width.str()), std::string::npos) << segments[i];
+  }
 
   // A flame graph per culprit with samples, each node a box holding its frame's label, with
   // the samples under it.

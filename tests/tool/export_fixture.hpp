@@ -44,6 +44,7 @@ struct FixtureRecord {
   std::uint64_t duration_us = 0;
   std::string cause = "running";
   std::vector<std::string> flags;
+  std::vector<std::pair<std::string, std::uint64_t>> stages;  // (name, µs); none: no "stages" member
   std::vector<FixtureSample> samples;
   std::optional<std::string> wall_time;  // "linux.time"
   std::string clock = "monotonic";       // "linux.clock" (with wall_time)
@@ -77,7 +78,14 @@ inline std::string to_json_line(const FixtureRecord& r) {
     << ",\"duration_ticks\":" << ticks << ",\"duration_us\":" << r.duration_us
     << ",\"threshold_us\":100000,\"cause\":" << json_quote(r.cause) << ",\"flags\":[";
   for (std::size_t i = 0; i < r.flags.size(); ++i) o << (i ? "," : "") << json_quote(r.flags[i]);
-  o << "],\"cpu\":{\"window_us\":0,\"thread_us\":null,\"thread_wait_us\":null,\"system_busy_permille\":null,"
+  o << "]";
+  if (!r.stages.empty()) {
+    o << ",\"stages\":[";
+    for (std::size_t i = 0; i < r.stages.size(); ++i)
+      o << (i ? "," : "") << "{\"name\":" << json_quote(r.stages[i].first) << ",\"us\":" << r.stages[i].second << "}";
+    o << "]";
+  }
+  o << ",\"cpu\":{\"window_us\":0,\"thread_us\":null,\"thread_wait_us\":null,\"system_busy_permille\":null,"
        "\"process_permille\":null,\"steal_us\":0},\"samples\":{\"taken\":"
     << r.samples.size() << ",\"kept\":" << r.samples.size() << ",\"overwritten\":0,\"missed\":0},\"top\":[],"
     << "\"top_other\":0,\"stacks\":[";

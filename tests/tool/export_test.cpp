@@ -437,6 +437,34 @@ TEST(ExportHtml, EmbeddedDataHoldsEveryBlockAndAFlameGraphPerCulprit) {
   EXPECT_EQ(roots, (std::map<std::string, double>{{"ota.crc32", 4 + 2}, {"radio.spi", 3}, {"a;b", 3}}));
 }
 
+// Each block's stages, as (name, µs) pairs in order, escaped like every string; [] without.
+TEST(ExportHtml, EmbeddedDataHoldsEachBlocksStages) {
+  test::TempDir dir;
+  std::vector<FixtureRecord> records(3);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    records[i].report = i + 1, records[i].dispatch = i + 1, records[i].start = i * 1000000;
+    records[i].duration_us = 200000;
+  }
+  records[0].stages = {{"input", 1500}, {"compute", 180000}, {"output", 500}};
+  records[2].stages = {{"</script><b>", 7}};
+  const auto run = run_export_on("html", {write_records(dir, "a.jsonl", records)});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out.find("</script><b>"), std::string::npos);
+  const Json data = parse_or_fail(html_data(run.out));
+  const auto& blocks = data.at("blocks").array;
+  ASSERT_EQ(blocks.size(), records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    SCOPED_TRACE(i);
+    const auto& st = blocks[i].at("st").array;
+    ASSERT_EQ(st.size(), records[i].stages.size());
+    for (std::size_t k = 0; k < st.size(); ++k) {
+      ASSERT_EQ(st[k].array.size(), 2u);
+      EXPECT_EQ(st[k].array[0].string, records[i].stages[k].first);
+      EXPECT_EQ(st[k].array[1].number, static_cast<double>(records[i].stages[k].second));
+    }
+  }
+}
+
 TEST(ExportHtml, TableAndTimelineHoldAtMostTheLimitLongestBlocksAndSaySo) {
   test::TempDir dir;
   std::vector<FixtureRecord> records;

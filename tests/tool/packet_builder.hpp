@@ -53,7 +53,7 @@ inline std::uint32_t spec_crc32(const std::uint8_t* data, std::size_t size) {
 }
 
 /// magic, version, type, length, body, CRC.
-inline Bytes make_packet(const Bytes& body, unsigned type = 1, unsigned version = 1) {
+inline Bytes make_packet(const Bytes& body, unsigned type = 1, unsigned version = 2) {
   Bytes p{0xA5, 0x4C, static_cast<std::uint8_t>(version), static_cast<std::uint8_t>(type),
           static_cast<std::uint8_t>(body.size() & 0xFF), static_cast<std::uint8_t>(body.size() >> 8)};
   p.insert(p.end(), body.begin(), body.end());
@@ -75,10 +75,18 @@ struct SampleSpec {
   std::vector<std::int64_t> pc_deltas;    // as written (deltas from the previous sample's PC i)
 };
 
-/// A `block` body, by default a typical final record with 32-bit PCs: 2 samples, a scope and PCs.
+struct StageSpec {
+  std::uint64_t name = 3;  // string index
+  std::uint64_t ticks = 0;
+};
+
+/// A `block` body, by default a typical final record of format version 2 with 32-bit PCs: 2
+/// samples, a scope and PCs, no stages, no memory values. Version 1 leaves out `max stages`, the
+/// memory values and the stages.
 struct BodySpec {
+  unsigned version = 2;
   int reset_cause = -1;  // ≥ 0: a previous_boot body (this byte first)
-  unsigned config = 0, max_samples = 16, max_frames = 8, top_frames = 8;
+  unsigned config = 0, max_samples = 16, max_frames = 8, top_frames = 8, max_stages = 4;
   std::uint64_t tick_hz = 1000000, report = 4;
   unsigned phase = 2, cause = 1, flags = 0, loop_index = 1;
   std::uint64_t dispatch = 7, start = 1000, duration = 250000;
@@ -86,8 +94,11 @@ struct BodySpec {
   std::uint64_t threshold = 100000, window = 200000;
   unsigned presence = 0xF;
   std::uint64_t thread_cpu = 150000, thread_wait = 20, busy = 900, process = 500, steal = 3;
+  unsigned memory_presence = 0;          // version 2
+  std::vector<std::uint64_t> memory;     // one per set bit, in bit order
   std::uint64_t records_dropped = 1, notes_dropped = 2;
   std::vector<std::pair<std::string, bool>> strings = {{"fw-1.0", false}, {"main", false}, {"tick", false}, {"crc", false}};
+  std::vector<StageSpec> stages;  // version 2
   std::uint64_t taken = 3, missed = 1, overwritten = 1;
   std::vector<TopSpec> top = {{true, 3, 2}, {false, 0x8001234, 1}};
   std::uint64_t top_other = 0;
@@ -114,6 +125,7 @@ inline Bytes make_body(const BodySpec& s) {
   u8("max samples", s.max_samples);
   u8("max frames", s.max_frames);
   u8("top frames", s.top_frames);
+  if (s.version >= 2) u8("max stages", s.max_stages);
   uv("tick_hz", s.tick_hz);
   uv("report", s.report);
   u8("phase", s.phase);
@@ -132,12 +144,27 @@ inline Bytes make_body(const BodySpec& s) {
   if ((s.presence & 4u) != 0) uv("system_busy_permille", s.busy);
   if ((s.presence & 8u) != 0) uv("process_permille", s.process);
   uv("steal_us", s.steal);
+  if (s.version >= 2) {
+    u8("memory presence", s.memory_presence);
+    field("memory values", [&] {
+      for (const std::uint64_t v : s.memory) put_uv(b, v);
+    });
+  }
   uv("records_dropped", s.records_dropped);
   uv("notes_dropped", s.notes_dropped);
   uv("string count", s.strings.size());
   field("strings", [&] {
     for (const auto& [text, cut] : s.strings) put_str(b, text, cut);
   });
+  if (s.version >= 2) {
+    u8("stage_count", static_cast<unsigned>(s.stages.size()));
+    field("stages", [&] {
+      for (const StageSpec& x : s.stages) {
+        put_uv(b, x.name);
+        put_uv(b, x.ticks);
+      }
+    });
+  }
   uv("samples_taken", s.taken);
   uv("samples_missed", s.missed);
   uv("samples_overwritten", s.overwritten);
@@ -164,7 +191,7 @@ inline Bytes make_body(const BodySpec& s) {
   return b;
 }
 
-inline Bytes make_packet(const BodySpec& s) { return make_packet(make_body(s), s.reset_cause >= 0 ? 2u : 1u); }
+inline Bytes make_packet(const BodySpec& s) { return make_packet(make_body(s), s.reset_cause >= 0 ? 2u : 1u, s.version); }
 
 inline Bytes operator+(Bytes a, const Bytes& b) {
   a.insert(a.end(), b.begin(), b.end());

@@ -186,6 +186,205 @@ TEST(PacketReader, AbsentCpuEvidenceIsUnknown) {
   EXPECT_NE(json(d.records[0]).find("\"thread_us\":null"), std::string::npos) << json(d.records[0]);
 }
 
+// Version 2: the stage names come first in the string table (3, 4; an empty one is null),
+// then the stage count and per stage a name index and its ticks.
+BodySpec with_stages() {
+  BodySpec s;
+  s.strings = {{"fw-1.0", false}, {"main", false}, {"tick", false}, {"input", false}, {"compute", false},
+               {"", false}, {"crc", false}};
+  s.stages = {{3, 1500}, {4, 180000}, {5, 20}, {3, 0xFFFFFFFFu}};
+  s.top = {{true, 6, 2}, {false, 0x8001234, 1}};
+  s.samples = {{30000, 0, {6}, {0x8001234, 0x8000100}}, {10000, 0, {6}, {0x10, 0}}};
+  return s;
+}
+
+TEST(PacketReader, DecodesTheStagesOfAVersion2Record) {
+  const Decoded d = decode(make_packet(with_stages()));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  ASSERT_EQ(r.stage_count, 4u);
+  EXPECT_EQ(str(r.stages[0].name), "input");
+  EXPECT_EQ(r.stages[0].ticks, 1500u);
+  EXPECT_EQ(str(r.stages[1].name), "compute");
+  EXPECT_EQ(r.stages[1].ticks, 180000u);
+  EXPECT_EQ(r.stages[2].name, nullptr);  // an empty name decodes as a null one
+  EXPECT_EQ(r.stages[2].ticks, 20u);
+  EXPECT_EQ(r.stages[3].name, r.stages[0].name);  // one string, one pointer
+  EXPECT_EQ(r.stages[3].ticks, 0xFFFFFFFFu);
+  EXPECT_EQ(scope(r.top[0].frame), "crc");
+  EXPECT_EQ(scope(r.samples[1].frames[0]), "crc");
+  // The JSON line (format_json) carries them, and the tool's reader reads them back.
+  const std::string line = json(d.records[0]);
+  EXPECT_NE(line.find("\"flags\":[],\"stages\":[{\"name\":\"input\",\"us\":1500},{\"name\":\"compute\",\"us\":180000},"
+                      "{\"name\":\"?\",\"us\":20},{\"name\":\"input\",\"us\":4294967295}],"),
+            std::string::npos)
+      << line;
+  lt::LogRecord record;
+  WarningKind kind{};
+  std::string what;
+  ASSERT_TRUE(lt::parse_record(line.data(), line.size(), record, kind, what)) << what;
+  ASSERT_EQ(record.stages.size(), 4u);
+  EXPECT_EQ(record.stages[1].name, "compute");
+  EXPECT_EQ(record.stages[1].us, 180000u);
+}
+
+// Version 1 (no max stages byte, no memory values, no stages) is read as before: the same record
+// as version 2 without them.
+TEST(PacketReader, Version1RecordsDecodeWithoutStages) {
+  BodySpec v1;
+  v1.version = 1;
+  const Bytes p1 = make_packet(v1);
+  ASSERT_EQ(p1[2], 1u);
+  ASSERT_EQ(make_body(v1).size() + 3, make_body(BodySpec{}).size());  // max stages, memory presence, stage_count
+  const Decoded d1 = decode(p1);
+  ASSERT_TRUE(d1.problems.empty()) << d1.problems[0].what;
+  ASSERT_EQ(d1.records.size(), 1u);
+  EXPECT_EQ(d1.records[0].record.stage_count, 0u);
+  const Decoded d2 = decode(make_packet(BodySpec{}));
+  ASSERT_EQ(d2.records.size(), 1u);
+  EXPECT_EQ(json(d1.records[0]), json(d2.records[0]));
+  EXPECT_NE(json(d1.records[0]).find("\"stages\":[]"), std::string::npos) << json(d1.records[0]);
+  // Both versions in one capture.
+  BodySpec v1b = with_report(7);
+  v1b.version = 1;
+  const Decoded mixed = decode(make_packet(v1b) + make_packet(with_stages()) + make_packet(v1b));
+  EXPECT_TRUE(mixed.problems.empty()) << mixed.problems[0].what;
+  ASSERT_EQ(mixed.records.size(), 3u);
+  EXPECT_EQ(mixed.records[0].record.stage_count, 0u);
+  EXPECT_EQ(mixed.records[1].record.stage_count, 4u);
+  EXPECT_EQ(mixed.records[2].record.stage_count, 0u);
+}
+
+// A build without stages (max stages 0) sends none; its records decode.
+TEST(PacketReader, ABuildWithoutStagesDecodes) {
+  BodySpec s;
+  s.max_stages = 0;
+  const Decoded d = decode(make_packet(s));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].record.stage_count, 0u);
+}
+
+// Version 2's memory values: one `uv` 64 per presence bit, in bit order; the others unknown.
+// Version 1 has none (all unknown). A presence bit past the defined values is malformed.
+TEST(PacketReader, DecodesTheMemoryValuesOfAVersion2Record) {
+  BodySpec s;
+  s.memory_presence = (1u << loopcanary::kMemoryResident) | (1u << loopcanary::kMemoryStackPeak) |
+                      (1u << loopcanary::kMemoryStackSize);
+  s.memory = {123456789012u, 0, 8192};
+  const Decoded d = decode(make_packet(s));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::MemoryReading& m = d.records[0].record.memory;
+  EXPECT_EQ(m.valid, s.memory_presence);
+  EXPECT_EQ(m.value[loopcanary::kMemoryResident], 123456789012u);
+  EXPECT_EQ(m.value[loopcanary::kMemoryStackPeak], 0u);  // known, and 0
+  EXPECT_EQ(m.value[loopcanary::kMemoryStackSize], 8192u);
+  EXPECT_FALSE(m.has(loopcanary::kMemoryHeapUsed));
+  BodySpec v1;
+  v1.version = 1;
+  const Decoded d1 = decode(make_packet(v1));
+  ASSERT_EQ(d1.records.size(), 1u) << (d1.problems.empty() ? "" : d1.problems[0].what);
+  EXPECT_EQ(d1.records[0].record.memory.valid, 0u);
+  // Offsets: memory presence follows steal_us.
+  BodySpec bad = with_report(9);
+  bad.memory_presence = 1u << loopcanary::kMemoryValues;
+  bad.memory = {1};
+  BodySpec before = bad;
+  for (const char* f : {"memory presence", "memory values", "records_dropped", "notes_dropped", "string count", "strings",
+                        "stage_count", "stages", "samples_taken", "samples_missed", "samples_overwritten", "top_count",
+                        "top_other", "top entries", "sample_count", "samples"}) {
+    before.raw[f] = Bytes{};
+  }
+  const std::size_t at = make_body(before).size();
+  expect_only_problem(make_packet(bad), WarningKind::malformed_packet,
+                      "at body byte " + std::to_string(at) + " (memory presence): bits other than 0.." +
+                          std::to_string(loopcanary::kMemoryValues - 1) + " set (" +
+                          std::to_string(1u << loopcanary::kMemoryValues) + ")");
+  bad.memory_presence = 1;
+  bad.raw["memory values"] = Bytes{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x03};
+  expect_only_problem(make_packet(bad), WarningKind::malformed_packet,
+                      "at body byte " + std::to_string(at + 1) + " (memory value): value over the field's 64 bits");
+}
+
+// The offset of `field` in the body: the size of the body with that field and every later one
+// left out (fields after the string table, in the specification's order).
+std::size_t body_offset_of(BodySpec s, const std::string& field) {
+  const char* const later[] = {"stage_count", "stages", "samples_taken", "samples_missed", "samples_overwritten",
+                               "top_count", "top_other", "top entries", "sample_count", "samples"};
+  bool from = false;
+  for (const char* f : later) {
+    from = from || field == f;
+    if (from) s.raw[f] = Bytes{};
+  }
+  return make_body(s).size();
+}
+
+TEST(PacketReader, EveryMalformedStageNamesItsFieldAndBodyOffset) {
+  struct Case {
+    const char* name;
+    void (*change)(BodySpec&);
+    const char* field;  // where the problem starts
+    std::size_t stage;  // for "stages": the entry's index
+    const char* what;
+  };
+  const Case cases[] = {
+      {"stage_count over the packet's max stages", [](BodySpec& s) { s.max_stages = 3; }, "stage_count", 0,
+       "(stage_count): 4 is over the packet's max stages 3"},
+      {"a stage from a build without stages", [](BodySpec& s) { s.max_stages = 0; }, "stage_count", 0,
+       "(stage_count): 4 is over the packet's max stages 0"},
+      {"stage name past the table", [](BodySpec& s) { s.stages[1].name = 7; }, "stages", 1,
+       "(stage name): string index 7 is not in 3..6"},
+      {"stage name of a record name", [](BodySpec& s) { s.stages[0].name = 2; }, "stages", 0,
+       "(stage name): string index 2 is not in 3..6"},
+      {"stage name over 32 bits", [](BodySpec& s) { s.stages[2].name = std::uint64_t{1} << 32; }, "stages", 2,
+       "(stage name): value over the field's 32 bits"},
+      {"stage ticks over 32 bits", [](BodySpec& s) { s.stages[3].ticks = std::uint64_t{1} << 32; }, "stages", 3,
+       "(stage ticks): value over the field's 32 bits"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    BodySpec s = with_stages();
+    s.report = 9;
+    c.change(s);
+    std::size_t at = body_offset_of(s, c.field);
+    if (std::string(c.field) == "stages") {  // the entries before this one, then its name when the ticks are bad
+      for (std::size_t i = 0; i < c.stage; ++i) {
+        Bytes b;
+        lt::test::put_uv(b, s.stages[i].name);
+        lt::test::put_uv(b, s.stages[i].ticks);
+        at += b.size();
+      }
+      if (std::string(c.what).find("stage ticks") != std::string::npos) {
+        Bytes b;
+        lt::test::put_uv(b, s.stages[c.stage].name);
+        at += b.size();
+      }
+    }
+    expect_only_problem(make_packet(s), WarningKind::malformed_packet,
+                        "malformed packet body at body byte " + std::to_string(at) + " " + c.what);
+  }
+  // The body ends inside a stage's ticks.
+  BodySpec cut = with_stages();
+  const std::size_t stages_at = body_offset_of(cut, "stages");
+  for (const char* f : {"samples_taken", "samples_missed", "samples_overwritten", "top_count", "top_other",
+                        "top entries", "sample_count", "samples"}) {
+    cut.raw[f] = Bytes{};
+  }
+  cut.raw["stages"] = Bytes{3, 0x80};
+  expect_only_problem(make_packet(cut), WarningKind::malformed_packet,
+                      "at body byte " + std::to_string(stages_at + 1) + " (stage ticks): the body ends inside this field");
+  // The version byte decides the layout: a version-2 body sent as version 1 does not decode; a
+  // version-1 body sent as version 2 has its tick_hz byte (0xC0) where max stages is.
+  expect_only_problem(make_packet(make_body(with_stages()), 1, 1), WarningKind::malformed_packet,
+                      "malformed packet body");
+  BodySpec v1 = with_report(9);
+  v1.version = 1;
+  expect_only_problem(make_packet(make_body(v1), 1, 2), WarningKind::unknown_config,
+                      "at body byte 4 (max stages): 192 is not in 0..16");
+}
+
 TEST(PacketReader, TickArithmeticWrapsModulo2To32) {
   BodySpec s;
   s.start = 0xFFFFFFF0u;
@@ -399,8 +598,9 @@ TEST(PacketReader, AHeaderClaimingMoreThanTheCaptureHoldsBeforeAWholePacketIsGar
 }
 
 TEST(PacketReader, ANewerVersionIsSkippedWhole) {
-  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 2), WarningKind::unknown_version,
-                      "format version 2");
+  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 3), WarningKind::unknown_version,
+                      "format version 3 (this tool reads 1 to 2)");
+  expect_only_problem(make_packet(make_body(with_report(9)), 1, 0), WarningKind::unknown_version, "format version 0");
 }
 
 TEST(PacketReader, AnUnknownTypeIsSkipped) {
@@ -423,6 +623,14 @@ TEST(PacketReader, AConfigurationItDoesNotKnow) {
   s = with_report(9);
   s.top_frames = 0;
   expect_only_problem(make_packet(s), WarningKind::unknown_config, "top frames");
+  // Version 2's max stages is 0..16; its offset is the byte after top frames.
+  for (const unsigned max_stages : {17u, 255u}) {
+    s = with_report(9);
+    s.max_stages = max_stages;
+    expect_only_problem(make_packet(s), WarningKind::unknown_config,
+                        "configuration this tool does not know at body byte 4 (max stages): " +
+                            std::to_string(max_stages) + " is not in 0..16");
+  }
 }
 
 TEST(PacketReader, LargerCapacitiesDecodeWhenTheCountsFit) {
@@ -430,6 +638,7 @@ TEST(PacketReader, LargerCapacitiesDecodeWhenTheCountsFit) {
   s.max_samples = 128;
   s.max_frames = 64;
   s.top_frames = 64;
+  s.max_stages = 16;
   const Decoded d = decode(make_packet(s));
   ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
   ASSERT_EQ(d.records.size(), 1u);
@@ -449,6 +658,15 @@ TEST(PacketReader, CountsOverThisBuildsCapacitiesAreAConfigurationItDoesNotKnow)
   s.top_frames = 64;
   s.top.assign(loopcanary::kTopFrames + 1, lt::test::TopSpec{false, 0x100, 1});
   expect_only_problem(make_packet(s), WarningKind::unknown_config, "LOOPCANARY_TOP_FRAMES");
+  if (loopcanary::kMaxStages < 16) {
+    s = with_report(9);
+    s.max_stages = 16;
+    s.stages.assign(loopcanary::kMaxStages + 1, lt::test::StageSpec{3, 10});
+    expect_only_problem(make_packet(s), WarningKind::unknown_config,
+                        "(stage_count): " + std::to_string(loopcanary::kMaxStages + 1) +
+                            " stages do not fit this build's LOOPCANARY_MAX_STAGES " +
+                            std::to_string(loopcanary::kMaxStages));
+  }
 }
 
 TEST(PacketReader, EveryMalformedBodyIsRejectedAndTheNextPacketRead) {
@@ -512,13 +730,15 @@ TEST(PacketReader, AnEmptyOrShortBodyIsMalformedNotACrash) {
 TEST(PacketReader, EveryChangedByteWithARightCrcDecodesOrIsRejected) {
   BodySpec spec;
   spec.reset_cause = 2;
+  spec.strings.emplace_back("input", false);
+  spec.stages = {{4, 7000}, {3, 200000}};
   const Bytes body = make_body(spec);
   lt::DecodedRecord out;
   std::size_t decoded = 0, rejected = 0;
   const auto check = [&](const Bytes& b) {
     WarningKind kind{};
     std::string what;
-    if (lt::decode_packet_body(b.data(), b.size(), true, out, kind, what)) {
+    if (lt::decode_packet_body(b.data(), b.size(), 2, true, out, kind, what)) {
       ++decoded;
       std::string line;
       lt::format_record_json(out, line);
@@ -779,6 +999,11 @@ void expect_same_record(const loopcanary::BlockRecord& a, const loopcanary::Bloc
   EXPECT_EQ(a.end, b.end);
   EXPECT_EQ(a.duration_ticks, b.duration_ticks);
   EXPECT_EQ(a.threshold_ticks, b.threshold_ticks);
+  ASSERT_EQ(a.stage_count, b.stage_count);
+  for (std::uint8_t i = 0; i < a.stage_count; ++i) {
+    EXPECT_EQ(name(a.stages[i].name), name(b.stages[i].name)) << "stage " << int{i};
+    EXPECT_EQ(a.stages[i].ticks, b.stages[i].ticks) << "stage " << int{i};
+  }
   EXPECT_EQ(a.window_ticks, b.window_ticks);
   EXPECT_EQ(a.has_thread_cpu, b.has_thread_cpu);
   EXPECT_EQ(a.thread_cpu_us, b.thread_cpu_us);
@@ -899,4 +1124,48 @@ TEST(PacketRoundTrip, ManySamplesWithTheSameScopeShareOneName) {
   const lt::DecodedRecord d = round_trip(r);
   expect_same_record(r, d.record);
   EXPECT_EQ(d.record.samples[0].frames[0], d.record.samples[loopcanary::kMaxSamples - 1].frames[0]);
+}
+
+// Stages through the core's encoder (format version 2): names shared with scopes and with each
+// other are one string; a null name comes back as one; ticks across the wrap.
+TEST(PacketRoundTrip, StagesSurviveTheEncoderAndTheDecoder) {
+  loopcanary::BlockRecord r = hang_record();
+  const char* const names[] = {"input", kStorage, nullptr, "input", "output", "compute", "flush", "idle"};
+  r.stage_count = static_cast<std::uint8_t>(loopcanary::kMaxStages);
+  for (std::size_t i = 0; i < loopcanary::kMaxStages; ++i) {
+    r.stages[i].name = names[i % 8];
+    r.stages[i].ticks = static_cast<loopcanary::tick_t>(i == 1 ? 0xFFFFFFFFu : 1000u * (i + 1));
+  }
+  std::vector<std::uint8_t> buffer(loopcanary::kMaxPacketBytes);
+  ASSERT_GT(loopcanary::encode_packet(r, buffer.data(), buffer.size()), 2u);
+  EXPECT_EQ(buffer[2], 2u) << "the encoder writes format version 2";
+  const lt::DecodedRecord d = round_trip(r);
+  expect_same_record(r, d.record);
+  EXPECT_EQ(format(d.record), format(r));
+  EXPECT_NE(format(r).find("\"stages\":[{\"name\":\"input\",\"us\":1000},"), std::string::npos) << format(r);
+  if (loopcanary::kMaxStages >= 4) {
+    EXPECT_EQ(d.record.stages[0].name, d.record.stages[3].name);  // one string
+    EXPECT_EQ(reinterpret_cast<loopcanary::Frame>(d.record.stages[1].name), d.record.top[1].frame);  // "storage"
+  }
+  // No stages: stage_count 0 comes back.
+  r.stage_count = 0;
+  EXPECT_EQ(round_trip(r).record.stage_count, 0u);
+}
+
+// Memory values through the core's encoder: the known ones come back, the others stay unknown.
+TEST(PacketRoundTrip, MemoryValuesSurviveTheEncoderAndTheDecoder) {
+  loopcanary::BlockRecord r = hang_record();
+  r.memory.set(loopcanary::kMemoryResidentPeak, 0xFFFFFFFFFFFFull);
+  r.memory.set(loopcanary::kMemoryHeapFree, 0);
+  r.memory.set(loopcanary::kMemoryStackCurrent, 1536);
+  const lt::DecodedRecord d = round_trip(r);
+  expect_same_record(r, d.record);
+  EXPECT_EQ(d.record.memory.valid, r.memory.valid);
+  for (unsigned i = 0; i < loopcanary::kMemoryValues; ++i) {
+    const auto which = static_cast<loopcanary::MemoryValue>(i);
+    if (r.memory.has(which)) {
+      EXPECT_EQ(d.record.memory.value[i], r.memory.value[i]) << i;
+    }
+  }
+  EXPECT_EQ(format(d.record), format(r));
 }

@@ -307,6 +307,82 @@ TEST(ToolReader, WarningsBeyondTheLimitAreCountedNotPrinted) {
       << warnings.str();
 }
 
+// "stages" (docs/report-format.md): names and µs in order; an empty name reads as "?", members
+// of a newer writer inside an entry are ignored.
+TEST(ToolReader, ReadsTheStagesOfARecord) {
+  TempDir dir;
+  RecordSpec spec;
+  spec.extra = ",\"stages\":[{\"name\":\"input\",\"us\":1500},{\"us\":180000,\"name\":\"compute\",\"future\":[1]},"
+               "{\"name\":\"\",\"us\":0}]";
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::vector<LogRecord> records = read_all(reader, dir.write("stages.jsonl", json_line(spec)));
+  EXPECT_EQ(warnings.str(), "");
+  ASSERT_EQ(records.size(), 1u);
+  ASSERT_EQ(records[0].stages.size(), 3u);
+  EXPECT_EQ(records[0].stages[0].name, "input");
+  EXPECT_EQ(records[0].stages[0].us, 1500u);
+  EXPECT_EQ(records[0].stages[1].name, "compute");
+  EXPECT_EQ(records[0].stages[1].us, 180000u);
+  EXPECT_EQ(records[0].stages[2].name, "?");
+  EXPECT_EQ(records[0].stages[2].us, 0u);
+}
+
+// A line without "stages" (a log written before stages) and a line with "stages":[] read as no
+// stages, also right after a line with stages (the reader reuses its record).
+TEST(ToolReader, ALineWithoutStagesHasNone) {
+  TempDir dir;
+  RecordSpec with, without, empty;
+  with.extra = ",\"stages\":[{\"name\":\"input\",\"us\":1500}]";
+  without.report = 2;
+  empty.report = 3;
+  empty.extra = ",\"stages\":[]";
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  std::vector<std::size_t> counts;
+  reader.read_path(dir.write("mixed.jsonl", json_line(with) + json_line(without) + json_line(with) + json_line(empty)),
+                   [&](const LogRecord& r) { counts.push_back(r.stages.size()); });
+  EXPECT_EQ(warnings.str(), "");
+  EXPECT_EQ(counts, (std::vector<std::size_t>{1, 0, 1, 0}));
+}
+
+// A malformed "stages" member skips its record with a wrong-type warning naming the member, with
+// file and line, as any malformed member; the next line is read.
+TEST(ToolReader, AMalformedStagesMemberIsAWarningWithFileAndLine) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{}", "field \"stages\": expected an array, got an object"},
+      {"[1]", "field \"stages\": expected an object, got a number"},
+      {"[{\"name\":1,\"us\":2}]", "field \"stages.name\": expected a string, got a number"},
+      {"[{\"name\":\"a\",\"us\":\"2\"}]", "field \"stages.us\": expected a non-negative integer, got a string"},
+      {"[{\"name\":\"a\",\"us\":-2}]", "field \"stages.us\": expected a non-negative integer, got -2"},
+      {"[{\"name\":\"a\",\"us\":1.5}]", "field \"stages.us\": expected a non-negative integer, got 1.5"},
+      {"[{\"us\":2}]", "field \"stages\": an entry without \"name\""},
+      {"[{\"name\":\"a\"}]", "field \"stages\": an entry without \"us\""},
+  };
+  std::string content;
+  std::string expected;
+  const std::string path = dir.path() + "/bad_stages.jsonl";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    RecordSpec spec;
+    spec.report = i + 1;
+    spec.extra = ",\"stages\":" + cases[i].first;
+    content += json_line(spec);
+    expected += path + ":" + std::to_string(i + 1) + ": " + cases[i].second + "\n";
+  }
+  RecordSpec good;
+  good.report = 99;
+  content += json_line(good);
+  dir.write("bad_stages.jsonl", content);
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::vector<LogRecord> records = read_all(reader, path);
+  EXPECT_EQ(warnings.str(), expected);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].report, 99u);
+  EXPECT_EQ(reader.stats().warnings_of(WarningKind::wrong_type), cases.size());
+}
+
 TEST(ToolReader, CrLfAndBlankLinesAreAccepted) {
   TempDir dir;
   std::string line = json_line(RecordSpec{});

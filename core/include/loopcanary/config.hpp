@@ -38,6 +38,14 @@
 #define LOOPCANARY_TOP_FRAMES 8
 #endif
 
+/// Named stages kept per dispatch (Monitor::stage_at): marks past this many in one dispatch are
+/// counted (LoopStats::stages_dropped), not kept. Range 0..16; 0 leaves stages out (no RAM, every
+/// mark counted as dropped). RAM: 8 bytes per stage (plus 8 per loop, 4 per note slot when not
+/// 0) per loop, per queued note and per record (32-bit targets).
+#ifndef LOOPCANARY_MAX_STAGES
+#define LOOPCANARY_MAX_STAGES 4
+#endif
+
 /// Interceptors a watchdog can call per report. Range 1..64.
 #ifndef LOOPCANARY_MAX_INTERCEPTORS
 #define LOOPCANARY_MAX_INTERCEPTORS 4
@@ -105,6 +113,7 @@ inline constexpr std::size_t kScopeDepth = LOOPCANARY_SCOPE_DEPTH;
 inline constexpr std::size_t kNoteCapacity = LOOPCANARY_NOTE_CAPACITY;
 inline constexpr std::size_t kTopFrames = LOOPCANARY_TOP_FRAMES;
 inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
+inline constexpr std::size_t kMaxStages = LOOPCANARY_MAX_STAGES;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
 inline constexpr bool kHostDerives = LOOPCANARY_HOST_DERIVES != 0;
@@ -120,6 +129,11 @@ static_assert(kScopeDepth >= 1 && kScopeDepth <= 64, "LOOPCANARY_SCOPE_DEPTH mus
 static_assert(kNoteCapacity >= 2 && (kNoteCapacity & (kNoteCapacity - 1)) == 0,
               "LOOPCANARY_NOTE_CAPACITY must be a power of two >= 2");
 static_assert(kTopFrames >= 1 && kTopFrames <= 64, "LOOPCANARY_TOP_FRAMES must be 1..64");
+static_assert(kMaxStages <= 16, "LOOPCANARY_MAX_STAGES must be 0..16");
+namespace detail {
+// The size of arrays that hold stages: kMaxStages, but at least 1 (C++ has no empty arrays).
+inline constexpr std::size_t kStageSlots = kMaxStages > 0 ? kMaxStages : 1;
+}  // namespace detail
 static_assert(kMaxInterceptors >= 1 && kMaxInterceptors <= 64,
               "LOOPCANARY_MAX_INTERCEPTORS must be 1..64");
 

@@ -6,6 +6,8 @@
 
 namespace loopcanary {
 
+class EventHealth;
+
 /// Static descriptor of one kind of dispatched event. Define one per event type with static
 /// storage duration (`constexpr loopcanary::Event kButton{"button"};`); the monitor stores its
 /// address, and reports print its name, so both must outlive every report.
@@ -20,6 +22,11 @@ struct Event {
   /// longer interval can be told from a wrapped one (an Event is a constant, checked by no
   /// init). Arm point, sample interval and hang limit follow (see Monitor::limits_for).
   std::uint32_t threshold_us = 0;
+  /// Queue-latency and deadline counters of this event type (health.hpp), or null for none:
+  /// static storage the descriptor points at (`constexpr Event kTick{"tick", 0, &g_tick_health};`).
+  /// Monitor::begin_at(event, now, posted) records into it. An event with storage is dispatched
+  /// on one loop only: that loop is the counters' single writer.
+  EventHealth* health = nullptr;
 };
 
 }  // namespace loopcanary

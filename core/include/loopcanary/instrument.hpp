@@ -4,6 +4,7 @@
 //   constexpr loopcanary::Event kButton{"button"};
 //   LOOPCANARY_DISPATCH(monitor, kButton);     // begin now, end at the closing brace
 //   LOOPCANARY_SCOPE(monitor, "debounce");     // named scope on the loop's shadow stack
+//   LOOPCANARY_STAGE(monitor, "output");       // the dispatch's next named stage starts now
 //
 // With LOOPCANARY_ENABLED=0 the macros expand to nothing that runs, but still type-check
 // their arguments, so instrumented code cannot rot while compiled out.
@@ -40,8 +41,16 @@ class ClockedMonitor : public Monitor {
 
   /// begin_at(event, clock.now()). Loop context only.
   LOOPCANARY_INLINE void begin(const Event& event) noexcept { begin_at(event, clock_.now()); }
+  /// begin_at(event, clock.now(), posted): also records the message's queue latency (health.hpp).
+  /// Loop context only.
+  LOOPCANARY_INLINE void begin(const Event& event, tick_t posted) noexcept {
+    begin_at(event, clock_.now(), posted);
+  }
   /// end_at(clock.now()). Loop context only.
   LOOPCANARY_INLINE void end() noexcept { end_at(clock_.now()); }
+  /// stage_at(name, clock.now()): stage `name` (static) of the running dispatch starts now.
+  /// Loop context only.
+  LOOPCANARY_INLINE void stage(const char* name) noexcept { stage_at(name, clock_.now()); }
 
   const Clock& clock() const noexcept { return clock_; }
 
@@ -83,6 +92,8 @@ namespace detail {
 template <class M>
 auto check_dispatch(M& monitor, const Event& event) -> decltype(monitor.begin(event), monitor.end(), char{});
 char check_scope(Monitor& monitor, const char* name);
+template <class M>
+auto check_stage(M& monitor, const char* name) -> decltype(monitor.stage(name), char{});
 }  // namespace detail
 
 }  // namespace loopcanary
@@ -98,9 +109,14 @@ char check_scope(Monitor& monitor, const char* name);
 /// Names the rest of the enclosing block `name` (a string literal) on `monitor`'s scope stack.
 #define LOOPCANARY_SCOPE(monitor, name) \
   ::loopcanary::NamedScope LOOPCANARY_UNIQUE(loopcanary_scope_)((monitor), (name))
+/// Starts stage `name` (a string literal) of the running dispatch on `monitor` now; it lasts
+/// until the next stage or the end of the dispatch. A statement, not a guard.
+#define LOOPCANARY_STAGE(monitor, name) (monitor).stage(name)
 #else
 #define LOOPCANARY_DISPATCH(monitor, event) \
   static_cast<void>(sizeof(::loopcanary::detail::check_dispatch((monitor), (event))))
 #define LOOPCANARY_SCOPE(monitor, name) \
   static_cast<void>(sizeof(::loopcanary::detail::check_scope((monitor), (name))))
+#define LOOPCANARY_STAGE(monitor, name) \
+  static_cast<void>(sizeof(::loopcanary::detail::check_stage((monitor), (name))))
 #endif

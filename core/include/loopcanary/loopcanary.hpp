@@ -6,6 +6,8 @@
 #include "loopcanary/event.hpp"       // IWYU pragma: export
 #include "loopcanary/format.hpp"      // IWYU pragma: export
 #include "loopcanary/hal.hpp"         // IWYU pragma: export
+#include "loopcanary/health.hpp"      // IWYU pragma: export
+#include "loopcanary/histogram.hpp"   // IWYU pragma: export
 #include "loopcanary/instrument.hpp"  // IWYU pragma: export
 #include "loopcanary/monitor.hpp"     // IWYU pragma: export
 #include "loopcanary/record.hpp"      // IWYU pragma: export

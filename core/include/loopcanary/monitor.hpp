@@ -29,6 +29,8 @@
 
 #include "loopcanary/config.hpp"
 #include "loopcanary/event.hpp"
+#include "loopcanary/health.hpp"
+#include "loopcanary/histogram.hpp"
 #include "loopcanary/spsc_ring.hpp"
 #include "loopcanary/status.hpp"
 #include "loopcanary/sync.hpp"
@@ -39,21 +41,14 @@ namespace loopcanary {
 class Watchdog;
 
 namespace detail {
-// The histogram's counters as a base of Monitor, so that without them (LOOPCANARY_HISTOGRAM=0)
-// they take no byte, and with them they sit at the object's address: end() indexes them with
-// no offset to add. Indexed by the leading zeros of the duration (LoopStats bucket 31 - i), so
-// end() needs no subtraction or clamp: on Cortex-M3 the update is ORR, CLZ, LDR, ADD, STR.
+// The duration histogram (histogram.hpp) as a base of Monitor, so that without it
+// (LOOPCANARY_HISTOGRAM=0) it takes no byte, and with it it sits at the object's address:
+// end() indexes its counters with no offset to add.
 template <bool Enabled>
-struct HistogramCounters {
-  LOOPCANARY_INLINE void count(std::uint32_t leading_zeros) noexcept { bump(by_leading_zeros[leading_zeros]); }
-  std::uint32_t bucket(std::size_t log2) const noexcept {
-    return load_relaxed(by_leading_zeros[kHistogramBuckets - 1 - log2]);
-  }
-  std::atomic<std::uint32_t> by_leading_zeros[kHistogramBuckets] = {};
-};
+struct HistogramCounters : Log2Histogram {};
 template <>
 struct HistogramCounters<false> {
-  LOOPCANARY_INLINE void count(std::uint32_t /*leading_zeros*/) noexcept {}
+  LOOPCANARY_INLINE void count(tick_t /*duration*/) noexcept {}
   std::uint32_t bucket(std::size_t /*log2*/) const noexcept { return 0; }
 };
 }  // namespace detail
@@ -108,9 +103,102 @@ struct StampSnapshot {
   bool in_dispatch() const noexcept { return (seq & 1u) != 0; }
 };
 
+/// The start of one named stage of a dispatch (Monitor::stage_at).
+struct StageMark {
+  const char* name;  ///< static, NUL-terminated
+  tick_t start;      ///< loop clock, port ticks
+};
+
+namespace detail {
+// The stage marks a BlockNote carries: none, and no byte, when LOOPCANARY_MAX_STAGES is 0.
+template <std::size_t N>
+struct NoteStages {
+  std::uint8_t stage_count;  // stages[0, stage_count): the dispatch's marks
+  StageMark stages[N];
+};
+template <>
+struct NoteStages<0> {
+  static constexpr std::uint8_t stage_count = 0;
+  static constexpr const StageMark* stages = nullptr;
+};
+
+// A loop's stage marks (Monitor::stage_at, docs/design.md "Stages"), as a base of Monitor: no
+// byte when LOOPCANARY_MAX_STAGES is 0, and then every mark is dropped.
+//   word: (dispatch number modulo 2^27) << 5 | marks published (0..16)
+//   begin: begin stamp of the marked dispatch (loop-private)
+template <std::size_t N>
+class StageBoard {
+ public:
+  // Loop context. `seq` odd (a dispatch runs); false when the mark is not kept (count it).
+  LOOPCANARY_INLINE bool mark(std::uint32_t seq, tick_t begin, const char* name, tick_t now) noexcept {
+    const std::uint32_t dispatch = dispatch_bits(seq);
+    std::uint32_t w = load_relaxed(word_);
+    // The marks belong to the dispatch in word_ begun at begin_: both must match, as the
+    // dispatch bits come back after 2^27 dispatches.
+    if ((w & ~kCountMask) != dispatch || begin_ != begin) {
+      // This dispatch's first mark: a reader that then sees any overwritten mark also sees the
+      // new word (the fence orders them) and gives up.
+      store_relaxed(word_, dispatch);
+      begin_ = begin;
+      fence_release();
+      w = dispatch;
+    }
+    const std::uint32_t count = w & kCountMask;
+    if (count == N) return false;
+    store_relaxed(names_[count], name);
+    store_relaxed(starts_[count], now);
+    store_release(word_, w + 1u);
+    return true;
+  }
+
+  // Any context: one attempt at the marks of dispatch `seq` (see Monitor::stage_snapshot).
+  bool read(std::uint32_t seq, StageMark* out, std::size_t& count) const noexcept {
+    const std::uint32_t w1 = load_acquire(word_);
+    std::size_t n = 0;
+    if ((w1 & ~kCountMask) == dispatch_bits(seq)) {
+      n = w1 & kCountMask;
+      for (std::size_t i = 0; i < n; ++i) out[i] = StageMark{load_relaxed(names_[i]), load_relaxed(starts_[i])};
+    }
+    fence_acquire();
+    if (load_relaxed(word_) != w1) return false;
+    count = n;
+    return true;
+  }
+
+  // Loop context: the marks of dispatch `seq` begun at `begin` into `note` (its own: never torn).
+  void copy_to(std::uint32_t seq, tick_t begin, NoteStages<N>& note) const noexcept {
+    std::size_t count = 0;
+    if (begin_ == begin) read(seq, note.stages, count);
+    note.stage_count = static_cast<std::uint8_t>(count);
+  }
+
+ private:
+  static constexpr std::uint32_t kCountMask = 0x1Fu;
+  static_assert(N <= kCountMask, "the mark count must fit the word's low bits");
+  static LOOPCANARY_INLINE std::uint32_t dispatch_bits(std::uint32_t seq) noexcept { return (seq >> 1) << 5; }
+
+  std::atomic<std::uint32_t> word_{0};
+  tick_t begin_ = 0;
+  std::atomic<const char*> names_[N] = {};
+  std::atomic<tick_t> starts_[N] = {};
+};
+template <>
+class StageBoard<0> {
+ public:
+  LOOPCANARY_INLINE bool mark(std::uint32_t, tick_t, const char*, tick_t) noexcept { return false; }
+  bool read(std::uint32_t, StageMark*, std::size_t& count) const noexcept {
+    count = 0;
+    return true;
+  }
+  void copy_to(std::uint32_t, tick_t, NoteStages<0>&) const noexcept {}
+};
+}  // namespace detail
+
 /// A block the loop saw end: queued by end_at() for the watchdog, which turns it into a
 /// final record (with samples when it watched the dispatch, without when it was too short).
-struct BlockNote {
+/// Its stage marks are its base: stage_count, stages[0, stage_count) (none, and no byte, when
+/// LOOPCANARY_MAX_STAGES is 0).
+struct BlockNote : detail::NoteStages<kMaxStages> {
   std::uint32_t seq;    ///< odd seq of the dispatch
   tick_t begin;
   tick_t end;
@@ -127,27 +215,55 @@ struct LoopStats {
   std::uint32_t hangs = 0;              ///< dispatches the watchdog reported as hung
   tick_t max_duration = 0;              ///< longest dispatch, ticks
   tick_t busy_ticks = 0;                ///< sum of dispatch durations, ticks, modular
+  /// Sum of the waits the loop reported with Monitor::add_idle(), ticks, modular (0 when the
+  /// loop reports none).
+  tick_t idle_ticks = 0;
   std::uint32_t nested = 0;             ///< begin() calls inside a dispatch (folded into it)
   std::uint32_t unbalanced_ends = 0;    ///< end() calls with no dispatch running (ignored)
   std::uint32_t notes_dropped = 0;      ///< blocks the watchdog could not be told about in time
   std::uint32_t scope_overflows = 0;    ///< scope pushes deeper than LOOPCANARY_SCOPE_DEPTH
   std::uint32_t scope_underflows = 0;   ///< scope pops with no scope pushed (ignored)
+  /// Stage marks not kept: past LOOPCANARY_MAX_STAGES in one dispatch, or with no dispatch
+  /// running.
+  std::uint32_t stages_dropped = 0;
   /// Dispatches whose end stamp reads more than half the wrap (kMaxIntervalTicks) after their
   /// begin stamp: the clock stepped back during the dispatch, or the dispatch ran longer than
   /// half the wrap, which cannot be told apart. Not a block; the fields above take the
   /// difference as read (end - begin modulo the wrap, so a step back reads near 2^32 ticks).
   std::uint32_t clock_steps_back = 0;
   std::uint32_t tick_hz = 0;            ///< for converting the tick fields
-  /// Dispatch durations: histogram[i] counts d (ticks) with floor(log2(d)) == i (d == 0 in 0).
+  /// Dispatch durations: histogram[i] counts d (ticks) with floor(log2(d)) == i (d == 0 in 0);
+  /// histogram_percentile() reads percentiles from it.
   /// All zero when the build leaves the histogram out (has_histogram false).
   std::uint32_t histogram[kHistogramBuckets] = {};
   bool has_histogram = kHistogram;  ///< LOOPCANARY_HISTOGRAM of this build
 };
 
+/// Dispatches that ended between two snapshots of one loop's statistics, `before` taken first:
+/// LoopStats::dispatches wraps at 2^31, so the difference is masked with 0x7FFFFFFF (exact
+/// while fewer than 2^31 dispatches end between them). With the ticks between the snapshots,
+/// rate_mhz() gives the loop's dispatch rate. Any context.
+constexpr std::uint32_t dispatches_between(const LoopStats& before, const LoopStats& after) noexcept {
+  return (after.dispatches - before.dispatches) & 0x7FFF'FFFFu;
+}
+
+/// The loop's load between two snapshots, `before` taken first, `window_ticks` (the clock's
+/// ticks_between() the two, under one wrap) apart: the busy share of the window per mille,
+/// share_permille(busy_ticks difference, window_ticks). Any context.
+inline std::uint32_t load_permille(const LoopStats& before, const LoopStats& after, tick_t window_ticks) noexcept {
+  return share_permille(ticks_between(before.busy_ticks, after.busy_ticks), window_ticks);
+}
+
+/// The loop's idle share between two snapshots (as load_permille(), from the waits the loop
+/// reported with Monitor::add_idle()). Any context.
+inline std::uint32_t idle_permille(const LoopStats& before, const LoopStats& after, tick_t window_ticks) noexcept {
+  return share_permille(ticks_between(before.idle_ticks, after.idle_ticks), window_ticks);
+}
+
 /// The stamps, statistics and scope stack of one event loop. Not copyable; give it static
 /// storage (or any storage that outlives its registration with a watchdog). Constexpr and all
 /// zero until init(): a static Monitor costs no start-up code and no initialised data.
-class Monitor : private detail::HistogramCounters<kHistogram> {
+class Monitor : private detail::HistogramCounters<kHistogram>, private detail::StageBoard<kMaxStages> {
  public:
   constexpr Monitor() noexcept = default;
   Monitor(const Monitor&) = delete;
@@ -182,6 +298,19 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
     open_end_ = s + 2u;
   }
 
+  /// begin_at(event, now) for a message the loop's queue stamped at `posted` (port ticks: when
+  /// it was posted, or for a periodic event when it was due), and records its queue latency
+  /// now - posted (wrap-safe) into event.health when the event has storage (health.hpp): the
+  /// latency histogram, the maximum, and, as configured by init_event(), missed periods and
+  /// deadline misses. Loop context only, on the one loop that dispatches `event`; a nested
+  /// dispatch records its latency too. Without storage it is begin_at(event, now) plus one
+  /// load and test. A `posted` more than kMaxIntervalTicks before `now` reads as a stamp ahead
+  /// of the clock (EventStats::posted_ahead, latency 0).
+  LOOPCANARY_INLINE void begin_at(const Event& event, tick_t now, tick_t posted) noexcept {
+    begin_at(event, now);
+    if (EventHealth* health = event.health) health->record(ticks_between(posted, now));
+  }
+
   /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
   /// statistics and, for a block, queues a note for the watchdog. An end() with no dispatch
   /// running is counted in LoopStats::unbalanced_ends and otherwise ignored.
@@ -195,13 +324,25 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
     const tick_t d = ticks_between(begin, now);
     detail::bump(busy_ticks_, d);
     if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
-    this->count(leading_zeros(d | 1u));  // nothing without the histogram
+    this->count(d);  // nothing without the histogram
     if (d > threshold_ticks_) {
       end_over_threshold(s, begin, now);  // queues the note, then publishes the end
       return;
     }
     detail::store_release(seq_, s + 1u);
   }
+
+  /// Adds `ticks` the loop spent waiting for work (its idle wait, when the port can tell) to
+  /// LoopStats::idle_ticks (modular). Loop context only; off the hot path, between dispatches.
+  void add_idle(tick_t ticks) noexcept { detail::bump(idle_ticks_, ticks); }
+
+  /// Sets the period and deadline of `event` on this loop (its storage, Event::health),
+  /// converted to ticks at this loop's tick_hz here, once. Loop context, between dispatches of
+  /// `event` (before its first, or to change them: the counters are kept). Returns Status::ok,
+  /// not_initialised before init(), event_health_missing when the event has no storage, or the
+  /// status naming the invalid EventHealthConfig field (the event then keeps its previous
+  /// configuration).
+  Status init_event(const Event& event, const EventHealthConfig& config) noexcept;
 
   // ---- Named scopes: loop context only ----------------------------------------------------
 
@@ -232,6 +373,21 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
     detail::store_release(scope_word_, w + kScopeGeneration - 1u);
   }
 
+  // ---- Stages: loop context only -----------------------------------------------------------
+
+  /// Starts stage `name` (static, NUL-terminated: "input", "compute", "output") of the running
+  /// dispatch at `now` (port ticks), ending the stage before it. A block record carries each
+  /// stage's time (BlockRecord::stages); time before the first mark belongs to no stage, and
+  /// the last stage ends with the dispatch. Loop context only, inside a dispatch (a nested
+  /// dispatch's marks belong to the outer one). A mark with no dispatch running, or past
+  /// LOOPCANARY_MAX_STAGES in one dispatch (every mark, when it is 0), is counted in
+  /// LoopStats::stages_dropped and not kept. Costs nothing on begin/end: a dispatch without
+  /// marks never touches them.
+  LOOPCANARY_INLINE void stage_at(const char* name, tick_t now) noexcept {
+    const std::uint32_t s = detail::load_relaxed(seq_);
+    if ((s & 1u) == 0 || !this->mark(s, detail::load_relaxed(begin_), name, now)) detail::bump(stages_dropped_);
+  }
+
   // ---- Readers: any context (watchdog thread, timer ISR, signal handler) -------------------
 
   /// One attempt at a consistent snapshot of the stamps. Never waits: false when the loop
@@ -258,6 +414,14 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   /// is then left as it was).
   bool scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept;
 
+  /// One attempt at reading the stage marks of the dispatch whose odd sequence is `seq`, at most
+  /// kMaxStages into `out`, in the order they were made. Sets `count` (0 when that dispatch has
+  /// none). Never waits: false when the loop moved on to another dispatch's marks during the
+  /// read (`count` is then left as it was).
+  bool stage_snapshot(std::uint32_t seq, StageMark* out, std::size_t& count) const noexcept {
+    return this->read(seq, out, count);
+  }
+
   /// Statistics, counter by counter (see LoopStats). Any context.
   LoopStats stats() const noexcept;
 
@@ -277,16 +441,6 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   // and pop, so a reader stalled across 2^24 of them could be fooled, not one across 2^16.
   static constexpr std::uint32_t kScopeDepthMask = 0xFFu;
   static constexpr std::uint32_t kScopeGeneration = 0x100u;
-
-  static LOOPCANARY_INLINE std::uint32_t leading_zeros(tick_t v) noexcept {  // v != 0
-#if defined(__GNUC__) || defined(__clang__)
-    return static_cast<std::uint32_t>(__builtin_clz(v));
-#else
-    std::uint32_t n = 0;
-    for (tick_t bit = tick_t{1} << 31; (v & bit) == 0; bit >>= 1) ++n;
-    return n;
-#endif
-  }
 
   LOOPCANARY_NOINLINE void end_unusual(std::uint32_t seq) noexcept;
   LOOPCANARY_NOINLINE void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
@@ -308,11 +462,13 @@ class Monitor : private detail::HistogramCounters<kHistogram> {
   std::atomic<std::uint32_t> hangs_{0};
   std::atomic<tick_t> max_duration_{0};
   std::atomic<tick_t> busy_ticks_{0};
+  std::atomic<tick_t> idle_ticks_{0};
   std::atomic<std::uint32_t> nested_{0};
   std::atomic<std::uint32_t> unbalanced_ends_{0};
   std::atomic<std::uint32_t> notes_dropped_{0};
   std::atomic<std::uint32_t> scope_overflows_{0};
   std::atomic<std::uint32_t> scope_underflows_{0};
+  std::atomic<std::uint32_t> stages_dropped_{0};
   std::atomic<std::uint32_t> clock_steps_back_{0};
 
   // Named-scope stack: (generation << 8) | depth, and the names.

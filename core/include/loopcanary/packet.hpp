@@ -19,7 +19,7 @@ namespace loopcanary {
 inline constexpr std::uint8_t kPacketMagic0 = 0xA5;
 inline constexpr std::uint8_t kPacketMagic1 = 0x4C;
 /// Format version this build writes (and the newest its decoders read).
-inline constexpr std::uint8_t kPacketVersion = 1;
+inline constexpr std::uint8_t kPacketVersion = 2;
 /// Bytes before the body (magic, version, type, length) and after it (CRC-32).
 inline constexpr std::size_t kPacketHeaderBytes = 6;
 inline constexpr std::size_t kPacketTrailerBytes = 4;
@@ -67,20 +67,23 @@ constexpr std::size_t larger(std::size_t a, std::size_t b) noexcept { return a >
 constexpr std::size_t kPointerBits = sizeof(Frame) * 8;
 // A name in the string table: its length varint (1 byte up to kPacketNameMax) and the bytes.
 constexpr std::size_t kPacketNameBytes = 1 + kPacketNameMax;
-// Strings: qualifier, loop, event, then at most one per scope frame of the samples and per top entry.
-constexpr std::size_t kPacketStringsMax = 3 + kMaxSamples * kMaxFrames + kTopFrames;
+// Strings: qualifier, loop, event, then at most one per stage, per scope frame of the samples
+// and per top entry.
+constexpr std::size_t kPacketStringsMax = 3 + kMaxStages + kMaxSamples * kMaxFrames + kTopFrames;
 // A string index, or a top entry's key holding one.
 constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(2 * kPacketStringsMax));
 // A frame is a scope (its string, counted here, and its index) or a PC delta (zigzag: pointer bits).
 constexpr std::size_t kPacketFrameBytes =
     larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits));
 constexpr std::size_t kPacketBodyMax =
-    4 + varint_bytes(32) +                                  // configuration, tick_hz
+    5 + varint_bytes(32) +                                  // configuration, capacities, tick_hz
     varint_bytes(32) + 4 + varint_bytes(32) +               // report, phase..loop_index, dispatch
     varint_bytes(32) + varint_bytes(64) + varint_bytes(32) + varint_bytes(32) +  // start, duration, end, threshold
     varint_bytes(64) + 1 + 3 * varint_bytes(64) + 2 * varint_bytes(16) +  // window, presence, cpu, wait, steal, permille
+    1 + kMemoryValues * varint_bytes(64) +                  // memory presence, values
     2 * varint_bytes(32) +                                  // records_dropped, notes_dropped
     varint_bytes(bit_width(kPacketStringsMax)) + 3 * kPacketNameBytes +  // string count, fixed strings
+    1 + kMaxStages * (kPacketNameBytes + kPacketIndexBytes + varint_bytes(32)) +  // stages (and their strings)
     3 * varint_bytes(32) + 1 + varint_bytes(32) +           // sample counters, top_count, top_other
     kTopFrames * (larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits + 1)) +
                   varint_bytes(32)) +                       // top entries: key (and scope string), count

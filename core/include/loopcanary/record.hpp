@@ -7,6 +7,7 @@
 
 #include "loopcanary/config.hpp"
 #include "loopcanary/event.hpp"
+#include "loopcanary/hal.hpp"
 
 namespace loopcanary {
 
@@ -62,6 +63,12 @@ struct StackEvidence {
   TopFrame top[kTopFrames] = {};
 };
 
+/// One named stage of a dispatch (Monitor::stage_at) and how long it ran.
+struct StageTime {
+  const char* name = nullptr;  ///< the static name given to stage_at
+  tick_t ticks = 0;            ///< from its mark to the next (the last: to the record's end), modulo the wrap
+};
+
 /// Record flags.
 enum RecordFlag : std::uint8_t {
   kFlagHung = 1u << 0,           ///< the dispatch had been reported as a hang
@@ -90,6 +97,10 @@ struct BlockRecord : StackEvidence {
   tick_t end = 0;                ///< final: end stamp; otherwise watchdog time of the report
   std::uint64_t duration_ticks = 0;  ///< final: end - start; otherwise elapsed so far
   tick_t threshold_ticks = 0;    ///< threshold that applied to this event
+  /// The dispatch's named stages in the order they started, up to the record's end; time
+  /// before the first mark belongs to none. None on a final report flagged kFlagEndEstimated.
+  std::uint8_t stage_count = 0;
+  StageTime stages[detail::kStageSlots] = {};
 
   // CPU evidence over the window from the arming poll to the last poll that saw the dispatch
   // running (for in_progress and hang: the reporting poll); window_ticks == 0 when never armed
@@ -102,6 +113,10 @@ struct BlockRecord : StackEvidence {
   std::uint16_t system_busy_permille = kUnknownPermille;  ///< machine busy share in the window
   std::uint16_t process_permille = kUnknownPermille;      ///< this process's share in the window
   std::uint64_t steal_us = 0;         ///< CPU time stolen by a hypervisor in the window, per CPU
+
+  /// Memory state when the report was made (Hal::read_memory), bytes; a value is known only
+  /// when memory.has() it (all unknown without the callback).
+  MemoryReading memory = {};
 
   // Loss accounting, so nothing disappears silently.
   std::uint32_t records_dropped = 0;  ///< records the watchdog's ring refused so far (all loops)

@@ -36,6 +36,12 @@ enum class Status : std::uint8_t {
   tick_rate_mismatch,               ///< the monitor's tick_hz differs from the watched loops'
   interceptor_null,                 ///< an interceptor function pointer is null
   interceptor_chain_full,           ///< LOOPCANARY_MAX_INTERCEPTORS interceptors already added
+  // Monitor::init_event: the event and its EventHealthConfig fields
+  event_health_missing,             ///< the Event has no EventHealth storage (Event::health is null)
+  period_below_one_tick,            ///< EventHealthConfig::period_us is shorter than one tick at tick_hz
+  period_too_long,                  ///< period_us is not below half the tick counter's wrap period
+  deadline_below_one_tick,          ///< EventHealthConfig::deadline_us is shorter than one tick at tick_hz
+  deadline_too_long,                ///< deadline_us is not below half the tick counter's wrap period
 };
 
 /// A one-line English explanation naming the field or argument at fault, e.g.

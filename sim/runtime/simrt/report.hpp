@@ -6,8 +6,9 @@
 // policy hook (resetting a wedged peripheral, say) and keeps the final ones for the summary.
 //
 // Summary: blocks by event (worst duration, cause, top scope, top function, events delayed),
-// the events each block held up, queue latency per event type, loop and watchdog counters; as
-// text tables or one JSON object.
+// the events each block held up, queue latency per event type (from the core's counters: p50,
+// p95 and p99 as the upper bounds of their log2 buckets, capped at the maximum, and the maximum
+// itself), loop and watchdog counters; as text tables or one JSON object.
 #pragma once
 
 #include <climits>

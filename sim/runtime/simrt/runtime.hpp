@@ -5,10 +5,13 @@
 //   timers (fixed table, periodic and one-shot) ──┼─▶ event queue (fixed FIFO) ─▶ dispatch
 //   post() from handlers ─────────────────────────┘          one message at a time
 //
-// Every dispatch is stamped with loopcanary (begin_at/end_at around the handler), and the
-// runtime measures what a user perceives as lag: for each event type, how long messages waited
-// between post and dispatch, and for each block, which messages it held up ("events delayed by
-// this block"). Nothing allocates: every table is fixed at compile time.
+// Every dispatch is stamped with loopcanary (begin_at/end_at around the handler) with the
+// message's post stamp, so the core measures what a user perceives as lag: for each event type,
+// how long messages waited between post and dispatch (the runtime gives each type core
+// storage, loopcanary::EventHealth), and, for a type declared periodic (init_event), its
+// lateness, missed periods and deadline misses. The runtime adds, for each block, which
+// messages it held up ("events delayed by this block"), and reports the loop's idle waits
+// (Monitor::add_idle). Nothing allocates: every table is fixed at compile time.
 //
 // Time: the loop extends the board's 32-bit ticks to 64 bits (Runtime::now(), a WideTicks
 // value) at every turn, so runs, timers and waits of any length up to kMaxRunUs compare
@@ -20,7 +23,9 @@
 #include <cstdint>
 
 #include "loopcanary/event.hpp"
+#include "loopcanary/health.hpp"
 #include "loopcanary/monitor.hpp"
+#include "loopcanary/status.hpp"
 #include "simrt/board.hpp"
 #include "simrt/irq.hpp"
 
@@ -38,7 +43,9 @@ struct Message;
 using Handler = void (*)(void* app, const Message& message);
 
 /// Static descriptor of one kind of message: loopcanary's identity (name, optional own
-/// threshold) and the handler. The firmware keeps them in one table indexed by TypeId.
+/// threshold) and the handler. The firmware keeps them in one table indexed by TypeId. The
+/// runtime dispatches each type under its own copy of `event` that points at the runtime's
+/// storage for the type (Runtime::event()); `event.health` here is not used.
 struct EventType {
   Event event;
   Handler handler;
@@ -53,13 +60,11 @@ struct Message {
   std::uint64_t posted = 0;
 };
 
-/// Queue latency of one event type: post -> dispatch.
+/// What the runtime counts of one event type besides the core's queue latency
+/// (Runtime::health()).
 struct TypeStats {
-  std::uint32_t dispatched = 0;
   std::uint32_t lost = 0;          ///< interrupts lost (line full) + messages the queue refused
   std::uint32_t blocks = 0;        ///< dispatches over the type's threshold
-  std::uint64_t wait_sum = 0;      ///< ticks
-  std::uint64_t wait_max = 0;      ///< ticks
   std::uint32_t timer_skips = 0;   ///< periods a periodic timer skipped because the loop was late
 };
 
@@ -101,6 +106,11 @@ class Runtime {
   /// A timer posting `type`: periodic every `period_us` (any u32: up to 71.6 minutes, exact),
   /// or one-shot when 0. Inactive until start_timer(). Its id, or -1 when the table is full.
   int add_timer(TypeId type, std::uint32_t period_us) noexcept;
+  /// Declares `type`'s period and deadline on the loop (Monitor::init_event on the type's
+  /// storage): its messages' post stamps are their due times, so their latency is their
+  /// lateness. After init(); Status::not_initialised before it or for an unknown type, else
+  /// Monitor::init_event's status.
+  Status init_event(TypeId type, const EventHealthConfig& config) noexcept;
 
   IrqLine* lines() noexcept { return lines_; }
   std::size_t line_count() const noexcept { return line_count_; }
@@ -128,6 +138,12 @@ class Runtime {
   // ---- Results (after run, or from the loop) -----------------------------------------------
 
   const TypeStats& stats(TypeId type) const noexcept { return stats_[type]; }
+  /// The core's queue-latency and deadline counters of `type` (dispatches, latency histogram,
+  /// maximum, missed periods, deadline misses). Any context.
+  EventStats health(TypeId type) const noexcept { return health_[type].stats(); }
+  /// The descriptor `type` is dispatched under: the firmware's name and threshold, the
+  /// runtime's storage. Block records point at it (BlockRecord::event == &event(type)).
+  const Event& event(TypeId type) const noexcept { return events_[type]; }
   std::size_t type_count() const noexcept { return type_count_; }
   const EventType& type(TypeId type) const noexcept { return types_[type]; }
   std::uint32_t dispatches() const noexcept { return dispatches_; }
@@ -163,6 +179,8 @@ class Runtime {
   void* app_ = nullptr;
   tick_t threshold_[kMaxEventTypes] = {};
   TypeStats stats_[kMaxEventTypes] = {};
+  EventHealth health_[kMaxEventTypes];
+  Event events_[kMaxEventTypes] = {};  // the firmware's, pointing at health_
 
   IrqLine lines_[kMaxIrqLines];
   std::size_t line_count_ = 0;

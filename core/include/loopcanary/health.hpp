@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// Loop health beyond blocks: each event type's queue latency and deadlines (EventHealth), and
+// the window arithmetic that turns two snapshots of counters into a rate and a load.
+//
+// Queue latency: the loop's queue stamps each message with its post time (a tick_t; for a
+// periodic event, the time it was due), and Monitor::begin_at(event, now, posted) records
+// now - posted into the event's EventHealth, when the event's descriptor points at one
+// (Event::health). An event without storage records nothing and costs nothing more.
+//
+//   loopcanary::EventHealth g_control_health;                       // static storage
+//   constexpr loopcanary::Event kControl{"control_tick", 0, &g_control_health};
+//   monitor.init_event(kControl, {10'000, 2'000});  // periodic 10 ms, late past 2 ms: a miss
+//   ...
+//   monitor.begin_at(kControl, now, message.posted);
+//
+// Rate and load over a window: take two snapshots (EventHealth::stats(), Monitor::stats()) and
+// the clock at each; difference() and dispatches_between() give the counts in between, and
+// rate_mhz() / share_permille() turn them into per-second and per-mille figures.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "loopcanary/config.hpp"
+#include "loopcanary/histogram.hpp"
+#include "loopcanary/status.hpp"
+#include "loopcanary/sync.hpp"
+#include "loopcanary/time.hpp"
+
+namespace loopcanary {
+
+class Monitor;
+
+/// Deadlines of one event type, for Monitor::init_event(). Times are microseconds, converted
+/// to ticks at the loop's tick_hz once, by init_event(). Zero-initialised: no period and no
+/// deadline (queue latency alone, which needs no init_event() at all).
+struct EventHealthConfig {
+  /// The event is due every period_us (a periodic timer, a frame): each dispatch counts
+  /// lateness / period whole missed periods (EventStats::missed_periods). 0: not periodic.
+  /// Otherwise 1 tick at tick_hz .. kMaxIntervalTicks ticks (period_below_one_tick,
+  /// period_too_long).
+  std::uint32_t period_us = 0;
+  /// A dispatch whose lateness (post -> dispatch latency; for a periodic event, dispatch time -
+  /// due time) is longer than this (strictly) is a deadline miss (EventStats::deadline_misses),
+  /// periodic or not. 0: no deadline. Otherwise 1 tick at tick_hz .. kMaxIntervalTicks ticks
+  /// (deadline_below_one_tick, deadline_too_long).
+  std::uint32_t deadline_us = 0;
+};
+
+/// A snapshot of one event type's counters (EventHealth::stats()), or the difference of two
+/// (difference()). Every 32-bit counter wraps at 2^32: difference() takes modular differences,
+/// exact while fewer than 2^32 of each count happen between the two snapshots.
+struct EventStats {
+  /// Dispatches recorded (begin_at with a post stamp): the total of `latency`, modulo 2^32.
+  std::uint32_t dispatches = 0;
+  /// Longest latency recorded since the start, ticks (0..kMaxIntervalTicks). Not windowed:
+  /// difference() keeps the later snapshot's.
+  tick_t max_latency = 0;
+  /// Dispatches later than the deadline (EventHealthConfig::deadline_us).
+  std::uint32_t deadline_misses = 0;
+  /// Sum over the dispatches of a periodic event of lateness / period (whole periods), modular.
+  std::uint32_t missed_periods = 0;
+  /// Dispatches whose post stamp reads more than kMaxIntervalTicks before their dispatch
+  /// stamp: a post stamp ahead of the loop's clock (a clock step, a stamp from another clock)
+  /// or a wait longer than half the wrap, which cannot be told apart. Counted in the histogram
+  /// as latency 0, and in nothing else.
+  std::uint32_t posted_ahead = 0;
+  /// The configuration in ticks (0: not periodic / no deadline).
+  tick_t period_ticks = 0;
+  tick_t deadline_ticks = 0;
+  /// Latency histogram: latency[i] counts latencies d (ticks) with floor(log2(d)) == i (d == 0
+  /// in 0). histogram_percentile(latency, 500 / 950 / 990) gives p50 / p95 / p99.
+  std::uint32_t latency[kHistogramBuckets] = {};
+};
+
+/// The counters between two snapshots of one event type, `before` taken first: each counter's
+/// modular difference (dispatches, deadline_misses, missed_periods, posted_ahead, every latency
+/// bucket). max_latency, period_ticks and deadline_ticks are `after`'s. Any context.
+EventStats difference(const EventStats& before, const EventStats& after) noexcept;
+
+/// A latency percentile of `stats` (a snapshot or a difference()), in ticks:
+/// histogram_percentile(stats.latency, permille), the upper bound of the log2 bucket that holds
+/// it, capped at stats.max_latency (no latency counted is longer). 0 when nothing was counted.
+/// Any context; off the hot path.
+tick_t latency_percentile(const EventStats& stats, std::uint32_t permille) noexcept;
+
+/// The queue-latency and deadline counters of one event type: 128 bytes of histogram and 28 of
+/// counters and configuration. Give it static storage, point the event's descriptor at it
+/// (Event::health), and dispatch that event on one loop only: that loop is the counters' only
+/// writer. All zero at construction (a static one costs no start-up code and no initialised
+/// data), which is queue latency alone; Monitor::init_event() adds a period and a deadline.
+class EventHealth {
+ public:
+  constexpr EventHealth() noexcept = default;
+  EventHealth(const EventHealth&) = delete;
+  EventHealth& operator=(const EventHealth&) = delete;
+
+  /// The counters, one by one (a snapshot taken while the loop records may show one counter a
+  /// dispatch ahead of another). Any context.
+  EventStats stats() const noexcept;
+
+ private:
+  friend class Monitor;
+
+  // Records one dispatch's latency (ticks). Loop context. A latency above watch_ (a new
+  // maximum, a deadline miss, a missed period or a stamp ahead) takes the one out-of-line call.
+  LOOPCANARY_INLINE void record(tick_t latency) noexcept {
+    if (latency > watch_) latency = record_unusual(latency);
+    latency_.count(latency);
+  }
+  // Updates the counters above the histogram; returns the latency to count (0 for a stamp ahead).
+  LOOPCANARY_NOINLINE tick_t record_unusual(tick_t latency) noexcept;
+  // Validates and applies `config` at `tick_hz` (> 0). Loop context.
+  Status configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept;
+  // The largest latency that changes nothing but the histogram.
+  tick_t watch() const noexcept;
+
+  Log2Histogram latency_;  // first: record() indexes it with no offset to add
+  // Loop-private: min(max latency, deadline, period - 1), those that are set.
+  tick_t watch_ = 0;
+  std::atomic<tick_t> max_latency_{0};
+  std::atomic<std::uint32_t> deadline_misses_{0};
+  std::atomic<std::uint32_t> missed_periods_{0};
+  std::atomic<std::uint32_t> posted_ahead_{0};
+  std::atomic<tick_t> period_{0};    // ticks; 0: not periodic
+  std::atomic<tick_t> deadline_{0};  // ticks; 0: none
+};
+
+/// Events per second, in thousandths (milli-events per second: 50 Hz is 50'000), for `events`
+/// counted over `window_ticks` ticks at `tick_hz` (> 0), rounded down. The window is shorter
+/// than one wrap of the tick counter (a ticks_between() of two clock readings). Returns 0 for
+/// an empty window (0 ticks) or tick_hz 0, and 0xFFFFFFFF (saturated) for rates of 2^32 mHz
+/// (about 4.3 million per second) and above. Any context; off the hot path (64-by-32 divisions).
+std::uint32_t rate_mhz(std::uint32_t events, tick_t window_ticks, std::uint32_t tick_hz) noexcept;
+
+/// `part_ticks` as a share of `window_ticks`, per mille, rounded down, at most 1000: the load
+/// (busy ticks) or idle share of a window. Returns 0 for an empty window. A part longer than
+/// its window (busy_ticks counts a dispatch when it ends, whole, though it began before the
+/// window) reads 1000. Any context.
+std::uint32_t share_permille(tick_t part_ticks, tick_t window_ticks) noexcept;
+
+}  // namespace loopcanary
