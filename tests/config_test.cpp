@@ -493,12 +493,16 @@ constexpr StatusText kStatusTexts[] = {
     {Status::period_too_long, "period_too_long", "EventHealthConfig.period_us"},
     {Status::deadline_below_one_tick, "deadline_below_one_tick", "EventHealthConfig.deadline_us"},
     {Status::deadline_too_long, "deadline_too_long", "EventHealthConfig.deadline_us"},
+    {Status::health_events_full, "health_events_full", "LOOPCANARY_HEALTH_EVENTS"},
+    {Status::health_period_below_one_tick, "health_period_below_one_tick", "WatchdogConfig.health_period_us"},
+    {Status::health_period_too_long, "health_period_too_long", "WatchdogConfig.health_period_us"},
+    {Status::health_ring_missing, "health_ring_missing", "HealthCapacity"},
 };
 constexpr std::size_t kStatusCount = sizeof(kStatusTexts) / sizeof(kStatusTexts[0]);
 
 TEST(StatusText, TableCoversEveryStatusInOrder) {
-  // deadline_too_long is the last enumerator: the table has one row per value.
-  ASSERT_EQ(kStatusCount, static_cast<std::size_t>(Status::deadline_too_long) + 1);
+  // health_ring_missing is the last enumerator: the table has one row per value.
+  ASSERT_EQ(kStatusCount, static_cast<std::size_t>(Status::health_ring_missing) + 1);
   for (std::size_t i = 0; i < kStatusCount; ++i) {
     EXPECT_EQ(static_cast<std::size_t>(kStatusTexts[i].status), i) << kStatusTexts[i].name;
   }

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "loopcanary/format.hpp"
+#include "loopcanary/health.hpp"
 #include "loopcanary/instrument.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/watchdog.hpp"
@@ -649,7 +650,7 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
   ASSERT_EQ(doc.kind, Json::Kind::object);
   EXPECT_EQ(doc.keys(), (std::vector<std::string>{
                             "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch", "tick_hz",
-                            "start", "end", "duration_ticks", "duration_us", "threshold_us", "cause", "flags",
+                            "start", "end", "duration_ticks", "duration_us", "threshold_us", "delayed_by", "cause", "flags",
                             "stages", "cpu", "memory", "samples", "top", "top_other", "stacks", "records_dropped",
                             "notes_dropped"}));
   EXPECT_EQ(u64_of(doc["report"]), 7u);
@@ -731,6 +732,146 @@ TEST(FormatText, NoStagesMeansNoStagesLine) {
   for (const std::string& line : lines_of(text_of(r))) EXPECT_NE(line.rfind("stages", 0), 0u) << line;
   EXPECT_TRUE(json_of(r)["stages"].items.empty());
   EXPECT_EQ(json_of(r)["stages"].kind, Json::Kind::array);
+}
+
+// ---- Deadline misses ------------------------------------------------------------------------
+
+TEST(FormatText, ADeadlineMissSaysHowLateAndWhatDelayedIt) {
+  BlockRecord r = hand_record();
+  r.phase = lc::Phase::deadline_miss;
+  r.flags = 0;
+  r.duration_ticks = 40'000;
+  r.threshold_ticks = 5'000;
+  r.delayed_by_dispatch = 41;
+  r.delayed_by = &kButton;
+  const std::string text = text_of(r);
+  EXPECT_EQ(line_of(text, "report = "), "report = 7 (deadline_miss)");
+  EXPECT_EQ(line_of(text, "time-end = "), "time-end = 251042 ticks");
+  EXPECT_EQ(line_of(text, "duration = "), "duration = late by 40.000 ms (deadline 5.000 ms)");
+  EXPECT_EQ(line_of(text, "delayed-by = "), "delayed-by = dispatch 41 (button)");
+  const Json doc = json_of(r);
+  EXPECT_EQ(string_of(doc["phase"]), "deadline_miss");
+  EXPECT_EQ(u64_of(doc["delayed_by"]["dispatch"]), 41u);
+  EXPECT_EQ(string_of(doc["delayed_by"]["event"]), "button");
+
+  r.delayed_by_dispatch = 0;
+  r.delayed_by = nullptr;
+  EXPECT_EQ(line_of(text_of(r), "delayed-by = "), "delayed-by = unknown");
+  EXPECT_EQ(json_of(r)["delayed_by"].kind, Json::Kind::null);
+  EXPECT_EQ(json_of(hand_record())["delayed_by"].kind, Json::Kind::null) << "a block names no delayer";
+  for (const std::string& line : lines_of(text_of(hand_record()))) EXPECT_NE(line.rfind("delayed-by", 0), 0u);
+}
+
+// ---- Health records -------------------------------------------------------------------------
+
+lc::EventHealth g_tick_health;
+constexpr lc::Event kControl{"control_tick", 0, &g_tick_health};
+
+lc::HealthRecord hand_health() {
+  lc::HealthRecord r;
+  r.number = 3;
+  r.qualifier = "fw-2.1.0";
+  r.loop = "main";
+  r.loop_index = 1;
+  r.tick_hz = 1'000'000;
+  r.start = 0xFFFF'0000u;
+  r.end = 0xFFFF'0000u + 1'000'000u;  // a 1 s window across the tick wrap
+  r.dispatches = 1'234;
+  r.busy_ticks = 931'500;
+  r.idle_ticks = 60'000;
+  r.has_idle = true;
+  r.blocks = 2;
+  r.hangs = 1;
+  r.max_duration = 250'042;
+  r.histogram[3] = 1'200;
+  r.histogram[17] = 34;
+  r.memory.set(lc::kMemoryResident, 4'096);
+  r.event_count = 1;
+  lc::EventHealthWindow& e = r.events[0];
+  e.event = &kControl;
+  e.dispatches = 98;
+  e.deadline_misses = 3;
+  e.missed_periods = 5;
+  e.posted_ahead = 1;
+  e.p50 = 127;
+  e.p95 = 4'095;
+  e.p99 = 16'383;
+  e.max_latency = 20'000;
+  e.period_ticks = 10'000;
+  e.deadline_ticks = 5'000;
+  r.health_dropped = 4;
+  return r;
+}
+
+TEST(FormatHealth, TextGivesTheWindowLoadRateAndEachEvent) {
+  std::vector<char> buffer(4096);
+  const lc::FormatResult result = lc::format_health_text(hand_health(), buffer.data(), buffer.size());
+  ASSERT_FALSE(result.truncated);
+  const std::vector<std::string> expected = {
+      "qualifier = fw-2.1.0",
+      "loop = main",
+      "health = 3",
+      "window = 4294901760 .. 934464 ticks @ 1000000 Hz (1000.000 ms)",
+      "dispatches = 1234 (1234.0 /s), load 93.1 %, idle 6.0 %",  // 931500 and 60000 of 1000000 ticks
+      "blocks = 2, hangs = 1",
+      "longest = 250.042 ms",
+      "memory = resident 4096 B",
+      "event control_tick = 98 (98.0 /s), latency p50 0.127 ms, p95 4.095 ms, p99 16.383 ms, max 20.000 ms, "
+      "3 deadline misses, 5 missed periods, period 10.000 ms, deadline 5.000 ms",
+      "dropped = 4 health records",
+  };
+  EXPECT_EQ(lines_of(std::string(buffer.data(), result.length)), expected);
+}
+
+TEST(FormatHealth, JsonIsOneObjectKindHealthWithEveryField) {
+  lc::HealthRecord r = hand_health();
+  std::vector<char> buffer(8192);
+  lc::FormatResult result = lc::format_health_json(r, buffer.data(), buffer.size());
+  ASSERT_FALSE(result.truncated);
+  std::string text(buffer.data(), result.length);
+  ASSERT_EQ(text.back(), '\n');
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+  Json doc = parse_json(text);
+  EXPECT_EQ(doc.keys(), (std::vector<std::string>{"kind", "number", "qualifier", "loop", "loop_index", "tick_hz",
+                                                   "start", "end", "window_us", "dispatches", "rate_mhz", "busy_us",
+                                                   "load_permille", "idle_us", "idle_permille", "blocks", "hangs",
+                                                   "max_duration_us", "histogram", "memory", "events",
+                                                   "health_dropped"}));
+  EXPECT_EQ(string_of(doc["kind"]), "health");
+  EXPECT_EQ(u64_of(doc["number"]), 3u);
+  EXPECT_EQ(u64_of(doc["window_us"]), 1'000'000u);
+  EXPECT_EQ(u64_of(doc["rate_mhz"]), 1'234'000u);
+  EXPECT_EQ(u64_of(doc["load_permille"]), 931u);
+  EXPECT_EQ(u64_of(doc["idle_permille"]), 60u);
+  EXPECT_EQ(doc["histogram"].items.size(), lc::kHistogramBuckets);
+  EXPECT_EQ(u64_of(doc["histogram"].at(17)), 34u);
+  EXPECT_EQ(u64_of(doc["memory"]["resident"]), 4'096u);
+  const Json& e = doc["events"].at(0);
+  EXPECT_EQ(string_of(e["event"]), "control_tick");
+  EXPECT_EQ(u64_of(e["rate_mhz"]), 98'000u);
+  EXPECT_EQ(u64_of(e["p99_us"]), 16'383u);
+  EXPECT_EQ(u64_of(e["deadline_us"]), 5'000u);
+  EXPECT_EQ(u64_of(doc["health_dropped"]), 4u);
+
+  r.has_idle = false;
+  r.event_count = 0;
+  result = lc::format_health_json(r, buffer.data(), buffer.size());
+  doc = parse_json(std::string(buffer.data(), result.length));
+  EXPECT_EQ(doc["idle_us"].kind, Json::Kind::null);
+  EXPECT_EQ(doc["idle_permille"].kind, Json::Kind::null);
+  EXPECT_TRUE(doc["events"].items.empty());
+  result = lc::format_health_text(r, buffer.data(), buffer.size());
+  EXPECT_TRUE(has_line(std::string(buffer.data(), result.length), "dispatches = 1234 (1234.0 /s), load 93.1 %, idle n/a"));
+}
+
+TEST(FormatHealth, ASmallBufferIsTruncatedAndSaysHowMuchItNeeds) {
+  std::vector<char> whole(8192);
+  const lc::FormatResult full = lc::format_health_json(hand_health(), whole.data(), whole.size());
+  std::vector<char> small(64);
+  const lc::FormatResult cut = lc::format_health_json(hand_health(), small.data(), small.size());
+  EXPECT_TRUE(cut.truncated);
+  EXPECT_EQ(cut.needed, full.length);
+  EXPECT_EQ(small.back(), '\0');
 }
 
 TEST(FormatJson, UnknownCpuEvidenceIsNull) {

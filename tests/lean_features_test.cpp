@@ -34,13 +34,18 @@ static_assert(sizeof(lc::BlockNote) == sizeof(PlainNote), "no stages, no bytes i
 
 constexpr lc::Event kWork{"work"};
 
-TEST(NoStages, MarksAreCountedAsDroppedAndNotesCarryNone) {
-  lc::Monitor monitor;
+// The tests' monitor configuration: 1 MHz ticks, blocks from 1 ms, a sample every 100 us.
+lc::MonitorConfig monitor_config() {
   lc::MonitorConfig config;
   config.tick_hz = 1'000'000;
   config.threshold_us = 1'000;
   config.sample_interval_us = 100;
-  ASSERT_EQ(monitor.init(config), lc::Status::ok);
+  return config;
+}
+
+TEST(NoStages, MarksAreCountedAsDroppedAndNotesCarryNone) {
+  lc::Monitor monitor;
+  ASSERT_EQ(monitor.init(monitor_config()), lc::Status::ok);
   monitor.begin_at(kWork, 0);
   monitor.stage_at("input", 10);
   monitor.stage_at("output", 20);
@@ -57,11 +62,7 @@ TEST(NoStages, MarksAreCountedAsDroppedAndNotesCarryNone) {
 
 TEST(NoHistogram, StatisticsAndBlocksWithoutTheHistogram) {
   lc::Monitor monitor;
-  lc::MonitorConfig config;
-  config.tick_hz = 1'000'000;
-  config.threshold_us = 1'000;
-  config.sample_interval_us = 100;
-  ASSERT_EQ(monitor.init(config), lc::Status::ok);
+  ASSERT_EQ(monitor.init(monitor_config()), lc::Status::ok);
   const lc::tick_t start = 0xFFFF'FF00u;  // across the tick wrap
   monitor.begin_at(kWork, start);
   monitor.end_at(start + 500u);

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "loopcanary/format.hpp"
+#include "loopcanary/health.hpp"
 #include "loopcanary/packet.hpp"
 #include "loopcanary/record.hpp"
 #include "packet_reader.hpp"
@@ -162,7 +163,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0xA5, 0x4C,              // magic
       0x02,                    // version 2
       0x01,                    // type 1: block
-      0x6A, 0x00,              // body length 106, little-endian
+      0x6B, 0x00,              // body length 107, little-endian
       0x01,                    // configuration: 64-bit PCs, little-endian
       0x10, 0x08, 0x08, 0x04,  // max samples 16, max frames 8, top frames 8, max stages 4
       0xC0, 0x84, 0x3D,        // tick_hz 1000000 = 0xF4240: 0x40|0x80, 0x04|0x80, 0x3D
@@ -176,6 +177,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0x20,                    // duration_ticks 32
       0x03,                    // end adjustment: 0x0E - 0x10 = -2, zigzag 3
       0x80, 0x01,              // threshold_ticks 128
+      0x00,                    // delayed_by_dispatch 0 (no delayed-by event follows)
       0x7F,                    // window_ticks 127
       0x05,                    // presence: has_thread_cpu | busy known
       0xE8, 0x07,              // thread_cpu_us 1000 = 0x3E8: 0x68|0x80, 0x07
@@ -223,7 +225,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0x00, 0x02,              // no scope, 2 PCs
       0x20,                    // PC 0x1000 - 0x0FF0 = 16, zigzag 32
       0x80, 0xC0, 0x01,        // PC 0x3000 - 0 (sample 1 had one PC), zigzag 0x6000
-      0x25, 0xA7, 0x44, 0x8F,  // CRC-32 0x8F44A725 (zlib.crc32 of bytes 2..111), little-endian
+      0x53, 0xE3, 0xDF, 0x7A,  // CRC-32 0x7ADFE353 (zlib.crc32 of bytes 2..112), little-endian
   };
   EXPECT_EQ(encode(golden_record()), expected);
 }
@@ -657,6 +659,99 @@ TEST(Packet, EveryBufferBelowThePacketLengthIsRefusedAndNotOverrun) {
   expect_refused_below_length(golden_record());
   expect_refused_below_length(BlockRecord{});
   expect_refused_below_length(worst_record(lc::kMaxFrames / 2, true));
+}
+
+TEST(Packet, ADelayedByEventIsOneStringUnlessItIsTheRecordsOwnEvent) {
+  static const lc::Event kOther{"other"};
+  BlockRecord r = golden_record();
+  r.phase = lc::Phase::deadline_miss;
+  const std::size_t plain = encode(r).size();
+  r.delayed_by_dispatch = 4;
+  r.delayed_by = &kOther;
+  const Bytes other = encode(r);
+  EXPECT_EQ(other.size(), plain + 1 + 6) << "an index byte, and the string \"other\" (length byte + 5)";
+  r.delayed_by = &kTick;  // the record's own event: string 2, no new string
+  EXPECT_EQ(encode(r).size(), plain + 1);
+  // The string count byte (3 + run, out, io, and now "other" first among the names).
+  const auto count_at = std::find(other.begin() + 40, other.end(), std::uint8_t{0x07});
+  ASSERT_NE(count_at, other.end());
+  EXPECT_EQ(Bytes(count_at + 16, count_at + 22), (Bytes{0x0A, 'o', 't', 'h', 'e', 'r'})) << "string 3, before the stages";
+}
+
+// ---- Health packets (type 3) ----------------------------------------------------------------
+
+// Every field at its widest and every event a distinct long name.
+lc::HealthRecord worst_health() {
+  static lc::EventHealth storage;
+  static std::vector<lc::Event> events;
+  if (events.empty()) {
+    for (std::size_t i = 0; i < lc::kHealthEvents; ++i) events.push_back(lc::Event{long_names()[i].c_str(), 0, &storage});
+  }
+  lc::HealthRecord r;
+  r.number = r.tick_hz = r.dispatches = r.blocks = r.hangs = r.health_dropped = 0xFFFF'FFFFu;
+  r.start = r.busy_ticks = r.idle_ticks = r.max_duration = 0xFFFF'FFFEu;
+  r.end = 0x7FFF'FFFFu;
+  r.has_idle = true;
+  r.qualifier = r.loop = long_names()[0].c_str();
+  for (std::uint32_t& count : r.histogram) count = 0xFFFF'FFFFu;
+  for (unsigned i = 0; i < lc::kMemoryValues; ++i) r.memory.set(static_cast<lc::MemoryValue>(i), ~std::uint64_t{0});
+  r.event_count = static_cast<std::uint8_t>(lc::kHealthEvents);
+  for (std::size_t i = 0; i < lc::kHealthEvents; ++i) {
+    lc::EventHealthWindow& e = r.events[i];
+    e.event = &events[i];
+    e.dispatches = e.deadline_misses = e.missed_periods = e.posted_ahead = 0xFFFF'FFFFu;
+    e.p50 = e.p95 = e.p99 = e.max_latency = e.period_ticks = e.deadline_ticks = 0xFFFF'FFFFu;
+  }
+  return r;
+}
+
+TEST(HealthPacket, FramedAsTypeThreeWithTheBuildsConfigurationFirst) {
+  lc::HealthRecord r;
+  r.tick_hz = 1000;
+  r.loop = "main";
+  Bytes p(lc::kMaxHealthPacketBytes);
+  const std::size_t n = lc::encode_health_packet(r, p.data(), p.size());
+  ASSERT_GT(n, 10u);
+  p.resize(n);
+  EXPECT_EQ(p[0], lc::kPacketMagic0);
+  EXPECT_EQ(p[1], lc::kPacketMagic1);
+  EXPECT_EQ(p[2], lc::kPacketVersion);
+  EXPECT_EQ(p[3], static_cast<std::uint8_t>(lc::PacketType::health));
+  EXPECT_EQ(std::size_t{p[4]} | (std::size_t{p[5]} << 8), n - 10);
+  EXPECT_EQ(p[6], sizeof(Frame) == 8 ? 1u : 0u);
+  EXPECT_EQ(p[7], lc::kHealthEvents);
+  EXPECT_EQ(p[8], 0xE8);  // tick_hz 1000 = 0x3E8: 0x68|0x80, 0x07
+  EXPECT_EQ(p[9], 0x07);
+  std::uint32_t crc = 0;
+  for (std::size_t i = 0; i < 4; ++i) crc |= std::uint32_t{p[n - 4 + i]} << (8 * i);
+  EXPECT_EQ(crc, reference_crc(p.data() + 2, n - 6));
+}
+
+TEST(HealthPacket, WorstCaseFitsKMaxHealthPacketBytesWhichIsNotMuchLarger) {
+  Bytes out(lc::kMaxHealthPacketBytes);
+  const std::size_t n = lc::encode_health_packet(worst_health(), out.data(), out.size());
+  ASSERT_NE(n, 0u);
+  std::cout << "worst-case health packet: " << n << " B, kMaxHealthPacketBytes: " << lc::kMaxHealthPacketBytes << " B\n";
+  EXPECT_LE(lc::kMaxHealthPacketBytes, n + n / 20) << "kMaxHealthPacketBytes is more than 5 % above the worst case";
+}
+
+TEST(HealthPacket, EveryBufferBelowThePacketLengthIsRefusedAndNotOverrun) {
+  const lc::HealthRecord r = worst_health();
+  Bytes whole(lc::kMaxHealthPacketBytes);
+  const std::size_t length = lc::encode_health_packet(r, whole.data(), whole.size());
+  ASSERT_GT(length, 0u);
+  constexpr std::size_t kGuard = 32;
+  constexpr std::uint8_t kFill = 0xCD;
+  for (std::size_t size = 0; size <= length; ++size) {
+    Bytes buffer(size + kGuard, kFill);
+    EXPECT_EQ(lc::encode_health_packet(r, buffer.data(), size), size == length ? length : 0u) << size;
+    for (std::size_t i = size; i < buffer.size(); ++i) {
+      if (buffer[i] != kFill) {
+        ADD_FAILURE() << "byte " << i << " written with a buffer of " << size;
+        return;
+      }
+    }
+  }
 }
 
 // ---- A typical device record ----------------------------------------------------------------

@@ -189,7 +189,7 @@ struct Rig {
   sim::Machine machine;
   sim::Thread thread;
   sim::PortMonitor monitor;
-  lc::StaticWatchdog<1, RecordCapacity> watchdog;
+  lc::StaticWatchdog<1, RecordCapacity, 1, 2> watchdog;  // a health ring of 2
   std::optional<sim::Scheduler> scheduler;
   std::vector<BlockRecord> reports;
 };
@@ -1019,6 +1019,263 @@ TEST_P(WatchdogTest, EachReportCarriesTheMemoryStateReadWhenItWasMade) {
   EXPECT_EQ(done->memory.value[lc::kMemoryHeapFree], 500u);
   EXPECT_FALSE(done->memory.has(lc::kMemoryResident));
   EXPECT_EQ(rig.machine.memory_reads(), 2u) << "one reading per report";
+}
+
+// ---- Deadline misses: reported with the evidence of what delayed them -----------------------
+
+TEST_P(WatchdogTest, ADeadlineMissIsReportedWithTheEvidenceOfTheDispatchRunningAtItsDueTime) {
+  static lc::EventHealth tick_health;
+  static constexpr lc::Event kTick{"tick", 0, &tick_health};
+  ASSERT_TRUE(start_100ms());
+  ASSERT_EQ(rig.monitor.init_event(kTick, {ms(10), ms(5)}), Status::ok);
+  const lc::EventStats before = tick_health.stats();
+
+  // Aligned at a poll: kWork computes 60 ms in scope "slow" (not a block, but armed at 25 ms and
+  // sampled). The tick fell due 20 ms in and is dispatched when kWork ends: 40 ms late.
+  rig.idle_until(kWrapOffset - ms(30));
+  const tick_t begin = rig.dispatch(kWork, [&] {
+    LOOPCANARY_SCOPE(rig.monitor, "slow");
+    rig.compute(ms(60));
+  });
+  const tick_t due = later(begin, ms(20));
+  rig.monitor.begin_at(kTick, rig.now(), due);
+  rig.compute(ms(1));
+  rig.monitor.end_at(rig.now());
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> late = rig.find(2, Phase::deadline_miss);
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(rig.reports.size(), 1u) << "no block: only the deadline miss";
+  EXPECT_EQ(late->event, &kTick);
+  EXPECT_EQ(late->start, due);
+  EXPECT_EQ(late->end, later(begin, ms(60)));
+  EXPECT_EQ(late->duration_ticks, std::uint64_t{ms(40)});
+  EXPECT_EQ(late->threshold_ticks, ms(5)) << "the deadline";
+  EXPECT_EQ(late->delayed_by_dispatch, 1u);
+  EXPECT_EQ(late->delayed_by, &kWork);
+  EXPECT_FALSE(has_flag(*late, lc::kFlagUnwatched));
+  EXPECT_EQ(top_scope_count(*late, "slow"), late->samples_taken);
+  EXPECT_EQ(late->samples_taken, 4u) << "sampled at 30, 40, 50 and 60 ms";
+  for (std::size_t i = 0; i < late->sample_count; ++i) EXPECT_EQ(late->samples[i].seq, seq_of(1));
+  EXPECT_EQ(late->cause, Cause::running);
+
+  const lc::EventStats window = lc::difference(before, tick_health.stats());
+  EXPECT_EQ(window.deadline_misses, 1u);
+  EXPECT_EQ(window.missed_periods, 4u);
+  EXPECT_EQ(rig.watchdog.stats().deadline_misses, 1u);
+  EXPECT_EQ(rig.monitor.stats().blocks, 0u);
+}
+
+TEST_P(WatchdogTest, ADeadlineMissAfterABlockCarriesTheBlocksEvidenceAndOneWithoutAWatchedDelayerIsUnwatched) {
+  static lc::EventHealth tick_health;
+  static constexpr lc::Event kTick{"tick", 0, &tick_health};
+  ASSERT_TRUE(start_100ms());
+  ASSERT_EQ(rig.monitor.init_event(kTick, {0, ms(5)}), Status::ok);
+
+  // A 150 ms block delays the tick by 140 ms: its final record, then the miss with its samples.
+  rig.idle_until(kWrapOffset - ms(100));
+  const tick_t begin = rig.run(kWork, ms(150));
+  rig.monitor.begin_at(kTick, rig.now(), later(begin, ms(10)));
+  rig.monitor.end_at(rig.now());
+  // Then a 20 ms dispatch (never armed) delays it by 8 ms.
+  rig.align();
+  const tick_t short_begin = rig.run(kWork, ms(20));
+  rig.monitor.begin_at(kTick, rig.now(), later(short_begin, ms(12)));
+  rig.monitor.end_at(rig.now());
+  rig.idle(kPeriod);
+
+  const std::optional<BlockRecord> block = rig.find(1, Phase::final);
+  const std::optional<BlockRecord> first = rig.find(2, Phase::deadline_miss);
+  const std::optional<BlockRecord> second = rig.find(4, Phase::deadline_miss);
+  ASSERT_TRUE(block.has_value());
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(first->duration_ticks, std::uint64_t{ms(140)});
+  EXPECT_EQ(first->delayed_by_dispatch, 1u);
+  EXPECT_EQ(first->samples_taken, block->samples_taken) << "the block's own evidence";
+  EXPECT_EQ(first->window_ticks, block->window_ticks);
+  EXPECT_LT(block->report, first->report) << "the block's note was queued first";
+  EXPECT_EQ(second->duration_ticks, std::uint64_t{ms(8)});
+  EXPECT_EQ(second->delayed_by_dispatch, 0u);
+  EXPECT_EQ(second->delayed_by, nullptr);
+  EXPECT_EQ(second->flags, lc::kFlagUnwatched);
+  EXPECT_EQ(second->samples_taken, 0u);
+  EXPECT_EQ(rig.watchdog.stats().deadline_misses, 2u);
+}
+
+// ---- Health records: one per loop and period ------------------------------------------------
+
+void collect_health(void* context, const lc::HealthRecord& record) {
+  static_cast<std::vector<lc::HealthRecord>*>(context)->push_back(record);
+}
+
+TEST_P(WatchdogTest, HealthRecordsCountEachWindowExactly) {
+  static lc::EventHealth tick_health;
+  static constexpr lc::Event kTick{"tick", 0, &tick_health};
+  lc::WatchdogConfig dog;
+  dog.health_period_us = ms(100);
+  ASSERT_TRUE(start_100ms(dog));
+  ASSERT_EQ(rig.monitor.init_event(kTick, {ms(10), ms(3)}), Status::ok);
+  std::vector<lc::HealthRecord> health;
+  ASSERT_EQ(rig.watchdog.add_health_interceptor(&collect_health, &health), Status::ok);
+  lc::MemoryReading memory{};
+  memory.set(lc::kMemoryStackPeak, 512);
+  rig.machine.set_memory(memory);
+
+  // The first poll starts the window; then 10 ticks of 4 ms every 10 ms, each posted 1 ms before
+  // it runs but the 5th, 4 ms late (a deadline miss, no missed period), the loop idle between.
+  rig.align();
+  const tick_t window_start = rig.now();
+  for (int i = 0; i < 10; ++i) {
+    const tick_t lateness = i == 4 ? ms(4) : ms(1);
+    rig.idle(lateness);
+    rig.monitor.add_idle(lateness);
+    rig.monitor.begin_at(kTick, rig.now(), lc::ticks_between(lateness, rig.now()));
+    rig.compute(ms(4));
+    rig.monitor.end_at(rig.now());
+    rig.idle(ms(10) - lateness - ms(4));
+    rig.monitor.add_idle(ms(10) - lateness - ms(4));
+  }
+  rig.idle(kPeriod / 2);  // the poll at 100 ms makes the record
+
+  ASSERT_EQ(health.size(), 1u);
+  const lc::HealthRecord r = health[0];  // a copy: the vector grows below
+  EXPECT_EQ(r.number, 1u);
+  EXPECT_EQ(r.loop, std::string("main"));
+  EXPECT_EQ(r.start, window_start);
+  EXPECT_EQ(r.end, later(window_start, ms(100)));
+  EXPECT_EQ(r.dispatches, 10u);
+  EXPECT_EQ(r.busy_ticks, ms(40));
+  EXPECT_TRUE(r.has_idle);
+  // 6 ms of waits per tick, but the last 5 ms wait is reported when it ends, after the poll at
+  // 100 ms: it belongs to the next window.
+  EXPECT_EQ(r.idle_ticks, ms(55));
+  EXPECT_EQ(lc::share_permille(r.busy_ticks, lc::ticks_between(r.start, r.end)), 400u);
+  EXPECT_EQ(r.blocks, 0u);
+  EXPECT_EQ(r.max_duration, ms(4));
+  EXPECT_EQ(r.memory.value[lc::kMemoryStackPeak], 512u);
+  ASSERT_EQ(r.event_count, 1);
+  const lc::EventHealthWindow& e = r.events[0];
+  EXPECT_EQ(e.event, &kTick);
+  EXPECT_EQ(e.dispatches, 10u);
+  EXPECT_EQ(e.deadline_misses, 1u);
+  EXPECT_EQ(e.missed_periods, 0u);
+  // Nine latencies of 1000 ticks and one of 4000. Rank ceil(10 x 0.5) = 5 falls in the bucket
+  // of 1000 (512..1023: its upper bound, 1023); ranks 10 (p95, p99) in the bucket of 4000
+  // (2048..4095), capped at the maximum, 4000.
+  EXPECT_EQ(e.p50, 1023u);
+  EXPECT_EQ(e.p95, 4000u);
+  EXPECT_EQ(e.p99, 4000u);
+  EXPECT_EQ(e.max_latency, ms(4));
+  EXPECT_EQ(e.period_ticks, ms(10));
+  EXPECT_EQ(e.deadline_ticks, ms(3));
+
+  // The next window starts where this one ended and counts only its own dispatches.
+  rig.run(kTick, ms(2));
+  rig.idle(ms(100));
+  ASSERT_EQ(health.size(), 2u);
+  EXPECT_EQ(health[1].number, 2u);
+  EXPECT_EQ(health[1].start, r.end);
+  EXPECT_EQ(health[1].dispatches, 1u);
+  EXPECT_EQ(health[1].idle_ticks, ms(5));
+  EXPECT_EQ(health[1].events[0].dispatches, 0u) << "dispatched without a post stamp";
+  EXPECT_EQ(health[1].events[0].max_latency, ms(4)) << "the maximum since the start";
+
+  // The health ring (capacity 2) holds both; a third record is dropped and counted.
+  rig.idle(ms(100));
+  ASSERT_EQ(health.size(), 3u);
+  EXPECT_EQ(health[2].health_dropped, 0u);
+  const lc::WatchdogStats stats = rig.watchdog.stats();
+  EXPECT_EQ(stats.health_records, 3u);
+  EXPECT_EQ(stats.health_dropped, 1u);
+  lc::HealthRecord popped;
+  ASSERT_TRUE(rig.watchdog.pop_health(popped));
+  EXPECT_EQ(popped.number, 1u);
+  ASSERT_TRUE(rig.watchdog.pop_health(popped));
+  EXPECT_EQ(popped.number, 2u);
+  EXPECT_FALSE(rig.watchdog.pop_health(popped));
+}
+
+TEST(WatchdogHealth, PeriodOutOfRangeAtTheLoopsTickRateIsRefusedByAdd) {
+  struct Case {
+    std::uint32_t tick_hz;
+    std::uint32_t period_us;
+    Status expected;
+  } cases[] = {{1000, 500, Status::health_period_below_one_tick},
+               {1'000'000, 0xFFFF'FFFFu, Status::health_period_too_long},
+               {1000, 0, Status::ok},
+               {1000, 1000, Status::ok}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.tick_hz) + " Hz, " + std::to_string(c.period_us) + " us");
+    lc::Monitor monitor;
+    lc::MonitorConfig config;
+    config.tick_hz = c.tick_hz;
+    config.threshold_us = 100'000;
+    config.sample_interval_us = 10'000;
+    ASSERT_EQ(monitor.init(config), Status::ok);
+    lc::StaticWatchdog<1, 2, 1, 2> watchdog;
+    lc::WatchdogConfig dog;
+    dog.health_period_us = c.period_us;
+    ASSERT_EQ(watchdog.init(dog), Status::ok);
+    EXPECT_EQ(watchdog.add(monitor), c.expected);
+    EXPECT_EQ(watchdog.loop_count(), c.expected == Status::ok ? 1u : 0u);
+  }
+}
+
+TEST(WatchdogHealth, DeadlineMissesBeyondTheNoteRingAreCountedApartFromBlocks) {
+  static lc::EventHealth health;
+  static constexpr lc::Event kLate{"late", 0, &health};
+  lc::Monitor monitor;
+  lc::MonitorConfig config;
+  config.tick_hz = 1'000'000;
+  config.threshold_us = 100'000;
+  config.sample_interval_us = 10'000;
+  ASSERT_EQ(monitor.init(config), Status::ok);
+  ASSERT_EQ(monitor.init_event(kLate, {0, 1'000}), Status::ok);
+  for (std::size_t i = 0; i <= lc::kNoteCapacity; ++i) {  // no watchdog drains the ring
+    const lc::tick_t now = static_cast<lc::tick_t>(10'000u * (i + 1));
+    monitor.begin_at(kLate, now, now - 2'000u);
+    monitor.end_at(now + 10u);
+  }
+  const lc::LoopStats stats = monitor.stats();
+  EXPECT_EQ(health.stats().deadline_misses, lc::kNoteCapacity + 1);
+  EXPECT_EQ(stats.deadline_notes_dropped, 1u);
+  EXPECT_EQ(stats.notes_dropped, 0u) << "block notes only";
+}
+
+TEST(WatchdogHealth, AHealthPeriodNeedsAHealthRing) {
+  lc::StaticWatchdog<1, 2> without;  // HealthCapacity 0
+  lc::WatchdogConfig dog;
+  dog.health_period_us = 1'000'000;
+  EXPECT_EQ(without.init(dog), Status::health_ring_missing);
+  lc::HealthRecord record;
+  EXPECT_FALSE(without.pop_health(record)) << "no ring: nothing to pop";
+  dog.health_period_us = 0;
+  EXPECT_EQ(without.init(dog), Status::ok);
+  static_assert(sizeof(lc::StaticWatchdog<1, 2, 1, 2>) >= sizeof(lc::StaticWatchdog<1, 2>) + 3 * sizeof(lc::HealthRecord),
+                "two ring slots and the record being built");
+}
+
+TEST(WatchdogHealth, InitEventListsEachEventOnceUpToTheCapacity) {
+  static lc::EventHealth storage[lc::kHealthEvents + 1];
+  static const char* const kNames[] = {"e0", "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8",
+                                       "e9", "e10", "e11", "e12", "e13", "e14", "e15", "e16",
+                                       "e17", "e18", "e19", "e20", "e21", "e22", "e23", "e24",
+                                       "e25", "e26", "e27", "e28", "e29", "e30", "e31", "e32"};
+  static std::vector<lc::Event> events;
+  for (std::size_t i = 0; i <= lc::kHealthEvents; ++i) events.push_back(lc::Event{kNames[i], 0, &storage[i]});
+  lc::Monitor monitor;
+  lc::MonitorConfig config;
+  config.tick_hz = 1'000'000;
+  ASSERT_EQ(monitor.init(config), Status::ok);
+  for (std::size_t i = 0; i < lc::kHealthEvents; ++i) ASSERT_EQ(monitor.init_event(events[i], {}), Status::ok);
+  EXPECT_EQ(monitor.init_event(events[0], {1000, 0}), Status::ok) << "listed already: reconfigured";
+  EXPECT_EQ(monitor.init_event(events[lc::kHealthEvents], {}), Status::health_events_full);
+  std::size_t count = 0;
+  const lc::Event* const* listed = monitor.health_events(count);
+  ASSERT_EQ(count, lc::kHealthEvents);
+  for (std::size_t i = 0; i < count; ++i) EXPECT_EQ(listed[i], &events[i]);
+  EXPECT_EQ(storage[0].stats().period_ticks, 1000u);
 }
 
 // ---- Stages: the named parts of one dispatch ------------------------------------------------

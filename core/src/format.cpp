@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "loopcanary/health.hpp"
 #include "loopcanary/time.hpp"
 
 namespace loopcanary {
@@ -16,9 +17,11 @@ const char* event_name(const BlockRecord& r) noexcept {
   return r.event != nullptr ? name_or(r.event->name, "?") : "?";
 }
 
-std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept {
-  return r.tick_hz != 0 ? us_from_ticks(ticks, r.tick_hz) : 0u;
+std::uint64_t us_at(std::uint32_t tick_hz, std::uint64_t ticks) noexcept {
+  return tick_hz != 0 ? us_from_ticks(ticks, tick_hz) : 0u;
 }
+
+std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept { return us_at(r.tick_hz, ticks); }
 
 // A sample's offset from the record's start, µs. Counted back from `end`: a kept sample is one
 // of the latest, within one counter wrap of the end, while the dispatch itself may be longer
@@ -36,6 +39,41 @@ struct FlagName {
 };
 constexpr FlagName kFlagNames[] = {
     {kFlagHung, "hung"}, {kFlagUnwatched, "unwatched"}, {kFlagEndEstimated, "end_estimated"}};
+
+// "\nmemory = NAME N B, ..." with the known values; nothing when none is known.
+void memory_text(TextWriter& w, const MemoryReading& memory) noexcept {
+  if (memory.valid == 0) return;
+  w.puts("\nmemory = ");
+  const char* separator = "";
+  for (unsigned i = 0; i < kMemoryValues; ++i) {
+    const auto which = static_cast<MemoryValue>(i);
+    if (!memory.has(which)) continue;
+    w.puts(separator);
+    w.puts(to_string(which));
+    w.put(' ');
+    w.u64(memory.value[i]);
+    w.puts(" B");
+    separator = ", ";
+  }
+}
+
+// ,"memory":{...} with null for each unknown value.
+void memory_json(TextWriter& w, const MemoryReading& memory) noexcept {
+  w.puts(",\"memory\":{");
+  for (unsigned i = 0; i < kMemoryValues; ++i) {
+    const auto which = static_cast<MemoryValue>(i);
+    if (i != 0) w.put(',');
+    w.put('"');
+    w.puts(to_string(which));
+    w.puts("\":");
+    if (memory.has(which)) {
+      w.u64(memory.value[i]);
+    } else {
+      w.puts("null");
+    }
+  }
+  w.put('}');
+}
 
 }  // namespace
 
@@ -138,12 +176,25 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   w.u64(r.tick_hz);
   w.puts(" Hz\ntime-end = ");
   w.u64(r.end);
-  w.puts(r.phase == Phase::final ? " ticks\n" : " ticks (still running)\n");
-  w.puts("duration = ");
+  const bool late = r.phase == Phase::deadline_miss;
+  w.puts(r.phase == Phase::final || late ? " ticks\n" : " ticks (still running)\n");
+  w.puts(late ? "duration = late by " : "duration = ");
   w.ms(us_of(r, r.duration_ticks));
-  w.puts(" ms (threshold ");
+  w.puts(late ? " ms (deadline " : " ms (threshold ");
   w.ms(us_of(r, r.threshold_ticks));
   w.puts(" ms)\n");
+  if (late) {
+    w.puts("delayed-by = ");
+    if (r.delayed_by_dispatch != 0) {
+      w.puts("dispatch ");
+      w.u64(r.delayed_by_dispatch);
+      w.puts(" (");
+      w.name(r.delayed_by != nullptr ? name_or(r.delayed_by->name, "?") : "?");
+      w.puts(")\n");
+    } else {
+      w.puts("unknown\n");
+    }
+  }
   if (r.stage_count > 0) {
     w.puts("stages = ");
     for (std::uint8_t i = 0; i < r.stage_count; ++i) {
@@ -187,20 +238,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   } else {
     w.puts("n/a");
   }
-  if (r.memory.valid != 0) {
-    w.puts("\nmemory = ");
-    const char* separator = "";
-    for (unsigned i = 0; i < kMemoryValues; ++i) {
-      const auto which = static_cast<MemoryValue>(i);
-      if (!r.memory.has(which)) continue;
-      w.puts(separator);
-      w.puts(to_string(which));
-      w.put(' ');
-      w.u64(r.memory.value[i]);
-      w.puts(" B");
-      separator = ", ";
-    }
-  }
+  memory_text(w, r.memory);
   w.puts("\ncause = ");
   w.puts(to_string(r.cause));
   w.puts("\nflags =");
@@ -298,6 +336,16 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   w.u64(us_of(r, r.duration_ticks));
   w.puts(",\"threshold_us\":");
   w.u64(us_of(r, r.threshold_ticks));
+  w.puts(",\"delayed_by\":");
+  if (r.delayed_by_dispatch != 0) {
+    w.puts("{\"dispatch\":");
+    w.u64(r.delayed_by_dispatch);
+    w.puts(",\"event\":");
+    w.json_string(r.delayed_by != nullptr ? name_or(r.delayed_by->name, "?") : "?");
+    w.put('}');
+  } else {
+    w.puts("null");
+  }
   w.puts(",\"cause\":");
   w.json_string(to_string(r.cause));
   w.puts(",\"flags\":[");
@@ -346,20 +394,9 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   }
   w.puts(",\"steal_us\":");
   w.u64(r.steal_us);
-  w.puts("},\"memory\":{");
-  for (unsigned i = 0; i < kMemoryValues; ++i) {
-    const auto which = static_cast<MemoryValue>(i);
-    if (i != 0) w.put(',');
-    w.put('"');
-    w.puts(to_string(which));
-    w.puts("\":");
-    if (r.memory.has(which)) {
-      w.u64(r.memory.value[i]);
-    } else {
-      w.puts("null");
-    }
-  }
-  w.puts("},\"samples\":{\"taken\":");
+  w.put('}');
+  memory_json(w, r.memory);
+  w.puts(",\"samples\":{\"taken\":");
   w.u64(r.samples_taken);
   w.puts(",\"kept\":");
   w.u64(r.sample_count);
@@ -409,6 +446,181 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   w.u64(r.records_dropped);
   w.puts(",\"notes_dropped\":");
   w.u64(r.notes_dropped);
+  w.puts("}\n");
+  return w.finish();
+}
+
+namespace {
+
+const char* event_name_of(const EventHealthWindow& e) noexcept {
+  return e.event != nullptr ? name_or(e.event->name, "?") : "?";
+}
+
+// A rate in thousandths per second as "R.r" (rounded down to 0.1).
+void rate_text(TextWriter& w, std::uint32_t rate_mhz) noexcept {
+  w.u64(rate_mhz / 1000u);
+  w.put('.');
+  w.put(static_cast<char>('0' + rate_mhz / 100u % 10u));
+}
+
+}  // namespace
+
+FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t size) noexcept {
+  TextWriter w(buffer, size);
+  const tick_t window = ticks_between(r.start, r.end);
+  w.puts("qualifier = ");
+  w.name(name_or(r.qualifier, ""));
+  w.puts("\nloop = ");
+  w.name(name_or(r.loop, "?"));
+  w.puts("\nhealth = ");
+  w.u64(r.number);
+  w.puts("\nwindow = ");
+  w.u64(r.start);
+  w.puts(" .. ");
+  w.u64(r.end);
+  w.puts(" ticks @ ");
+  w.u64(r.tick_hz);
+  w.puts(" Hz (");
+  w.ms(us_at(r.tick_hz, window));
+  w.puts(" ms)\ndispatches = ");
+  w.u64(r.dispatches);
+  w.puts(" (");
+  rate_text(w, rate_mhz(r.dispatches, window, r.tick_hz));
+  w.puts(" /s), load ");
+  w.percent(share_permille(r.busy_ticks, window));
+  w.puts(" %, idle ");
+  if (r.has_idle) {
+    w.percent(share_permille(r.idle_ticks, window));
+    w.puts(" %");
+  } else {
+    w.puts("n/a");
+  }
+  w.puts("\nblocks = ");
+  w.u64(r.blocks);
+  w.puts(", hangs = ");
+  w.u64(r.hangs);
+  w.puts("\nlongest = ");
+  w.ms(us_at(r.tick_hz, r.max_duration));
+  w.puts(" ms");
+  memory_text(w, r.memory);
+  for (std::uint8_t i = 0; i < r.event_count; ++i) {
+    const EventHealthWindow& e = r.events[i];
+    w.puts("\nevent ");
+    w.name(event_name_of(e));
+    w.puts(" = ");
+    w.u64(e.dispatches);
+    w.puts(" (");
+    rate_text(w, rate_mhz(e.dispatches, window, r.tick_hz));
+    w.puts(" /s), latency p50 ");
+    w.ms(us_at(r.tick_hz, e.p50));
+    w.puts(" ms, p95 ");
+    w.ms(us_at(r.tick_hz, e.p95));
+    w.puts(" ms, p99 ");
+    w.ms(us_at(r.tick_hz, e.p99));
+    w.puts(" ms, max ");
+    w.ms(us_at(r.tick_hz, e.max_latency));
+    w.puts(" ms, ");
+    w.u64(e.deadline_misses);
+    w.puts(" deadline misses, ");
+    w.u64(e.missed_periods);
+    w.puts(" missed periods");
+    if (e.period_ticks != 0) {
+      w.puts(", period ");
+      w.ms(us_at(r.tick_hz, e.period_ticks));
+      w.puts(" ms");
+    }
+    if (e.deadline_ticks != 0) {
+      w.puts(", deadline ");
+      w.ms(us_at(r.tick_hz, e.deadline_ticks));
+      w.puts(" ms");
+    }
+  }
+  w.puts("\ndropped = ");
+  w.u64(r.health_dropped);
+  w.puts(" health records\n");
+  return w.finish();
+}
+
+FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t size) noexcept {
+  TextWriter w(buffer, size);
+  const tick_t window = ticks_between(r.start, r.end);
+  w.puts("{\"kind\":\"health\",\"number\":");
+  w.u64(r.number);
+  w.puts(",\"qualifier\":");
+  w.json_string(name_or(r.qualifier, ""));
+  w.puts(",\"loop\":");
+  w.json_string(name_or(r.loop, "?"));
+  w.puts(",\"loop_index\":");
+  w.u64(r.loop_index);
+  w.puts(",\"tick_hz\":");
+  w.u64(r.tick_hz);
+  w.puts(",\"start\":");
+  w.u64(r.start);
+  w.puts(",\"end\":");
+  w.u64(r.end);
+  w.puts(",\"window_us\":");
+  w.u64(us_at(r.tick_hz, window));
+  w.puts(",\"dispatches\":");
+  w.u64(r.dispatches);
+  w.puts(",\"rate_mhz\":");
+  w.u64(rate_mhz(r.dispatches, window, r.tick_hz));
+  w.puts(",\"busy_us\":");
+  w.u64(us_at(r.tick_hz, r.busy_ticks));
+  w.puts(",\"load_permille\":");
+  w.u64(share_permille(r.busy_ticks, window));
+  if (r.has_idle) {
+    w.puts(",\"idle_us\":");
+    w.u64(us_at(r.tick_hz, r.idle_ticks));
+    w.puts(",\"idle_permille\":");
+    w.u64(share_permille(r.idle_ticks, window));
+  } else {
+    w.puts(",\"idle_us\":null,\"idle_permille\":null");
+  }
+  w.puts(",\"blocks\":");
+  w.u64(r.blocks);
+  w.puts(",\"hangs\":");
+  w.u64(r.hangs);
+  w.puts(",\"max_duration_us\":");
+  w.u64(us_at(r.tick_hz, r.max_duration));
+  w.puts(",\"histogram\":[");
+  for (std::size_t i = 0; i < kHistogramBuckets; ++i) {
+    if (i != 0) w.put(',');
+    w.u64(r.histogram[i]);
+  }
+  w.put(']');
+  memory_json(w, r.memory);
+  w.puts(",\"events\":[");
+  for (std::uint8_t i = 0; i < r.event_count; ++i) {
+    const EventHealthWindow& e = r.events[i];
+    if (i != 0) w.put(',');
+    w.puts("{\"event\":");
+    w.json_string(event_name_of(e));
+    w.puts(",\"dispatches\":");
+    w.u64(e.dispatches);
+    w.puts(",\"rate_mhz\":");
+    w.u64(rate_mhz(e.dispatches, window, r.tick_hz));
+    w.puts(",\"p50_us\":");
+    w.u64(us_at(r.tick_hz, e.p50));
+    w.puts(",\"p95_us\":");
+    w.u64(us_at(r.tick_hz, e.p95));
+    w.puts(",\"p99_us\":");
+    w.u64(us_at(r.tick_hz, e.p99));
+    w.puts(",\"max_latency_us\":");
+    w.u64(us_at(r.tick_hz, e.max_latency));
+    w.puts(",\"deadline_misses\":");
+    w.u64(e.deadline_misses);
+    w.puts(",\"missed_periods\":");
+    w.u64(e.missed_periods);
+    w.puts(",\"posted_ahead\":");
+    w.u64(e.posted_ahead);
+    w.puts(",\"period_us\":");
+    w.u64(us_at(r.tick_hz, e.period_ticks));
+    w.puts(",\"deadline_us\":");
+    w.u64(us_at(r.tick_hz, e.deadline_ticks));
+    w.put('}');
+  }
+  w.puts("],\"health_dropped\":");
+  w.u64(r.health_dropped);
   w.puts("}\n");
   return w.finish();
 }

@@ -44,18 +44,21 @@ tick_t EventHealth::watch() const noexcept {
   return w;
 }
 
-tick_t EventHealth::record_unusual(tick_t latency) noexcept {
+bool EventHealth::record_unusual(tick_t latency) noexcept {
   if (latency > kMaxIntervalTicks) {
     detail::bump(posted_ahead_);
-    return 0;  // watch_ <= kMaxIntervalTicks: the next one comes here too
+    latency_.count(0);  // watch_ <= kMaxIntervalTicks: the next one comes here too
+    return false;
   }
   if (latency > detail::load_relaxed(max_latency_)) detail::store_relaxed(max_latency_, latency);
   const tick_t deadline = detail::load_relaxed(deadline_);
-  if (deadline != 0 && latency > deadline) detail::bump(deadline_misses_);
+  const bool missed = deadline != 0 && latency > deadline;
+  if (missed) detail::bump(deadline_misses_);
   const tick_t period = detail::load_relaxed(period_);
   if (period != 0 && latency >= period) detail::bump(missed_periods_, static_cast<std::uint32_t>(latency / period));
   watch_ = watch();
-  return latency;
+  latency_.count(latency);
+  return missed;
 }
 
 Status EventHealth::configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept {
@@ -76,7 +79,20 @@ Status EventHealth::configure(const EventHealthConfig& config, std::uint32_t tic
 Status Monitor::init_event(const Event& event, const EventHealthConfig& config) noexcept {
   if (!initialised()) return Status::not_initialised;
   if (event.health == nullptr) return Status::event_health_missing;
-  return event.health->configure(config, tick_hz_);
+  if (this->full_without(event)) return Status::health_events_full;
+  const Status status = event.health->configure(config, tick_hz_);
+  if (status == Status::ok) this->list(event);  // room checked above
+  return status;
+}
+
+void Monitor::deadline_missed(const Event& event, tick_t due, tick_t now) noexcept {
+  // The late dispatch has begun (seq_ is its odd seq); the note waits for the watchdog like a
+  // block's. Its stage marks are not read: none are made yet.
+  // The handler first: the note's push publishes it. Naming it here links it only into
+  // firmware that has deadlines.
+  detail::store_relaxed(deadline_handler_, &detail::report_deadline_note);
+  BlockNote note{{}, detail::load_relaxed(seq_) - 1u, due, now, &event};
+  if (!notes_.push(note)) detail::bump(deadline_notes_dropped_);
 }
 
 std::uint32_t rate_mhz(std::uint32_t events, tick_t window_ticks, std::uint32_t tick_hz) noexcept {

@@ -116,6 +116,7 @@ LoopStats Monitor::stats() const noexcept {
   s.nested = detail::load_relaxed(nested_);
   s.unbalanced_ends = detail::load_relaxed(unbalanced_ends_);
   s.notes_dropped = detail::load_relaxed(notes_dropped_);
+  s.deadline_notes_dropped = detail::load_relaxed(deadline_notes_dropped_);
   s.scope_overflows = detail::load_relaxed(scope_overflows_);
   s.scope_underflows = detail::load_relaxed(scope_underflows_);
   s.stages_dropped = detail::load_relaxed(stages_dropped_);

@@ -32,6 +32,13 @@ struct ByteWriter {
     u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
     if (rest != 0) uv(rest);
   }
+  // Memory presence byte, then each known value.
+  void memory(const MemoryReading& m) noexcept {
+    u8(m.valid & ((1u << kMemoryValues) - 1u));
+    for (unsigned i = 0; i < kMemoryValues; ++i) {
+      if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
+    }
+  }
   // str: uv (L << 1) | cut, then L bytes; a null name is length 0.
   void str(const char* s) noexcept {
     std::size_t length = 0;
@@ -52,21 +59,23 @@ T zigzag(T v) noexcept {
   return static_cast<T>(static_cast<T>(v << 1) ^ static_cast<T>(T{0} - (v >> (sizeof(T) * 8 - 1))));
 }
 
-// The record's distinct stage and scope names after the three fixed strings, by pointer, in
-// order of first use (stages, top entries, then samples).
-struct ScopeStrings {
-  const char* names[detail::kPacketStringsMax - 3];
+// A packet's names after its `First` fixed strings, by pointer, in order of first use (a block
+// packet: the delayed-by event, stages, top entries, then samples; a health packet: events).
+template <std::size_t Capacity, std::uint32_t First>
+struct StringTable {
+  const char* names[Capacity > 0 ? Capacity : 1];
   std::uint32_t count = 0;
 
-  // String index (3..) of `name`, added at the end when new.
+  // String index (First..) of `name`, added at the end when new.
   std::uint32_t index(Frame frame) noexcept { return index(reinterpret_cast<const char*>(frame)); }
   std::uint32_t index(const char* name) noexcept {
     std::uint32_t i = 0;
     while (i < count && names[i] != name) ++i;
     if (i == count) names[count++] = name;
-    return 3 + i;
+    return First + i;
   }
 };
+using ScopeStrings = StringTable<detail::kPacketStringsMax - 3, 3>;
 
 constexpr unsigned kConfiguration = (sizeof(Frame) == 8 ? 1u : 0u) | (kHostDerives ? 4u : 0u)
 #if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -87,6 +96,9 @@ std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t cr
 
 std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_t size) noexcept {
   ScopeStrings scopes;
+  const bool delayer_named = r.delayed_by_dispatch != 0 && r.delayed_by != r.event;
+  const char* delayer_name = r.delayed_by != nullptr ? r.delayed_by->name : nullptr;
+  if (delayer_named) scopes.index(delayer_name);
   for (unsigned i = 0; i < r.stage_count; ++i) scopes.index(r.stages[i].name);
   for (unsigned i = 0; i < r.top_count; ++i) {
     if (r.top[i].is_scope) scopes.index(r.top[i].frame);
@@ -112,6 +124,8 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   w.uv(r.duration_ticks);
   w.uv(zigzag<std::uint32_t>(r.end - (r.start + static_cast<tick_t>(r.duration_ticks))));
   w.uv(r.threshold_ticks);
+  w.uv(r.delayed_by_dispatch);
+  if (r.delayed_by_dispatch != 0) w.uv(delayer_named ? scopes.index(delayer_name) : 2u);
   w.uv(r.window_ticks);
   const bool busy_known = r.system_busy_permille != kUnknownPermille;
   const bool process_known = r.process_permille != kUnknownPermille;
@@ -122,10 +136,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   if (busy_known) w.uv(r.system_busy_permille);
   if (process_known) w.uv(r.process_permille);
   w.uv(r.steal_us);
-  w.u8(r.memory.valid & ((1u << kMemoryValues) - 1u));
-  for (unsigned i = 0; i < kMemoryValues; ++i) {
-    if (r.memory.has(static_cast<MemoryValue>(i))) w.uv(r.memory.value[i]);
-  }
+  w.memory(r.memory);
   w.uv(r.records_dropped);
   w.uv(r.notes_dropped);
 
@@ -170,6 +181,50 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   if (w.pos + kPacketTrailerBytes > size) return 0;
   // body <= detail::kPacketBodyMax: fits its 16 bits
   return detail::seal_packet(buffer, PacketType::block, w.pos - kPacketHeaderBytes);
+}
+
+std::size_t encode_health_packet(const HealthRecord& r, std::uint8_t* buffer, std::size_t size) noexcept {
+  StringTable<kHealthEvents, 2> events;
+  for (unsigned i = 0; i < r.event_count; ++i) events.index(r.events[i].event != nullptr ? r.events[i].event->name : nullptr);
+
+  ByteWriter w{buffer, size, kPacketHeaderBytes};
+  w.u8(kConfiguration);
+  w.u8(kHealthEvents);
+  w.uv(r.tick_hz);
+  w.uv(r.number);
+  w.u8(r.loop_index);
+  w.uv(r.start);
+  w.uv(static_cast<tick_t>(r.end - r.start));
+  w.uv(r.dispatches);
+  w.uv(r.busy_ticks);
+  w.uv(r.has_idle ? std::uint64_t{r.idle_ticks} + 1u : 0u);
+  w.uv(r.blocks);
+  w.uv(r.hangs);
+  w.uv(r.max_duration);
+  unsigned buckets = 0;
+  for (std::uint32_t count : r.histogram) buckets += count != 0 ? 1u : 0u;
+  w.u8(buckets);
+  for (unsigned i = 0; i < kHistogramBuckets; ++i) {
+    if (r.histogram[i] == 0) continue;
+    w.u8(i);
+    w.uv(r.histogram[i]);
+  }
+  w.memory(r.memory);
+  w.uv(r.health_dropped);
+  w.uv(2 + events.count);
+  w.str(r.qualifier);
+  w.str(r.loop);
+  for (std::uint32_t i = 0; i < events.count; ++i) w.str(events.names[i]);
+  w.u8(r.event_count);
+  for (unsigned i = 0; i < r.event_count; ++i) {
+    const EventHealthWindow& e = r.events[i];
+    w.uv(events.index(e.event != nullptr ? e.event->name : nullptr));
+    const std::uint32_t values[] = {e.dispatches, e.deadline_misses, e.missed_periods, e.posted_ahead, e.p50,
+                                    e.p95,        e.p99,             e.max_latency,    e.period_ticks, e.deadline_ticks};
+    for (std::uint32_t v : values) w.uv(v);
+  }
+  if (w.pos + kPacketTrailerBytes > size) return 0;
+  return detail::seal_packet(buffer, PacketType::health, w.pos - kPacketHeaderBytes);
 }
 
 std::size_t detail::seal_packet(std::uint8_t* p, PacketType type, std::size_t body) noexcept {

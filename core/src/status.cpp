@@ -55,10 +55,17 @@ constexpr StatusText kStatusText[] = {
     {"deadline_below_one_tick", "EventHealthConfig.deadline_us is shorter than one tick at the loop's tick_hz"},
     {"deadline_too_long",
      "EventHealthConfig.deadline_us is not below half the tick counter's wrap period at the loop's tick_hz"},
+    {"health_events_full",
+     "the loop already lists LOOPCANARY_HEALTH_EVENTS event types in its health records; raise it"},
+    {"health_period_below_one_tick", "WatchdogConfig.health_period_us is shorter than one tick at the loops' tick_hz"},
+    {"health_period_too_long",
+     "WatchdogConfig.health_period_us is not below half the tick counter's wrap period at the loops' tick_hz"},
+    {"health_ring_missing",
+     "WatchdogConfig.health_period_us is set but the StaticWatchdog has no health ring; give it a HealthCapacity"},
 };
 static_assert(kQualifierMax == 31, "update the qualifier_too_long text");
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) ==
-                  static_cast<std::size_t>(Status::deadline_too_long) + 1,
+                  static_cast<std::size_t>(Status::health_ring_missing) + 1,
               "kStatusText must have one entry per Status");
 
 const StatusText& text_of(Status status) noexcept {
@@ -77,6 +84,7 @@ const char* to_string(Phase phase) noexcept {
     case Phase::in_progress: return "in_progress";
     case Phase::hang: return "hang";
     case Phase::final: return "final";
+    case Phase::deadline_miss: return "deadline_miss";
   }
   return "unknown_phase";
 }

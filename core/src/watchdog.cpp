@@ -66,7 +66,8 @@ Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
 
 void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept { record.cause = classify(record, rule); }
 
-Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage) noexcept {
+Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage,
+                      HealthStep health) noexcept {
   if (config.qualifier == nullptr) return Status::qualifier_missing;
   const std::size_t length = std::strlen(config.qualifier);
   if (length > kQualifierMax) return Status::qualifier_too_long;
@@ -87,6 +88,7 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storag
   if (config.starved_wait_permille == 0 || config.starved_wait_permille > 1000) {
     return Status::starved_wait_permille_out_of_range;
   }
+  if (config.health_period_us != 0 && health == nullptr) return Status::health_ring_missing;
   config_.value = config;
   std::memcpy(qualifier_, config.qualifier, length + 1);
   config_.value.qualifier = qualifier_;
@@ -96,6 +98,10 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storag
   watches_ = storage.watches;
   max_watches_ = storage.max_watches;
   ring_.bind(storage.records, storage.record_capacity);
+  if (health != nullptr) health_ring_.bind(storage.health_records, storage.health_capacity);
+  health_scratch_ = storage.health_scratch;
+  health_windows_ = storage.health_windows;
+  health_step_ = health;
   initialised_ = true;
   return Status::ok;
 }
@@ -105,11 +111,21 @@ Status Watchdog::add(Monitor& monitor) noexcept {
   if (monitor.watchdog_ != nullptr) return Status::already_registered;
   if (loops_ != 0 && monitor.tick_hz() != tracks_[0].monitor->tick_hz()) return Status::tick_rate_mismatch;
   if (loops_ == max_loops_) return Status::registry_full;
+  if (loops_ == 0) {  // the loops' tick rate is known now: the health period in ticks
+    const std::uint32_t us = config_.value.health_period_us;
+    const std::uint64_t period = ticks_from_us(us, monitor.tick_hz());
+    if (us != 0 && period == 0) return Status::health_period_below_one_tick;
+    if (period > kMaxIntervalTicks) return Status::health_period_too_long;
+    health_period_ = static_cast<tick_t>(period);
+  }
   Track& track = tracks_[loops_++];
   track.monitor = &monitor;
   track.done_seq = 0;
   track.no_watch_seq = 0;
   track.watch = nullptr;
+  track.last_watch = nullptr;
+  track.last_watch_seq = 0;
+  if (health_windows_ != nullptr) health_windows_[&track - tracks_].started = false;
   monitor.watchdog_ = this;
   return Status::ok;
 }
@@ -119,6 +135,14 @@ Status Watchdog::add_interceptor(Interceptor function, void* context) noexcept {
   if (function == nullptr) return Status::interceptor_null;
   if (chain_size_ == kMaxInterceptors) return Status::interceptor_chain_full;
   chain_[chain_size_++] = Chained{function, context};
+  return Status::ok;
+}
+
+Status Watchdog::add_health_interceptor(HealthInterceptor function, void* context) noexcept {
+  if (!initialised_) return Status::not_initialised;
+  if (function == nullptr) return Status::interceptor_null;
+  if (health_chain_size_ == kMaxInterceptors) return Status::interceptor_chain_full;
+  health_chain_[health_chain_size_++] = HealthChained{function, context};
   return Status::ok;
 }
 
@@ -133,6 +157,9 @@ WatchdogStats Watchdog::stats() const noexcept {
   s.suppressed = detail::load_relaxed(suppressed_);
   s.notes_dropped = notes_dropped();
   s.finals_estimated = detail::load_relaxed(finals_estimated_);
+  s.deadline_misses = detail::load_relaxed(deadline_misses_);
+  s.health_records = detail::load_relaxed(health_records_);
+  s.health_dropped = detail::load_relaxed(health_dropped_);
   return s;
 }
 
@@ -148,7 +175,81 @@ void Watchdog::poll(tick_t now) noexcept {
   detail::bump(polls_);
   const bool suppressed = config_.value.stop_when_debugging && hal_.debugger_attached != nullptr &&
                           hal_.debugger_attached(hal_.context);
-  for (std::size_t i = 0; i < loops_; ++i) poll_loop(tracks_[i], now, suppressed);
+  for (std::size_t i = 0; i < loops_; ++i) {
+    poll_loop(tracks_[i], now, suppressed);
+    if (health_period_ != 0) health_step_(*this, tracks_[i], now);  // a period needs the step
+  }
+}
+
+void Watchdog::health_step(Watchdog& self, Track& track, tick_t now) noexcept {
+  const detail::HealthWindow& window = self.health_windows_[&track - self.tracks_];
+  const tick_t since = ticks_between(window.at, now);
+  if (!window.started || since > kMaxIntervalTicks) {
+    self.start_health(track, now);  // the first poll, or the clock stepped back: a new window
+  } else if (since >= self.health_period_) {
+    self.emit_health(track, now);
+  }
+}
+
+// A health window starts at `now`: the loop's counters and its event types' windows.
+void Watchdog::start_health(Track& track, tick_t now) noexcept {
+  const Monitor& monitor = *track.monitor;
+  const LoopStats s = monitor.stats();
+  health_windows_[&track - tracks_] = detail::HealthWindow{true, now, s.dispatches, s.blocks, s.hangs, s.busy_ticks, s.idle_ticks};
+  std::size_t count = 0;
+  const Event* const* events = monitor.health_events(count);
+  for (std::size_t i = 0; i < count; ++i) static_cast<void>(events[i]->health->take_window());
+}
+
+// The health record of the window ending `now`, to the health interceptors and the health ring;
+// the next window starts here.
+void Watchdog::emit_health(Track& track, tick_t now) noexcept {
+  const Monitor& monitor = *track.monitor;
+  const LoopStats s = monitor.stats();
+  // Placement new, as for block records: no temporary on a timer ISR's stack.
+  HealthRecord& r = *::new (static_cast<void*>(&health_scratch_->value)) HealthRecord{};
+  r.qualifier = qualifier_;
+  r.loop = monitor.name();
+  r.loop_index = static_cast<std::uint8_t>(&track - tracks_);
+  r.tick_hz = monitor.tick_hz();
+  detail::HealthWindow& window = health_windows_[&track - tracks_];
+  r.start = window.at;
+  r.end = now;
+  r.dispatches = dispatches_between(window.dispatches, s.dispatches);
+  r.busy_ticks = ticks_between(window.busy, s.busy_ticks);
+  r.idle_ticks = ticks_between(window.idle, s.idle_ticks);
+  r.has_idle = s.idle_ticks != 0;
+  r.blocks = s.blocks - window.blocks;
+  r.hangs = s.hangs - window.hangs;
+  r.max_duration = s.max_duration;
+  std::memcpy(r.histogram, s.histogram, sizeof r.histogram);
+  if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &r.memory);
+  std::size_t count = 0;
+  const Event* const* events = monitor.health_events(count);
+  for (std::size_t i = 0; i < count && i < kHealthEvents; ++i) {
+    const EventStats w = events[i]->health->take_window();
+    EventHealthWindow& e = r.events[i];
+    e.event = events[i];
+    e.dispatches = w.dispatches;
+    e.deadline_misses = w.deadline_misses;
+    e.missed_periods = w.missed_periods;
+    e.posted_ahead = w.posted_ahead;
+    e.p50 = latency_percentile(w, 500);
+    e.p95 = latency_percentile(w, 950);
+    e.p99 = latency_percentile(w, 990);
+    e.max_latency = w.max_latency;
+    e.period_ticks = w.period_ticks;
+    e.deadline_ticks = w.deadline_ticks;
+    r.event_count = static_cast<std::uint8_t>(i + 1);
+  }
+  // Only this context writes the counter: the record's number is its new value.
+  r.number = detail::load_relaxed(health_records_) + 1u;
+  detail::store_relaxed(health_records_, r.number);
+  r.health_dropped = detail::load_relaxed(health_dropped_);
+  for (std::size_t i = 0; i < health_chain_size_; ++i) health_chain_[i].function(health_chain_[i].context, r);
+  if (!health_ring_.push(r)) detail::bump(health_dropped_);
+
+  window = detail::HealthWindow{true, now, s.dispatches, s.blocks, s.hangs, s.busy_ticks, s.idle_ticks};
 }
 
 // Order matters: the stamps are read before the notes, so a dispatch the snapshot shows ended
@@ -176,6 +277,10 @@ void Watchdog::poll_loop(Track& track, tick_t now, bool suppressed) noexcept {
   bool snap_ended = false;
   BlockNote note;
   while (monitor.notes_.pop(note)) {
+    if ((note.seq & 1u) == 0) {  // a deadline miss: about a dispatch beginning, it may still run
+      detail::load_relaxed(monitor.deadline_handler_)(*this, track, note, suppressed);
+      continue;
+    }
     if (consistent && note.seq == snap.seq) snap_ended = true;
     if (track.watch != nullptr && note.seq == track.watch->dispatch.seq) {
       report_watched(track, Phase::final, &note, suppressed);
@@ -239,6 +344,8 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
 }
 
 void Watchdog::stop_watching(Track& track) noexcept {
+  track.last_watch = track.watch;  // its evidence stays until the slot is taken again
+  track.last_watch_seq = track.watch->dispatch.seq;
   track.watch->owner = nullptr;
   track.watch = nullptr;
 }
@@ -386,29 +493,8 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
   r.duration_ticks = w.elapsed;
   std::uint8_t flags = 0;
   if (w.reported_hang) flags |= kFlagHung;
-  if (!w.armed) {
-    flags |= kFlagUnwatched;
-  } else {
-    r.window_ticks = w.last.elapsed - w.first.elapsed;
-    r.has_thread_cpu = cpu_delta(w, kCpuThreadUs, r.thread_cpu_us);
-    r.has_thread_wait = cpu_delta(w, kCpuWaitUs, r.thread_wait_us);
-    std::uint64_t busy = 0;
-    std::uint64_t total = 0;
-    std::uint64_t process = 0;
-    if (cpu_delta(w, kCpuBusy, busy) && cpu_delta(w, kCpuTotal, total) && cpu_delta(w, kCpuProcess, process)) {
-      r.system_busy_permille = permille(busy, total);
-      r.process_permille = permille(process, total);
-      cpu_delta(w, kCpuStealUs, r.steal_us);
-    }
-  }
-  if constexpr (!kHostDerives) derive(r, config_.value);
-
-  static_cast<StackEvidence&>(r) = w.stack;
-  if (w.oldest_sample != 0) {  // the watch's samples wrapped: oldest first in the record
-    const std::size_t older = kMaxSamples - w.oldest_sample;
-    std::memcpy(&r.samples[0], &w.stack.samples[w.oldest_sample], older * sizeof(Sample));
-    std::memcpy(&r.samples[older], &w.stack.samples[0], w.oldest_sample * sizeof(Sample));
-  }
+  if (!w.armed) flags |= kFlagUnwatched;
+  copy_evidence(r, w);
 
   if (phase == Phase::final) {
     if (ended != nullptr) {
@@ -442,6 +528,66 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
   }
   r.flags = flags;
   emit(suppressed);
+}
+
+// The CPU and stack evidence `w` gathered into `r` (none before it armed), and what derive() computes.
+void Watchdog::copy_evidence(BlockRecord& r, const detail::Watch& w) const noexcept {
+  if (w.armed) {
+    r.window_ticks = w.last.elapsed - w.first.elapsed;
+    r.has_thread_cpu = cpu_delta(w, kCpuThreadUs, r.thread_cpu_us);
+    r.has_thread_wait = cpu_delta(w, kCpuWaitUs, r.thread_wait_us);
+    std::uint64_t busy = 0;
+    std::uint64_t total = 0;
+    std::uint64_t process = 0;
+    if (cpu_delta(w, kCpuBusy, busy) && cpu_delta(w, kCpuTotal, total) && cpu_delta(w, kCpuProcess, process)) {
+      r.system_busy_permille = permille(busy, total);
+      r.process_permille = permille(process, total);
+      cpu_delta(w, kCpuStealUs, r.steal_us);
+    }
+  }
+  if constexpr (!kHostDerives) derive(r, config_.value);
+
+  static_cast<StackEvidence&>(r) = w.stack;
+  if (w.oldest_sample != 0) {  // the watch's samples wrapped: oldest first in the record
+    const std::size_t older = kMaxSamples - w.oldest_sample;
+    std::memcpy(&r.samples[0], &w.stack.samples[w.oldest_sample], older * sizeof(Sample));
+    std::memcpy(&r.samples[older], &w.stack.samples[0], w.oldest_sample * sizeof(Sample));
+  }
+}
+
+// A deadline miss: the record of the late event, with the evidence of the dispatch that was
+// running at its due time when this loop's watch (still on it, or the one it released last and
+// no one has taken since) covers that time.
+void Watchdog::report_deadline_miss(Track& track, const BlockNote& note, bool suppressed) noexcept {
+  // Began at or before the due time, and is not the late dispatch itself.
+  const auto covers = [&note](const detail::Watch& w) {
+    return w.dispatch.seq != note.seq + 1u && signed_ticks(w.dispatch.begin, note.begin) >= 0;
+  };
+  const detail::Watch* delayer = nullptr;
+  if (track.watch != nullptr && covers(*track.watch)) {
+    delayer = track.watch;
+  } else if (const detail::Watch* last = track.last_watch;
+             last != nullptr && last->owner == nullptr && last->dispatch.seq == track.last_watch_seq && covers(*last)) {
+    delayer = last;
+  }
+  begin_record(track, note);
+  BlockRecord& r = scratch_.value;
+  r.phase = Phase::deadline_miss;
+  r.threshold_ticks = note.event->health != nullptr ? note.event->health->deadline_ticks() : 0;
+  if (delayer != nullptr && delayer->armed) {
+    r.delayed_by_dispatch = delayer->dispatch.seq / 2u + 1u;
+    r.delayed_by = delayer->dispatch.event;
+    copy_evidence(r, *delayer);
+  } else {
+    r.flags = kFlagUnwatched;
+  }
+  if (!suppressed) detail::bump(deadline_misses_);
+  emit(suppressed);
+}
+
+void detail::report_deadline_note(Watchdog& watchdog, WatchdogTrack& track, const BlockNote& note,
+                                  bool suppressed) noexcept {
+  watchdog.report_deadline_miss(track, note, suppressed);
 }
 
 void Watchdog::report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept {

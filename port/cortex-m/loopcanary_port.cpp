@@ -387,12 +387,15 @@ PortStats stats() noexcept {
                    s.count[kPacketsRefused].load(std::memory_order_relaxed)};
 }
 
-std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
+namespace {
+// Pops every record of one of the watchdog's rings, encodes and sends it (drain_packets).
+template <class Record, bool (Watchdog::*Pop)(Record&), std::size_t (*Encode)(const Record&, std::uint8_t*, std::size_t)>
+std::uint32_t drain_ring(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
   if (sink.write == nullptr || buffer == nullptr) return 0;
   std::uint32_t sent = 0;
-  loopcanary::detail::Slot<BlockRecord> record;  // written by pop() before it is read: not constructed
-  while (watchdog.pop(record.value)) {
-    const std::size_t length = encode_packet(record.value, buffer, size);
+  loopcanary::detail::Slot<Record> record;  // written by pop() before it is read: not constructed
+  while ((watchdog.*Pop)(record.value)) {
+    const std::size_t length = Encode(record.value, buffer, size);
     if (length == 0) {
       bump(state().count[kPacketsRefused]);
       continue;
@@ -401,6 +404,16 @@ std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uin
     ++sent;
   }
   return sent;
+}
+}  // namespace
+
+std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
+  return drain_ring<BlockRecord, &Watchdog::pop, &encode_packet>(watchdog, sink, buffer, size);
+}
+
+std::uint32_t drain_health_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
+                                   std::size_t size) noexcept {
+  return drain_ring<HealthRecord, &Watchdog::pop_health, &encode_health_packet>(watchdog, sink, buffer, size);
 }
 
 }  // namespace loopcanary::cortex_m

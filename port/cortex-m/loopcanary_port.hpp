@@ -119,7 +119,7 @@ struct PortStats {
   tick_t poll_ticks_max = 0;            ///< longest poll, ticks (the cost of the watchdog ISR)
   std::uint64_t poll_ticks_total = 0;   ///< all polls, ticks
   std::uint32_t idle_waits = 0;         ///< idle_wait() calls
-  std::uint32_t packets_refused = 0;    ///< records drain_packets() popped but could not send: their
+  std::uint32_t packets_refused = 0;    ///< records drain_packets() or drain_health_packets() popped but could not send: their
                                         ///< packet was larger than its buffer (the records are lost)
 };
 
@@ -167,6 +167,13 @@ PortStats stats() noexcept;
 /// path, or an interrupt that the watchdog's SysTick cannot preempt); `sink.write` runs there.
 /// Returns the packets handed to `sink`. Links neither format_text nor format_json.
 std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept;
+
+/// drain_packets() for the watchdog's health ring (WatchdogConfig::health_period_us): each health
+/// record as one `health` packet (encode_health_packet; a buffer of kMaxHealthPacketBytes never
+/// refuses one; refusals counted in PortStats::packets_refused). Same context rules. A firmware
+/// that does not call it links no health encoder.
+std::uint32_t drain_health_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
+                                   std::size_t size) noexcept;
 
 /// A place for formatted reports: console, UART, flash log. `write` gets one formatted record
 /// (NUL-terminated) at a time, in the context that calls drain().

@@ -46,6 +46,13 @@
 #define LOOPCANARY_MAX_STAGES 4
 #endif
 
+/// Event types with health storage a loop lists in its health records (Monitor::init_event
+/// registers them). Range 0..32. RAM: a pointer per event per loop, 44 bytes per event per
+/// health record (32-bit targets).
+#ifndef LOOPCANARY_HEALTH_EVENTS
+#define LOOPCANARY_HEALTH_EVENTS 8
+#endif
+
 /// Interceptors a watchdog can call per report. Range 1..64.
 #ifndef LOOPCANARY_MAX_INTERCEPTORS
 #define LOOPCANARY_MAX_INTERCEPTORS 4
@@ -114,6 +121,7 @@ inline constexpr std::size_t kNoteCapacity = LOOPCANARY_NOTE_CAPACITY;
 inline constexpr std::size_t kTopFrames = LOOPCANARY_TOP_FRAMES;
 inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
 inline constexpr std::size_t kMaxStages = LOOPCANARY_MAX_STAGES;
+inline constexpr std::size_t kHealthEvents = LOOPCANARY_HEALTH_EVENTS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
 inline constexpr bool kHostDerives = LOOPCANARY_HOST_DERIVES != 0;
@@ -130,9 +138,11 @@ static_assert(kNoteCapacity >= 2 && (kNoteCapacity & (kNoteCapacity - 1)) == 0,
               "LOOPCANARY_NOTE_CAPACITY must be a power of two >= 2");
 static_assert(kTopFrames >= 1 && kTopFrames <= 64, "LOOPCANARY_TOP_FRAMES must be 1..64");
 static_assert(kMaxStages <= 16, "LOOPCANARY_MAX_STAGES must be 0..16");
+static_assert(kHealthEvents <= 32, "LOOPCANARY_HEALTH_EVENTS must be 0..32");
 namespace detail {
 // The size of arrays that hold stages: kMaxStages, but at least 1 (C++ has no empty arrays).
 inline constexpr std::size_t kStageSlots = kMaxStages > 0 ? kMaxStages : 1;
+inline constexpr std::size_t kHealthEventSlots = kHealthEvents > 0 ? kHealthEvents : 1;
 }  // namespace detail
 static_assert(kMaxInterceptors >= 1 && kMaxInterceptors <= 64,
               "LOOPCANARY_MAX_INTERCEPTORS must be 1..64");

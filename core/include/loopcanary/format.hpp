@@ -72,4 +72,12 @@ FormatResult format_text(const BlockRecord& record, char* buffer, std::size_t si
 /// One JSON object on one line, ending with '\n'. Any context; reentrant.
 FormatResult format_json(const BlockRecord& record, char* buffer, std::size_t size) noexcept;
 
+/// A health record as text lines (docs/report-format.md, "Health records"). Any context;
+/// reentrant.
+FormatResult format_health_text(const HealthRecord& record, char* buffer, std::size_t size) noexcept;
+
+/// A health record as one JSON object on one line ("kind":"health" first), ending with '\n'.
+/// Any context; reentrant.
+FormatResult format_health_json(const HealthRecord& record, char* buffer, std::size_t size) noexcept;
+
 }  // namespace loopcanary

@@ -99,17 +99,33 @@ class EventHealth {
   /// dispatch ahead of another). Any context.
   EventStats stats() const noexcept;
 
+  /// The deadline in ticks (0: none). Any context.
+  tick_t deadline_ticks() const noexcept { return detail::load_relaxed(deadline_); }
+
+  /// The counters since the previous call (the first: since the start): difference() of the
+  /// previous snapshot and a new one, which becomes the next window's start. For the one
+  /// consumer of windows (a watchdog's health records); watchdog context.
+  EventStats take_window() noexcept {
+    const EventStats now = stats();
+    const EventStats window = difference(window_start_, now);
+    window_start_ = now;
+    return window;
+  }
+
  private:
   friend class Monitor;
 
-  // Records one dispatch's latency (ticks). Loop context. A latency above watch_ (a new
-  // maximum, a deadline miss, a missed period or a stamp ahead) takes the one out-of-line call.
-  LOOPCANARY_INLINE void record(tick_t latency) noexcept {
-    if (latency > watch_) latency = record_unusual(latency);
+  // Records one dispatch's latency (ticks); true when it missed the deadline. Loop context. A
+  // latency above watch_ (a new maximum, a deadline miss, a missed period or a stamp ahead)
+  // takes the one out-of-line call.
+  LOOPCANARY_INLINE bool record(tick_t latency) noexcept {
+    if (latency > watch_) return record_unusual(latency);
     latency_.count(latency);
+    return false;
   }
-  // Updates the counters above the histogram; returns the latency to count (0 for a stamp ahead).
-  LOOPCANARY_NOINLINE tick_t record_unusual(tick_t latency) noexcept;
+  // record() for a latency above watch_: updates the counters, counts it in the histogram (a
+  // stamp ahead as 0); true for a deadline miss.
+  LOOPCANARY_NOINLINE bool record_unusual(tick_t latency) noexcept;
   // Validates and applies `config` at `tick_hz` (> 0). Loop context.
   Status configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept;
   // The largest latency that changes nothing but the histogram.
@@ -124,6 +140,7 @@ class EventHealth {
   std::atomic<std::uint32_t> posted_ahead_{0};
   std::atomic<tick_t> period_{0};    // ticks; 0: not periodic
   std::atomic<tick_t> deadline_{0};  // ticks; 0: none
+  EventStats window_start_;          // take_window()'s: written by the watchdog only
 };
 
 /// Events per second, in thousandths (milli-events per second: 50 Hz is 50'000), for `events`

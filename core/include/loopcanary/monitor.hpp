@@ -129,8 +129,10 @@ struct NoteStages<0> {
 template <std::size_t N>
 class StageBoard {
  public:
-  // Loop context. `seq` odd (a dispatch runs); false when the mark is not kept (count it).
-  LOOPCANARY_INLINE bool mark(std::uint32_t seq, tick_t begin, const char* name, tick_t now) noexcept {
+  // Loop context. `seq` odd (a dispatch runs); false when the mark is not kept (count it). Out
+  // of line: a mark is not on the begin/end path, and inlined at each call site it would cost
+  // ~140 bytes of flash per mark on Cortex-M3.
+  LOOPCANARY_NOINLINE bool mark(std::uint32_t seq, tick_t begin, const char* name, tick_t now) noexcept {
     const std::uint32_t dispatch = dispatch_bits(seq);
     std::uint32_t w = load_relaxed(word_);
     // The marks belong to the dispatch in word_ begun at begin_: both must match, as the
@@ -194,12 +196,68 @@ class StageBoard<0> {
 };
 }  // namespace detail
 
+struct BlockNote;
+namespace detail {
+struct WatchdogTrack;
+
+// The event types a loop lists in its health records (Monitor::init_event): none, and no byte,
+// when LOOPCANARY_HEALTH_EVENTS is 0. Written by the loop, the count last.
+template <std::size_t N>
+class HealthEventList {
+ public:
+  // True when `event` is listed now (or was already); false when the list is full.
+  bool list(const Event& event) noexcept {
+    const std::uint32_t listed = load_relaxed(count_);
+    for (std::uint32_t i = 0; i < listed; ++i) {
+      if (events_[i] == &event) return true;
+    }
+    if (listed == N) return false;
+    events_[listed] = &event;
+    store_release(count_, listed + 1u);  // the pointer before the count
+    return true;
+  }
+  bool full_without(const Event& event) const noexcept {
+    const std::uint32_t listed = load_relaxed(count_);
+    for (std::uint32_t i = 0; i < listed; ++i) {
+      if (events_[i] == &event) return false;
+    }
+    return listed == N;
+  }
+  const Event* const* read_events(std::size_t& count) const noexcept {
+    count = load_acquire(count_);
+    return events_;
+  }
+
+ private:
+  const Event* events_[N] = {};
+  std::atomic<std::uint32_t> count_{0};
+};
+template <>
+class HealthEventList<0> {
+ public:
+  bool list(const Event&) noexcept { return true; }  // lists nothing
+  bool full_without(const Event&) const noexcept { return false; }
+  const Event* const* read_events(std::size_t& count) const noexcept {
+    count = 0;
+    return nullptr;
+  }
+};
+
+/// How the watchdog handles a note that is not a block's (BlockNote::handler).
+using NoteHandler = void (*)(Watchdog& watchdog, WatchdogTrack& track, const BlockNote& note, bool suppressed);
+/// The watchdog's handler of deadline-miss notes (watchdog.cpp). Named only where a deadline
+/// miss is queued (Monitor::deadline_missed), so a firmware without deadlines links none of it.
+void report_deadline_note(Watchdog& watchdog, WatchdogTrack& track, const BlockNote& note, bool suppressed) noexcept;
+}  // namespace detail
+
 /// A block the loop saw end: queued by end_at() for the watchdog, which turns it into a
 /// final record (with samples when it watched the dispatch, without when it was too short).
 /// Its stage marks are its base: stage_count, stages[0, stage_count) (none, and no byte, when
-/// LOOPCANARY_MAX_STAGES is 0).
+/// LOOPCANARY_MAX_STAGES is 0). A deadline-miss note (begin_at with a post stamp) has no marks
+/// and an even seq: the late dispatch's seq - 1; begin is its due time, end its begin stamp,
+/// event the late event.
 struct BlockNote : detail::NoteStages<kMaxStages> {
-  std::uint32_t seq;    ///< odd seq of the dispatch
+  std::uint32_t seq;    ///< odd seq of the dispatch (a block); even: a deadline miss
   tick_t begin;
   tick_t end;
   const Event* event;
@@ -221,6 +279,9 @@ struct LoopStats {
   std::uint32_t nested = 0;             ///< begin() calls inside a dispatch (folded into it)
   std::uint32_t unbalanced_ends = 0;    ///< end() calls with no dispatch running (ignored)
   std::uint32_t notes_dropped = 0;      ///< blocks the watchdog could not be told about in time
+  /// Deadline misses (counted in their EventHealth) the watchdog could not be told about: the
+  /// note ring was full, so no deadline_miss report.
+  std::uint32_t deadline_notes_dropped = 0;
   std::uint32_t scope_overflows = 0;    ///< scope pushes deeper than LOOPCANARY_SCOPE_DEPTH
   std::uint32_t scope_underflows = 0;   ///< scope pops with no scope pushed (ignored)
   /// Stage marks not kept: past LOOPCANARY_MAX_STAGES in one dispatch, or with no dispatch
@@ -239,12 +300,16 @@ struct LoopStats {
   bool has_histogram = kHistogram;  ///< LOOPCANARY_HISTOGRAM of this build
 };
 
-/// Dispatches that ended between two snapshots of one loop's statistics, `before` taken first:
+/// Dispatches that ended between two readings of LoopStats::dispatches, `before` taken first:
 /// LoopStats::dispatches wraps at 2^31, so the difference is masked with 0x7FFFFFFF (exact
 /// while fewer than 2^31 dispatches end between them). With the ticks between the snapshots,
 /// rate_mhz() gives the loop's dispatch rate. Any context.
+constexpr std::uint32_t dispatches_between(std::uint32_t before, std::uint32_t after) noexcept {
+  return (after - before) & 0x7FFF'FFFFu;
+}
+/// dispatches_between() of two snapshots' LoopStats::dispatches.
 constexpr std::uint32_t dispatches_between(const LoopStats& before, const LoopStats& after) noexcept {
-  return (after.dispatches - before.dispatches) & 0x7FFF'FFFFu;
+  return dispatches_between(before.dispatches, after.dispatches);
 }
 
 /// The loop's load between two snapshots, `before` taken first, `window_ticks` (the clock's
@@ -263,7 +328,9 @@ inline std::uint32_t idle_permille(const LoopStats& before, const LoopStats& aft
 /// The stamps, statistics and scope stack of one event loop. Not copyable; give it static
 /// storage (or any storage that outlives its registration with a watchdog). Constexpr and all
 /// zero until init(): a static Monitor costs no start-up code and no initialised data.
-class Monitor : private detail::HistogramCounters<kHistogram>, private detail::StageBoard<kMaxStages> {
+class Monitor : private detail::HistogramCounters<kHistogram>,
+                private detail::StageBoard<kMaxStages>,
+                private detail::HealthEventList<kHealthEvents> {
  public:
   constexpr Monitor() noexcept = default;
   Monitor(const Monitor&) = delete;
@@ -308,7 +375,9 @@ class Monitor : private detail::HistogramCounters<kHistogram>, private detail::S
   /// of the clock (EventStats::posted_ahead, latency 0).
   LOOPCANARY_INLINE void begin_at(const Event& event, tick_t now, tick_t posted) noexcept {
     begin_at(event, now);
-    if (EventHealth* health = event.health) health->record(ticks_between(posted, now));
+    if (EventHealth* health = event.health) {
+      if (health->record(ticks_between(posted, now))) deadline_missed(event, posted, now);
+    }
   }
 
   /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
@@ -342,7 +411,14 @@ class Monitor : private detail::HistogramCounters<kHistogram>, private detail::S
   /// not_initialised before init(), event_health_missing when the event has no storage, or the
   /// status naming the invalid EventHealthConfig field (the event then keeps its previous
   /// configuration).
+  /// It also lists `event` in this loop's health records (once, however often it is called):
+  /// health_events_full when LOOPCANARY_HEALTH_EVENTS are already listed (nothing changed). With
+  /// LOOPCANARY_HEALTH_EVENTS 0 nothing is listed and no call fails for it.
   Status init_event(const Event& event, const EventHealthConfig& config) noexcept;
+
+  /// The event types init_event() listed, in order: `count` of them at the pointer returned.
+  /// Any context.
+  const Event* const* health_events(std::size_t& count) const noexcept { return this->read_events(count); }
 
   // ---- Named scopes: loop context only ----------------------------------------------------
 
@@ -444,6 +520,7 @@ class Monitor : private detail::HistogramCounters<kHistogram>, private detail::S
 
   LOOPCANARY_NOINLINE void end_unusual(std::uint32_t seq) noexcept;
   LOOPCANARY_NOINLINE void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
+  LOOPCANARY_NOINLINE void deadline_missed(const Event& event, tick_t due, tick_t now) noexcept;
 
   // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};
@@ -466,6 +543,7 @@ class Monitor : private detail::HistogramCounters<kHistogram>, private detail::S
   std::atomic<std::uint32_t> nested_{0};
   std::atomic<std::uint32_t> unbalanced_ends_{0};
   std::atomic<std::uint32_t> notes_dropped_{0};
+  std::atomic<std::uint32_t> deadline_notes_dropped_{0};
   std::atomic<std::uint32_t> scope_overflows_{0};
   std::atomic<std::uint32_t> scope_underflows_{0};
   std::atomic<std::uint32_t> stages_dropped_{0};
@@ -489,6 +567,10 @@ class Monitor : private detail::HistogramCounters<kHistogram>, private detail::S
   const char* name_ = nullptr;
   void* context_ = nullptr;
   const Watchdog* watchdog_ = nullptr;  // set while a watchdog watches this monitor
+
+  // Event types listed in health records (init_event): written by the loop, the count last.
+  // The watchdog's handler of this loop's deadline-miss notes: set with the first one.
+  std::atomic<detail::NoteHandler> deadline_handler_{nullptr};
 };
 
 // The protocol needs only loads and stores of these words to be atomic. ARMv6-M (Cortex-M0/M0+)

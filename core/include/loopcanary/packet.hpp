@@ -28,6 +28,7 @@ inline constexpr std::size_t kPacketTrailerBytes = 4;
 enum class PacketType : std::uint8_t {
   block = 1,          ///< a BlockRecord of the boot that sends it
   previous_boot = 2,  ///< a BlockRecord kept across a reset (crash box): reset cause + block body
+  health = 3,         ///< a HealthRecord
 };
 
 /// Why the device reset, as a `previous_boot` packet carries it (docs/report-format.md).
@@ -67,9 +68,9 @@ constexpr std::size_t larger(std::size_t a, std::size_t b) noexcept { return a >
 constexpr std::size_t kPointerBits = sizeof(Frame) * 8;
 // A name in the string table: its length varint (1 byte up to kPacketNameMax) and the bytes.
 constexpr std::size_t kPacketNameBytes = 1 + kPacketNameMax;
-// Strings: qualifier, loop, event, then at most one per stage, per scope frame of the samples
-// and per top entry.
-constexpr std::size_t kPacketStringsMax = 3 + kMaxStages + kMaxSamples * kMaxFrames + kTopFrames;
+// Strings: qualifier, loop, event, then at most the delayed-by event, one per stage, per scope
+// frame of the samples and per top entry.
+constexpr std::size_t kPacketStringsMax = 4 + kMaxStages + kMaxSamples * kMaxFrames + kTopFrames;
 // A string index, or a top entry's key holding one.
 constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(2 * kPacketStringsMax));
 // A frame is a scope (its string, counted here, and its index) or a PC delta (zigzag: pointer bits).
@@ -79,6 +80,7 @@ constexpr std::size_t kPacketBodyMax =
     5 + varint_bytes(32) +                                  // configuration, capacities, tick_hz
     varint_bytes(32) + 4 + varint_bytes(32) +               // report, phase..loop_index, dispatch
     varint_bytes(32) + varint_bytes(64) + varint_bytes(32) + varint_bytes(32) +  // start, duration, end, threshold
+    varint_bytes(32) + kPacketIndexBytes + kPacketNameBytes +  // delayed-by dispatch, event (and its string)
     varint_bytes(64) + 1 + 3 * varint_bytes(64) + 2 * varint_bytes(16) +  // window, presence, cpu, wait, steal, permille
     1 + kMemoryValues * varint_bytes(64) +                  // memory presence, values
     2 * varint_bytes(32) +                                  // records_dropped, notes_dropped
@@ -97,11 +99,32 @@ inline constexpr std::size_t kMaxPacketBytes =
     kPacketHeaderBytes + detail::kPacketBodyMax + kPacketTrailerBytes + 1;
 static_assert(detail::kPacketBodyMax <= 0xFFFF, "packet body must fit its 16-bit length");
 
+namespace detail {
+constexpr std::size_t kHealthBodyMax =
+    2 + 2 * varint_bytes(32) + 1 +                          // configuration, max events, tick_hz, number, loop_index
+    9 * varint_bytes(32) +                                  // start .. max_duration
+    1 + kHistogramBuckets * (1 + varint_bytes(32)) +         // histogram
+    1 + kMemoryValues * varint_bytes(64) +                  // memory
+    varint_bytes(32) +                                      // health_dropped
+    varint_bytes(32) + (2 + kHealthEvents) * kPacketNameBytes +  // strings
+    1 + kHealthEvents * 11 * varint_bytes(32);              // events
+}  // namespace detail
+
+/// Largest `health` packet this build's configuration can produce, in bytes.
+inline constexpr std::size_t kMaxHealthPacketBytes =
+    kPacketHeaderBytes + detail::kHealthBodyMax + kPacketTrailerBytes;
+static_assert(detail::kHealthBodyMax <= 0xFFFF, "health packet body must fit its 16-bit length");
+
 /// Writes `record` as one `block` packet into `buffer` (`size` bytes). Returns the packet's
 /// length in bytes, or 0 when it does not fit (nothing usable is written then: a packet is never
 /// cut). A `size` of kMaxPacketBytes always fits. Any context; reentrant; reads only `record`
 /// and the strings it points to.
 std::size_t encode_packet(const BlockRecord& record, std::uint8_t* buffer, std::size_t size) noexcept;
+
+/// Writes `record` as one `health` packet (type 3) into `buffer` (`size` bytes). Returns the
+/// packet's length, or 0 when it does not fit (nothing usable written). A `size` of
+/// kMaxHealthPacketBytes always fits. Any context; reentrant.
+std::size_t encode_health_packet(const HealthRecord& record, std::uint8_t* buffer, std::size_t size) noexcept;
 
 /// CRC-32 (ISO-HDLC, as zlib: reflected polynomial 0xEDB88320, initial value and final XOR
 /// 0xFFFFFFFF) of `size` bytes, continuing from `crc` (0 to start). Any context.

@@ -20,6 +20,9 @@ enum class Phase : std::uint8_t {
   /// The dispatch ended over its threshold (the BlockCanary report). Flagged kFlagEndEstimated:
   /// a dispatch reported in progress ended, and no block is confirmed.
   final,
+  /// A dispatch began later than its event's deadline after its due time: the record is about
+  /// the dispatch that delayed it (BlockRecord::delayed_by).
+  deadline_miss,
 };
 
 /// Why the block took long, from the loop's CPU time against wall time over the window.
@@ -96,7 +99,11 @@ struct BlockRecord : StackEvidence {
   tick_t start = 0;              ///< begin stamp
   tick_t end = 0;                ///< final: end stamp; otherwise watchdog time of the report
   std::uint64_t duration_ticks = 0;  ///< final: end - start; otherwise elapsed so far
-  tick_t threshold_ticks = 0;    ///< threshold that applied to this event
+  tick_t threshold_ticks = 0;    ///< threshold that applied to this event (deadline_miss: the deadline)
+  /// deadline_miss: the dispatch number and event of the dispatch running at the due time,
+  /// whose evidence this record carries; 0 and null when unknown, and for every other phase.
+  std::uint32_t delayed_by_dispatch = 0;
+  const Event* delayed_by = nullptr;
   /// The dispatch's named stages in the order they started, up to the record's end; time
   /// before the first mark belongs to none. None on a final report flagged kFlagEndEstimated.
   std::uint8_t stage_count = 0;
@@ -123,7 +130,47 @@ struct BlockRecord : StackEvidence {
   std::uint32_t notes_dropped = 0;    ///< blocks the loops (all) could not queue for the watchdog so far
 };
 
-/// "in_progress", "hang", "final". Any context.
+/// One event type in a health record: its window's counts and latency percentiles, and its
+/// configuration (health.hpp).
+struct EventHealthWindow {
+  const Event* event = nullptr;
+  std::uint32_t dispatches = 0;       ///< dispatches with a post stamp in the window
+  std::uint32_t deadline_misses = 0;  ///< in the window
+  std::uint32_t missed_periods = 0;   ///< in the window
+  std::uint32_t posted_ahead = 0;     ///< in the window
+  tick_t p50 = 0;                     ///< latency percentiles of the window, ticks (latency_percentile)
+  tick_t p95 = 0;
+  tick_t p99 = 0;
+  tick_t max_latency = 0;             ///< since the start, ticks
+  tick_t period_ticks = 0;            ///< 0: not periodic
+  tick_t deadline_ticks = 0;          ///< 0: no deadline
+};
+
+/// A periodic snapshot of one loop's health (WatchdogConfig::health_period_us):
+/// docs/report-format.md, "Health records". A plain value.
+struct HealthRecord {
+  std::uint32_t number = 0;           ///< watchdog-wide, from 1; gaps mean dropped health records
+  const char* qualifier = "";
+  const char* loop = "";
+  std::uint8_t loop_index = 0;
+  std::uint32_t tick_hz = 0;
+  tick_t start = 0;                   ///< window start (this loop's previous health record)
+  tick_t end = 0;                     ///< window end (this record), end - start under one wrap
+  std::uint32_t dispatches = 0;       ///< ended in the window
+  tick_t busy_ticks = 0;              ///< their durations, summed
+  tick_t idle_ticks = 0;              ///< waits the loop reported in the window (has_idle)
+  bool has_idle = false;              ///< the loop has reported waits (Monitor::add_idle)
+  std::uint32_t blocks = 0;           ///< in the window
+  std::uint32_t hangs = 0;            ///< in the window
+  tick_t max_duration = 0;            ///< since the start
+  std::uint32_t histogram[kHistogramBuckets] = {};  ///< dispatch durations since the start (LoopStats)
+  MemoryReading memory = {};          ///< as in a BlockRecord
+  std::uint8_t event_count = 0;
+  EventHealthWindow events[detail::kHealthEventSlots] = {};
+  std::uint32_t health_dropped = 0;   ///< health records the health ring refused so far
+};
+
+/// "in_progress", "hang", "final", "deadline_miss". Any context.
 const char* to_string(Phase phase) noexcept;
 /// "unknown", "running", "waiting", "starved". Any context.
 const char* to_string(Cause cause) noexcept;

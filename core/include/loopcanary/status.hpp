@@ -42,6 +42,12 @@ enum class Status : std::uint8_t {
   period_too_long,                  ///< period_us is not below half the tick counter's wrap period
   deadline_below_one_tick,          ///< EventHealthConfig::deadline_us is shorter than one tick at tick_hz
   deadline_too_long,                ///< deadline_us is not below half the tick counter's wrap period
+  health_events_full,               ///< the loop already lists LOOPCANARY_HEALTH_EVENTS event types
+  // Watchdog::add: WatchdogConfig::health_period_us at the loops' tick rate
+  health_period_below_one_tick,     ///< health_period_us is shorter than one tick
+  health_period_too_long,           ///< health_period_us is not below half the tick counter's wrap period
+  // StaticWatchdog::init
+  health_ring_missing,              ///< health_period_us is set but the StaticWatchdog's HealthCapacity is 0
 };
 
 /// A one-line English explanation naming the field or argument at fault, e.g.

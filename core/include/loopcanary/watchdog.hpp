@@ -32,6 +32,10 @@ inline constexpr std::size_t kQualifierMax = 31;
 /// watchdog. `record` is valid for the call only: copy what you keep.
 using Interceptor = void (*)(void* context, const BlockRecord& record);
 
+/// Called with each health record, from poll(), in watchdog context. Must not call back into
+/// the watchdog. `record` is valid for the call only.
+using HealthInterceptor = void (*)(void* context, const HealthRecord& record);
+
 /// Watchdog-wide configuration.
 struct WatchdogConfig {
   /// BlockCanary's qualifier (firmware version, build flavour), printed in every report.
@@ -53,6 +57,11 @@ struct WatchdogConfig {
   /// least this share (per mille) of its off-CPU time runnable, waiting for a CPU, is *starved*,
   /// otherwise *waiting*. 1..1000.
   std::uint16_t starved_wait_permille = 500;
+  /// One health record per loop every this many microseconds (docs/report-format.md, "Health
+  /// records"); 0 (default): none. Converted at the loops' tick rate by the first add():
+  /// 1 tick .. kMaxIntervalTicks ticks there (health_period_below_one_tick,
+  /// health_period_too_long).
+  std::uint32_t health_period_us = 0;
 };
 
 /// Watchdog counters; any context may read them (each counter is atomic). 32-bit counters wrap.
@@ -80,6 +89,9 @@ struct WatchdogStats {
   /// ended without a note from its loop, so no block is confirmed (it ended within its
   /// threshold by the loop's own end stamp, or its note was dropped and is in notes_dropped).
   std::uint32_t finals_estimated = 0;
+  std::uint32_t deadline_misses = 0;     ///< deadline_miss reports produced (among `reports`)
+  std::uint32_t health_records = 0;      ///< health records produced: the last health record number
+  std::uint32_t health_dropped = 0;      ///< health records the health ring could not hold
 };
 
 /// The cause rule (docs/design.md) on a record's CPU evidence: the window (window_ticks at
@@ -137,6 +149,22 @@ struct WatchdogTrack {
   std::uint32_t done_seq;      // last dispatch finalised, never watched again
   std::uint32_t no_watch_seq;  // last dispatch that found every watch busy (counted once)
   Watch* watch;                // on its running dispatch (watch->dispatch.seq); null when none
+  // The watch this loop released last: its evidence stays in the slot until the slot is taken
+  // again (then its owner or dispatch differs), for a deadline miss it delayed.
+  Watch* last_watch;
+  std::uint32_t last_watch_seq;
+};
+
+/// A loop's health window (only in a watchdog with a health ring): when it started (started:
+/// after the loop's first poll) and the loop's counters then.
+struct HealthWindow {
+  bool started;
+  tick_t at;
+  std::uint32_t dispatches;
+  std::uint32_t blocks;
+  std::uint32_t hangs;
+  tick_t busy;
+  tick_t idle;
 };
 
 }  // namespace detail
@@ -169,6 +197,14 @@ class Watchdog {
   /// watchdog's own). False when the ring is empty.
   bool pop(BlockRecord& out) noexcept { return ring_.pop(out); }
 
+  /// Appends a health interceptor, called in the order added, once per health record. Before
+  /// polling starts. Errors: not_initialised, interceptor_null, interceptor_chain_full.
+  Status add_health_interceptor(HealthInterceptor function, void* context) noexcept;
+
+  /// Takes the oldest health record out of the health ring. Exactly one consumer context. False
+  /// when it is empty.
+  bool pop_health(HealthRecord& out) noexcept { return health_ring_.pop(out); }
+
   /// Records waiting in the ring. Any context.
   std::uint32_t pending() const noexcept { return ring_.size(); }
 
@@ -189,7 +225,17 @@ class Watchdog {
     std::size_t max_watches;
     detail::Slot<BlockRecord>* records;
     std::uint32_t record_capacity;  // a power of two >= 2
+    detail::Slot<HealthRecord>* health_records;  // null: no health records (HealthCapacity 0)
+    std::uint32_t health_capacity;  // a power of two >= 2, or 0
+    detail::Slot<HealthRecord>* health_scratch;  // the health record being built
+    detail::HealthWindow* health_windows;        // one per loop (max_loops)
   };
+
+  /// A loop's health-record step at each poll. A StaticWatchdog with a health ring hands
+  /// &Watchdog::health_step to init(); one without never names it, so it links no health-record
+  /// code.
+  using HealthStep = void (*)(Watchdog& self, Track& track, tick_t now) noexcept;
+  static void health_step(Watchdog& self, Track& track, tick_t now) noexcept;
 
   // Constexpr and all zero: a static watchdog costs no start-up code and no initialised data.
   constexpr Watchdog() noexcept = default;
@@ -197,9 +243,11 @@ class Watchdog {
 
   /// StaticWatchdog::init(), with the storage it owns (bound on success; the same storage
   /// every time).
-  Status init(const WatchdogConfig& config, const Hal& hal, const Storage& storage) noexcept;
+  Status init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, HealthStep health) noexcept;
 
  private:
+  friend void detail::report_deadline_note(Watchdog&, detail::WatchdogTrack&, const BlockNote&, bool) noexcept;
+
   struct Chained {
     Interceptor function;
     void* context;
@@ -214,9 +262,13 @@ class Watchdog {
   void count_top(StackEvidence& stack, const Sample& sample) noexcept;
   void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
+  void report_deadline_miss(Track& track, const BlockNote& note, bool suppressed) noexcept;
+  void copy_evidence(BlockRecord& r, const detail::Watch& w) const noexcept;
   std::uint32_t notes_dropped() const noexcept;
   void begin_record(const Track& track, const BlockNote& note) noexcept;
   void emit(bool suppressed) noexcept;
+  void start_health(Track& track, tick_t now) noexcept;
+  void emit_health(Track& track, tick_t now) noexcept;
 
   // Set by init(), read only once initialised_.
   Track* tracks_ = nullptr;
@@ -232,6 +284,17 @@ class Watchdog {
   Chained chain_[kMaxInterceptors] = {};
   std::size_t chain_size_ = 0;
   detail::Slot<BlockRecord> scratch_;  // the report being built (off the caller's stack: it is large)
+  detail::LateBoundSpscRing<HealthRecord> health_ring_;
+  struct HealthChained {
+    HealthInterceptor function;
+    void* context;
+  };
+  HealthChained health_chain_[kMaxInterceptors] = {};
+  std::size_t health_chain_size_ = 0;
+  detail::Slot<HealthRecord>* health_scratch_ = nullptr;
+  detail::HealthWindow* health_windows_ = nullptr;
+  HealthStep health_step_ = nullptr;  // set by init() when the storage has a health ring
+  tick_t health_period_ = 0;  // ticks, set by the first add(); 0: no health records
 
   std::atomic<std::uint32_t> polls_{0};
   std::atomic<std::uint32_t> reports_{0};
@@ -241,13 +304,32 @@ class Watchdog {
   std::atomic<std::uint32_t> suppressed_{0};
   std::atomic<std::uint32_t> watches_busy_{0};
   std::atomic<std::uint32_t> finals_estimated_{0};
+  std::atomic<std::uint32_t> deadline_misses_{0};
+  std::atomic<std::uint32_t> health_records_{0};
+  std::atomic<std::uint32_t> health_dropped_{0};
 };
 
 namespace detail {
 // The storage of a StaticWatchdog, which its init() binds to the Watchdog logic. Every watch
 // starts free (owner null); record slots are not constructed (see slot.hpp).
-template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches>
-struct WatchdogStorage {
+template <std::size_t MaxLoops, std::size_t HealthCapacity>
+struct HealthStorage {
+  Slot<HealthRecord> health_records[HealthCapacity];
+  Slot<HealthRecord> health_scratch;
+  HealthWindow windows[MaxLoops] = {};
+  Slot<HealthRecord>* health_ring() noexcept { return health_records; }
+  Slot<HealthRecord>* health_building() noexcept { return &health_scratch; }
+  HealthWindow* health_windows() noexcept { return windows; }
+};
+template <std::size_t MaxLoops>
+struct HealthStorage<MaxLoops, 0> {  // no health records: no byte
+  Slot<HealthRecord>* health_ring() noexcept { return nullptr; }
+  Slot<HealthRecord>* health_building() noexcept { return nullptr; }
+  HealthWindow* health_windows() noexcept { return nullptr; }
+};
+
+template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches, std::size_t HealthCapacity>
+struct WatchdogStorage : HealthStorage<MaxLoops, HealthCapacity> {
   WatchdogTrack tracks[MaxLoops] = {};
   Watch watches[Watches] = {};
   Slot<BlockRecord> records[RecordCapacity];
@@ -256,7 +338,9 @@ struct WatchdogStorage {
 
 /// A watchdog for up to MaxLoops loops (1..255) whose record ring holds RecordCapacity reports
 /// (a power of two >= 2), able to watch (time, sample, report in progress) Watches long
-/// dispatches at once (1..MaxLoops, default one per loop).
+/// dispatches at once (1..MaxLoops, default one per loop), and making health records
+/// (WatchdogConfig::health_period_us) into a ring of HealthCapacity (a power of two >= 2), or
+/// none with HealthCapacity 0 (the default: no RAM, and no health-record code linked).
 ///
 /// RAM: a watch holds a dispatch's samples and CPU evidence (most of a watchdog's size, see
 /// docs/benchmarks.md); per loop there is only a small track. Fewer watches than loops suit a
@@ -265,15 +349,28 @@ struct WatchdogStorage {
 /// a watch frees; its block is reported when it ends either way.
 ///
 /// Constexpr and all zero until init(): a static StaticWatchdog is in .bss with no start-up code.
-template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches = MaxLoops>
-class StaticWatchdog final : private detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>,
-                             public Watchdog {
+template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches = MaxLoops,
+          std::size_t HealthCapacity = 0>
+class StaticWatchdog final
+    : private detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches, HealthCapacity>,
+      public Watchdog {
   static_assert(MaxLoops >= 1 && MaxLoops <= 255, "StaticWatchdog: MaxLoops must be 1..255");
   static_assert(Watches >= 1 && Watches <= MaxLoops, "StaticWatchdog: Watches must be 1..MaxLoops");
   static_assert(RecordCapacity >= 2 && RecordCapacity <= (std::size_t{1} << 31) &&
                     (RecordCapacity & (RecordCapacity - 1)) == 0,
                 "StaticWatchdog: RecordCapacity must be a power of two, 2..2^31");
-  using Own = detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches>;
+  static_assert(HealthCapacity == 0 || (HealthCapacity >= 2 && HealthCapacity <= (std::size_t{1} << 31) &&
+                                         (HealthCapacity & (HealthCapacity - 1)) == 0),
+                "StaticWatchdog: HealthCapacity must be 0 or a power of two, 2..2^31");
+  using Own = detail::WatchdogStorage<MaxLoops, RecordCapacity, Watches, HealthCapacity>;
+
+  static HealthStep health_step_if_any() noexcept {
+    if constexpr (HealthCapacity != 0) {
+      return &StaticWatchdog::health_step;
+    } else {
+      return nullptr;
+    }
+  }
 
  public:
   constexpr StaticWatchdog() noexcept = default;
@@ -284,7 +381,10 @@ class StaticWatchdog final : private detail::WatchdogStorage<MaxLoops, RecordCap
   Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept {
     return Watchdog::init(config, hal,
                           Storage{Own::tracks, MaxLoops, Own::watches, Watches, Own::records,
-                                  static_cast<std::uint32_t>(RecordCapacity)});
+                                  static_cast<std::uint32_t>(RecordCapacity), Own::health_ring(),
+                                  static_cast<std::uint32_t>(HealthCapacity), Own::health_building(),
+                                  Own::health_windows()},
+                          health_step_if_any());
   }
 };
 
