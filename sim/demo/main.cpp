@@ -37,10 +37,13 @@ namespace lx = loopcanary::port_linux;
 namespace simrt = loopcanary::simrt;
 using namespace thermostat;
 
+// One health record per second per loop in the logs (`loopcanary health`).
+constexpr std::uint32_t kHealthPeriodUs = 1'000'000;
+
 // Everything a run needs, allocated once at start-up.
 struct Simulation {
   lc::Monitor monitor;
-  lc::StaticWatchdog<1, 16> watchdog;
+  lc::StaticWatchdog<1, 16, 1, 4> watchdog;  // and a health ring of 4
   Plan plan;
   lx::FileSink sink;
 };
@@ -78,6 +81,7 @@ int run(const Options& options) {
   monitor_config.context = board->loop_context();
   lc::WatchdogConfig watchdog_config;
   watchdog_config.qualifier = kQualifier;
+  watchdog_config.health_period_us = kHealthPeriodUs;
   for (const lc::Status status : {sim->monitor.init(monitor_config), sim->watchdog.init(watchdog_config, board->hal()),
                                   sim->watchdog.add(sim->monitor)}) {
     if (status != lc::Status::ok) return fail(std::string("loopcanary: ") + lc::describe(status), kExitFailed);
@@ -104,6 +108,10 @@ int run(const Options& options) {
       return fail(std::string("--log-dir: ") + sim->sink.status().message, kExitFailed);
     }
     sink = &sim->sink;
+    // Health records go to the same logs, written in watchdog context as the reporter's block
+    // records are (the board drains those after each poll, on the same thread).
+    const lc::Status status = sim->watchdog.add_health_interceptor(&lx::FileSink::health_interceptor, sink);
+    if (status != lc::Status::ok) return fail(std::string("loopcanary: ") + lc::describe(status), kExitFailed);
   }
 
   simrt::ReporterConfig reporter_config;

@@ -81,7 +81,9 @@ bool select_scenarios(const std::string& list, Options& o, std::string& error) {
       }
     }
     if (!known) {
-      error = "--scenario: unknown scenario '" + name + "' (normal, cpu, flash, seed, hang, all, or a comma-separated list)";
+      std::string names;
+      for (const ScenarioInfo& info : kScenarios) names += std::string(info.name) + ", ";
+      error = "--scenario: unknown scenario '" + name + "' (" + names + "all, or a comma-separated list)";
       return false;
     }
     any = true;
@@ -229,9 +231,9 @@ void print_help(std::FILE* out) {
                "Options:\n"
                "  --scenario LIST     which scenarios to play, comma-separated, in this order (default all):\n",
                kProgram);
-  for (const ScenarioInfo& s : kScenarios) std::fprintf(out, "                        %-7s %s\n", s.name, s.what);
+  for (const ScenarioInfo& s : kScenarios) std::fprintf(out, "                        %-8s %s\n", s.name, s.what);
   std::fprintf(out,
-               "                        all     every one of them\n"
+               "                        all      every one of them\n"
                "  --threshold-ms N    a dispatch longer than N ms is a block (1..10000, default 100;\n"
                "                      at most 800 with the seed scenario, which keeps its own 800 ms)\n"
                "  --hang-ms N         a dispatch still running after N ms is reported as a hang\n"

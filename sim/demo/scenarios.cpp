@@ -6,9 +6,10 @@ namespace thermostat {
 const ScenarioInfo kScenarios[kScenarioCount] = {
     {Scenario::normal, "normal", "1.5 s of normal traffic only: nothing may be reported"},
     {Scenario::cpu, "cpu", "ota_verify computes a CRC for 4 x threshold (running)"},
-    {Scenario::flash, "flash", "log_flush programs 4 flash pages of 0.8 x threshold (waiting)"},
+    {Scenario::flash, "flash", "log_flush erases, programs 4 pages, verifies: 3.2 x threshold (waiting)"},
     {Scenario::seed, "seed", "the seed's case: 780 ms in a(), then 30 ms in b(); threshold 800 ms"},
     {Scenario::hang, "hang", "the radio wedges the SPI link: cloud_sync hangs until it is reset"},
+    {Scenario::overload, "overload", "an OTA download: a 4.8 ms chunk every 5 ms for 8 s; no block, load > 90 %"},
 };
 
 namespace {
@@ -18,8 +19,9 @@ using simrt::Action;
 class Script {
  public:
   explicit Script(Action* actions) noexcept : actions_(actions) {}
-  void raise(std::uint8_t line, std::uint32_t arg, std::uint64_t at_us, std::uint32_t period_us = 0) noexcept {
-    add(Action{Action::Kind::raise, line, arg, at_us, period_us, 0});
+  void raise(std::uint8_t line, std::uint32_t arg, std::uint64_t at_us, std::uint32_t period_us = 0,
+             std::uint32_t count = 0) noexcept {
+    add(Action{Action::Kind::raise, line, arg, at_us, period_us, count});
   }
   void hold(simrt::BusId bus, std::uint32_t hold_us, std::uint64_t at_us) noexcept {
     add(Action{Action::Kind::hold_bus, bus, hold_us, at_us, 0, 0});
@@ -40,8 +42,10 @@ void make_plan(const PlanInput& in, Plan& plan) noexcept {
   const std::uint32_t t_us = in.threshold_us;
   plan.workload = Workload{};
   plan.workload.ota_crc_us = 4u * t_us;
+  plan.workload.flash_erase_us = t_us / 5u * 2u;
   plan.workload.flash_pages = 4;
-  plan.workload.flash_page_us = t_us / 5u * 4u;
+  plan.workload.flash_page_us = t_us / 5u * 3u;
+  plan.workload.flash_verify_us = t_us / 5u * 2u;
   // After each scenario the loop gets time to drain what the block held up.
   const std::uint64_t gap_us = 300'000u + t_us;
 
@@ -69,7 +73,8 @@ void make_plan(const PlanInput& in, Plan& plan) noexcept {
         break;
       case Scenario::flash:
         radio.raise(in.lines.radio, kRxFlushLog, t);
-        t += std::uint64_t{plan.workload.flash_pages} * plan.workload.flash_page_us + gap_us;
+        t += plan.workload.flash_erase_us + std::uint64_t{plan.workload.flash_pages} * plan.workload.flash_page_us +
+             plan.workload.flash_verify_us + gap_us;
         break;
       case Scenario::seed:
         radio.raise(in.lines.radio, kRxNewSchedule, t);
@@ -83,6 +88,10 @@ void make_plan(const PlanInput& in, Plan& plan) noexcept {
         t += 50'000u + in.hang_limit_us + 2u * in.poll_period_us + gap_us;
         break;
       }
+      case Scenario::overload:
+        radio.raise(in.lines.radio, kRxImageChunk, t, kOverloadChunkPeriodUs, kOverloadUs / kOverloadChunkPeriodUs);
+        t += kOverloadUs + gap_us;
+        break;
     }
   }
   plan.needed_us = t + 200'000;  // the last records arrive

@@ -4,7 +4,9 @@
 // Each scenario is something the outside world does to the thermostat at a point of the run
 // (the cloud sends a command, the radio wedges, a button is pressed); normal traffic (sensor
 // interrupts, timers, cloud set-points, button presses) runs all the time. The durations of the
-// blocking work scale with the threshold, so every scenario blocks for any --threshold-ms.
+// blocking work scale with the threshold, so every blocking scenario blocks for any
+// --threshold-ms. The overload scenario blocks nowhere (its longest dispatch is a 4.8 ms chunk)
+// but brings more work than the loop can do.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +17,8 @@
 
 namespace thermostat {
 
-enum class Scenario : std::uint8_t { normal, cpu, flash, seed, hang };
-inline constexpr std::size_t kScenarioCount = 5;
+enum class Scenario : std::uint8_t { normal, cpu, flash, seed, hang, overload };
+inline constexpr std::size_t kScenarioCount = 6;
 
 struct ScenarioInfo {
   Scenario id;
@@ -29,6 +31,11 @@ extern const ScenarioInfo kScenarios[kScenarioCount];
 
 /// The seed's own threshold (schedule_update): a loop threshold above it would raise it.
 inline constexpr std::uint32_t kSeedThresholdUs = 800'000;
+
+/// The overload scenario: the cloud streams an OTA image, one chunk (radio_rx, then ota_chunk:
+/// Workload::chunk_store_us + chunk_hash_us) every kOverloadChunkPeriodUs for kOverloadUs.
+inline constexpr std::uint32_t kOverloadUs = 8'000'000;
+inline constexpr std::uint32_t kOverloadChunkPeriodUs = 5'000;
 
 /// Sample interval (and watchdog poll period) for a threshold: 10 ms, or the threshold when it
 /// is shorter.

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 
 #include "loopcanary/instrument.hpp"
 
@@ -13,6 +14,10 @@ namespace {
 // The OTA image as it sits in the download slot of the external flash.
 constexpr std::size_t kImageSize = 64 * 1024;
 constexpr std::size_t kCrcChunk = 4096;
+constexpr std::size_t kChunkSize = 512;  // an OTA download chunk (kImageSize is a multiple)
+// A log page as the firmware wrote it, and as the flash reads it back (the same: the flash works).
+std::uint8_t g_log_page[256];
+std::uint8_t g_page_read_back[256];
 std::uint8_t g_image[kImageSize];
 
 constexpr std::array<std::uint32_t, 256> make_crc_table() {
@@ -47,6 +52,7 @@ const simrt::EventType Firmware::kTypes[kEventCount] = {
     // The seed's case keeps the seed's threshold: 800 ms (a dispatch longer than that blocks).
     {{"schedule_update", 800'000}, &Firmware::on_schedule_update},
     {{"cloud_sync"}, &Firmware::on_cloud_sync},
+    {{"ota_chunk"}, &Firmware::on_ota_chunk},
 };
 
 Firmware::Firmware(simrt::Runtime& runtime) noexcept : rt_(runtime) {
@@ -61,10 +67,18 @@ bool Firmware::init(Lines& lines) noexcept {
   const int sensor = rt_.add_irq_line(kSensorDrdy);
   const int radio = rt_.add_irq_line(kRadioRx);
   const int keypad = rt_.add_irq_line(kButton);
-  control_timer_ = rt_.add_timer(kControlTick, 100'000);
-  display_timer_ = rt_.add_timer(kDisplayTick, 250'000);
+  control_timer_ = rt_.add_timer(kControlTick, kControlPeriodUs);
+  display_timer_ = rt_.add_timer(kDisplayTick, kDisplayPeriodUs);
   relay_timer_ = rt_.add_timer(kRelayCheck, 0);
   if (sensor < 0 || radio < 0 || keypad < 0 || control_timer_ < 0 || display_timer_ < 0 || relay_timer_ < 0) {
+    return false;
+  }
+  // Their messages' post stamps are their due times: the core counts each tick's lateness,
+  // the periods it missed and the ticks later than the deadline.
+  if (rt_.init_event(kControlTick, loopcanary::EventHealthConfig{kControlPeriodUs, kControlDeadlineUs}) !=
+          loopcanary::Status::ok ||
+      rt_.init_event(kDisplayTick, loopcanary::EventHealthConfig{kDisplayPeriodUs, kDisplayDeadlineUs}) !=
+          loopcanary::Status::ok) {
     return false;
   }
   lines.sensor = static_cast<std::uint8_t>(sensor);
@@ -75,8 +89,8 @@ bool Firmware::init(Lines& lines) noexcept {
 
 void Firmware::start(const Workload& workload) noexcept {
   work_ = workload;
-  rt_.start_timer(static_cast<simrt::TimerId>(control_timer_), 100'000);
-  rt_.start_timer(static_cast<simrt::TimerId>(display_timer_), 250'000);
+  rt_.start_timer(static_cast<simrt::TimerId>(control_timer_), kControlPeriodUs);
+  rt_.start_timer(static_cast<simrt::TimerId>(display_timer_), kDisplayPeriodUs);
 }
 
 void Firmware::on_record(void* self, const loopcanary::BlockRecord& record) noexcept {
@@ -95,7 +109,9 @@ void Firmware::on_record(void* self, const loopcanary::BlockRecord& record) noex
 void Firmware::on_sensor_drdy(void* self, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
   LOOPCANARY_SCOPE(fw.rt_.monitor(), "sensor.read");
+  LOOPCANARY_STAGE(fw.rt_, "read");
   fw.rt_.board().wait_us(250);  // I2C read of the sample
+  LOOPCANARY_STAGE(fw.rt_, "filter");
   std::uint32_t noise = static_cast<std::uint32_t>(fw.temperature_mc_);
   busy(fw.rt_, 80, noise);
   // The room warms while the heater is on and cools otherwise; a first-order filter.
@@ -107,10 +123,15 @@ void Firmware::on_control_tick(void* self, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
   LOOPCANARY_SCOPE(fw.rt_.monitor(), "control.pid");
   std::uint32_t state = static_cast<std::uint32_t>(fw.integral_);
-  busy(fw.rt_, 300, state);
+  LOOPCANARY_STAGE(fw.rt_, "input");  // the filtered temperature and the relay's state
+  busy(fw.rt_, 50, state);
   const std::int32_t error = fw.setpoint_mc_ - fw.temperature_mc_;
-  fw.integral_ += error / 10;
+  LOOPCANARY_STAGE(fw.rt_, "compute");
+  busy(fw.rt_, 200, state);
+  fw.integral_ += error / 100;
   const bool want_heat = error + fw.integral_ / 50 > 0;
+  LOOPCANARY_STAGE(fw.rt_, "output");  // the relay drive
+  busy(fw.rt_, 50, state);
   if (want_heat != fw.heater_on_) {
     fw.heater_on_ = want_heat;
     ++fw.log_entries_;
@@ -128,7 +149,10 @@ void Firmware::on_display_tick(void* self, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
   LOOPCANARY_SCOPE(fw.rt_.monitor(), "display.render");
   std::uint32_t state = fw.frames_drawn_;
-  busy(fw.rt_, 1200, state);
+  LOOPCANARY_STAGE(fw.rt_, "render");
+  busy(fw.rt_, 1000, state);
+  LOOPCANARY_STAGE(fw.rt_, "flush");  // the frame to the display driver over SPI
+  fw.rt_.board().wait_us(200);
   ++fw.frames_drawn_;
 }
 
@@ -142,6 +166,7 @@ void Firmware::on_radio_rx(void* self, const simrt::Message& m) noexcept {
     case kRxVerifyImage: fw.rt_.post(kOtaVerify, 0); break;
     case kRxFlushLog: fw.rt_.post(kLogFlush, 0); break;
     case kRxNewSchedule: fw.rt_.post(kScheduleUpdate, 0); break;
+    case kRxImageChunk: fw.rt_.post(kOtaChunk, 0); break;
     default: break;
   }
 }
@@ -167,16 +192,22 @@ void Firmware::on_ota_verify(void* self, const simrt::Message&) noexcept {
 void Firmware::on_log_flush(void* self, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
   LOOPCANARY_SCOPE(fw.rt_.monitor(), "log.flush");
+  LOOPCANARY_STAGE(fw.rt_, "erase");
+  flash_erase_sector(fw.rt_, fw.work_.flash_erase_us);
+  LOOPCANARY_STAGE(fw.rt_, "program");
   for (std::uint32_t page = 0; page < fw.work_.flash_pages; ++page) {
     flash_program_page(fw.rt_, page, fw.work_.flash_page_us);
   }
-  fw.log_entries_ = 0;
+  LOOPCANARY_STAGE(fw.rt_, "verify");
+  if (flash_verify(fw.rt_, fw.work_.flash_pages, fw.work_.flash_verify_us) == 0) fw.log_entries_ = 0;
 }
 
 void Firmware::on_schedule_update(void* self, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
-  // The seed's case: 780 ms in a(), then 30 ms in b().
+  // The seed's case: 780 ms in a(), then 30 ms in b(); a stage each.
+  LOOPCANARY_STAGE(fw.rt_, "a");
   fw.schedule_hash_ = a(fw.rt_, fw.work_.seed_a_us);
+  LOOPCANARY_STAGE(fw.rt_, "b");
   fw.schedule_hash_ ^= b(fw.rt_, fw.work_.seed_b_us);
 }
 
@@ -184,6 +215,21 @@ void Firmware::on_cloud_sync(void* self, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(self);
   radio_exchange(fw.rt_);
   ++fw.syncs_;
+}
+
+void Firmware::on_ota_chunk(void* self, const simrt::Message&) noexcept {
+  auto& fw = *static_cast<Firmware*>(self);
+  LOOPCANARY_SCOPE(fw.rt_.monitor(), "ota.chunk");
+  const std::size_t offset = fw.chunks_stored_ * kChunkSize % kImageSize;
+  LOOPCANARY_STAGE(fw.rt_, "store");
+  fw.rt_.board().wait_us(fw.work_.chunk_store_us);  // the flash controller programs the chunk
+  LOOPCANARY_STAGE(fw.rt_, "hash");
+  for (simrt::Burn burn(fw.work_.chunk_hash_us); fw.rt_.board().compute(burn);) {
+    for (std::size_t i = 0; i < kChunkSize; ++i) {
+      fw.download_crc_ = kCrcTable[(fw.download_crc_ ^ g_image[offset + i]) & 0xFFu] ^ (fw.download_crc_ >> 8);
+    }
+  }
+  ++fw.chunks_stored_;
 }
 
 // ---- Drivers -------------------------------------------------------------------------------
@@ -199,10 +245,26 @@ __attribute__((noinline)) std::uint32_t ota_crc32_image(simrt::Runtime& rt, std:
   return ~crc;
 }
 
+__attribute__((noinline)) void flash_erase_sector(simrt::Runtime& rt, std::uint32_t erase_us) noexcept {
+  LOOPCANARY_SCOPE(rt.monitor(), "flash.erase");
+  rt.board().wait_us(erase_us);  // the controller erases the sector; the loop waits
+}
+
 __attribute__((noinline)) void flash_program_page(simrt::Runtime& rt, std::uint32_t page, std::uint32_t program_us) noexcept {
   LOOPCANARY_SCOPE(rt.monitor(), "flash.program");
   static_cast<void>(page);          // the page address goes to the flash controller
   rt.board().wait_us(program_us);   // the controller programs it; the loop waits
+}
+
+__attribute__((noinline)) std::uint32_t flash_verify(simrt::Runtime& rt, std::uint32_t pages, std::uint32_t us) noexcept {
+  LOOPCANARY_SCOPE(rt.monitor(), "flash.verify");
+  std::uint32_t differences = 0;
+  for (simrt::Burn burn(us); rt.board().compute(burn);) {
+    for (std::uint32_t page = 0; page < pages; ++page) {
+      differences += std::memcmp(g_log_page, g_page_read_back, sizeof g_log_page) != 0 ? 1u : 0u;
+    }
+  }
+  return differences;
 }
 
 __attribute__((noinline)) std::uint32_t a(simrt::Runtime& rt, std::uint32_t us) noexcept {
@@ -225,7 +287,9 @@ __attribute__((noinline)) std::uint32_t b(simrt::Runtime& rt, std::uint32_t us) 
 
 __attribute__((noinline)) void radio_exchange(simrt::Runtime& rt) noexcept {
   LOOPCANARY_SCOPE(rt.monitor(), "radio.spi");
+  LOOPCANARY_STAGE(rt, "bus");
   rt.board().acquire(kRadioBus);  // waits while the radio holds the link
+  LOOPCANARY_STAGE(rt, "transfer");
   rt.board().wait_us(400);        // request and response
   rt.board().release(kRadioBus);
 }

@@ -50,6 +50,34 @@ std::string s_text(std::uint64_t us) {
 
 std::string number(std::uint64_t value) { return std::to_string(value); }
 
+// A value in tenths with one decimal: 931 -> "93.1".
+std::string tenths_text(std::uint64_t tenths) {
+  return std::to_string(tenths / 10u) + "." + std::to_string(tenths % 10u);
+}
+
+// `part` of `whole` per mille, rounded down, at most 1000; 0 for an empty whole. The rule of the
+// core's share_permille(), over a whole run (64 bits: a run outlasts the tick wrap).
+std::uint64_t permille_of(std::uint64_t part, std::uint64_t whole) {
+  if (whole == 0) return 0;
+  return part >= whole ? 1000u : part * 1000u / whole;
+}
+
+// `events` per second over `window_us`, in tenths, rounded down (the core's rate_mhz() rule, in
+// 64 bits); 0 for an empty window. events < 2^32 and window_us <= kMaxRunUs: no overflow.
+std::uint64_t rate_tenths(std::uint64_t events, std::uint64_t window_us) {
+  return window_us == 0 ? 0u : events * 10'000'000u / window_us;
+}
+
+// A configured time (a period, a deadline) in microseconds, rounded to the nearest tenth of a
+// millisecond: the microseconds configured went to whole ticks and back.
+std::uint64_t config_us(tick_t ticks, std::uint32_t tick_hz) { return (us_from_ticks(ticks, tick_hz) + 50u) / 100u * 100u; }
+std::uint64_t config_us(const Board& board, tick_t ticks) { return config_us(ticks, board.tick_hz()); }
+
+// config_us() as milliseconds with one decimal, or "-" for 0 (not set).
+std::string config_ms(const Board& board, tick_t ticks) {
+  return ticks == 0 ? "-" : ms_text(config_us(board, ticks));
+}
+
 // The queue-latency percentiles the summary shows, per mille: p50, p95, p99.
 constexpr std::uint32_t kPercentiles[] = {500, 950, 990};
 
@@ -121,6 +149,11 @@ class Json {
   Json& ms(std::uint64_t us) {  // milliseconds, one decimal
     separate();
     text_ += ms_text(us);
+    return *this;
+  }
+  Json& tenths(std::uint64_t v) {  // a value in tenths, one decimal
+    separate();
+    text_ += tenths_text(v);
     return *this;
   }
   Json& boolean(bool v) {
@@ -207,6 +240,39 @@ std::vector<EventBlocks> group_blocks(const SummaryInput& in) {
   return groups;
 }
 
+// "erase 40.0 ms, program 240.0 ms, verify 40.0 ms", or "none marked".
+std::string stages_text(const BlockRecord& r) {
+  std::string text;
+  for (std::uint8_t i = 0; i < r.stage_count; ++i) {
+    if (i != 0) text += ", ";
+    text += r.stages[i].name != nullptr ? r.stages[i].name : "?";
+    text += " " + ms_text(us_from_ticks(r.stages[i].ticks, r.tick_hz)) + " ms";
+  }
+  return text.empty() ? "none marked" : text;
+}
+
+// The loop's figures over the run.
+struct LoopFigures {
+  std::uint64_t window_us = 0;
+  std::uint64_t busy_us = 0;
+  std::uint64_t idle_us = 0;
+  std::uint64_t load_permille = 0;
+  std::uint64_t idle_permille = 0;
+  std::uint64_t rate_tenths = 0;  ///< dispatches per second, tenths
+};
+
+LoopFigures loop_figures(const SummaryInput& in) {
+  const LoopTotals& t = in.runtime->totals();
+  LoopFigures f;
+  f.window_us = in.board->us_from_ticks(t.window_ticks);
+  f.busy_us = in.board->us_from_ticks(t.busy_ticks);
+  f.idle_us = in.board->us_from_ticks(t.idle_ticks);
+  f.load_permille = permille_of(t.busy_ticks, t.window_ticks);
+  f.idle_permille = permille_of(t.idle_ticks, t.window_ticks);
+  f.rate_tenths = rate_tenths(t.dispatches, f.window_us);
+  return f;
+}
+
 std::string delayed_by_type(const Runtime& runtime, const BlockSpan& span) {
   std::string text;
   for (std::size_t t = 0; t < runtime.type_count(); ++t) {
@@ -290,6 +356,7 @@ void Reporter::handle(const BlockRecord& record) noexcept {
   switch (record.phase) {
     case Phase::in_progress: ++in_progress_; break;
     case Phase::hang: ++hangs_; break;
+    case Phase::deadline_miss: ++deadline_misses_; break;
     case Phase::final:
       ++finals_;
       if (kept_count_ < kMaxKeptRecords) {
@@ -340,6 +407,20 @@ void Reporter::print_live(const BlockRecord& record, const char* function) noexc
                    at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
                    where_function, (record.flags & kFlagHung) != 0 ? "  (had hung)" : "");
       break;
+    case Phase::deadline_miss: {
+      for (std::size_t i = 0; i < missed_count_; ++i) {
+        if (missed_[i] == record.event) return;  // counted in the summary
+      }
+      if (missed_count_ < kMaxEventTypes) missed_[missed_count_++] = record.event;
+      const std::string deadline = ms_text(config_us(record.threshold_ticks, record.tick_hz));
+      const std::string delayer =
+          record.delayed_by != nullptr ? std::string(", while ") + record.delayed_by->name + " ran" : std::string();
+      std::fprintf(config_.live,
+                   "[loopcanary] %7s s  deadline missed    %-16s %8s ms late     deadline %s ms%s"
+                   "  (the next misses of %s are counted in the summary)\n",
+                   at.c_str(), event_name(record), ms.c_str(), deadline.c_str(), delayer.c_str(), event_name(record));
+      break;
+    }
   }
   std::fflush(config_.live);
 }
@@ -377,45 +458,56 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
     }
     print_table(out, rows, 0b1110000110u);
 
-    std::fprintf(out, "\nEvents delayed by each block (posted before it ended, dispatched after)\n");
+    std::fprintf(out, "\nEach block: its stages, and the events it delayed (posted before it ended, dispatched after)\n");
     for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
       const KeptRecord& kept = in.reporter->kept(i);
       const BlockRecord& r = kept.record;
       const BlockSpan* span = in.runtime->span_of(r.dispatch);
-      std::fprintf(out, "  at %s s  %s, dispatch %u, %s ms: %s\n", s_text(kept.start_us).c_str(),
-                   event_name(r), r.dispatch, ms_text(duration_us(r)).c_str(),
+      std::fprintf(out, "  at %s s  %s, dispatch %u, %s ms\n    stages: %s\n    delayed: %s\n",
+                   s_text(kept.start_us).c_str(), event_name(r), r.dispatch, ms_text(duration_us(r)).c_str(),
+                   stages_text(r).c_str(),
                    span != nullptr ? delayed_by_type(*in.runtime, *span).c_str() : "(not tracked)");
     }
   }
 
-  std::fprintf(out, "\nQueue latency by event (post -> dispatch; percentiles are log2-bucket upper bounds)\n");
-  std::vector<Row> rows{
-      {"event", "dispatched", "blocks", "p50 ms", "p95 ms", "p99 ms", "max ms", "lost", "timer skips"}};
+  const LoopFigures figures = loop_figures(in);
+  std::fprintf(out,
+               "\nEvents by type over the run: rate; queue latency (post -> dispatch; for a periodic event its\n"
+               "lateness; percentiles are log2-bucket upper bounds); deadline misses and missed periods\n");
+  std::vector<Row> rows{{"event", "dispatched", "rate /s", "blocks", "p50 ms", "p95 ms", "p99 ms", "max ms",
+                         "period ms", "deadline ms", "deadline misses", "missed periods", "lost", "timer skips"}};
   for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
     const auto type = static_cast<TypeId>(t);
     const TypeStats& s = in.runtime->stats(type);
-    const EventStats latency = in.runtime->health(type);
-    Row row{in.runtime->type(type).event.name, number(latency.dispatches), number(s.blocks)};
+    const EventStats health = in.runtime->health(type);
+    Row row{in.runtime->type(type).event.name, number(health.dispatches),
+            tenths_text(rate_tenths(health.dispatches, figures.window_us)), number(s.blocks)};
     for (const std::uint32_t permille : kPercentiles) {
-      row.push_back(ms_text(in.board->us_from_ticks(latency_percentile(latency, permille))));
+      row.push_back(ms_text(in.board->us_from_ticks(latency_percentile(health, permille))));
     }
-    row.insert(row.end(),
-               {ms_text(in.board->us_from_ticks(latency.max_latency)), number(s.lost), number(s.timer_skips)});
+    row.insert(row.end(), {ms_text(in.board->us_from_ticks(health.max_latency)),
+                           config_ms(*in.board, health.period_ticks), config_ms(*in.board, health.deadline_ticks),
+                           number(health.deadline_misses), number(health.missed_periods), number(s.lost),
+                           number(s.timer_skips)});
     rows.push_back(row);
   }
-  print_table(out, rows, 0b111111110u);
+  print_table(out, rows, 0b11111111111110u);
 
   const LoopStats loop = in.monitor->stats();
   const WatchdogStats dog = in.watchdog->stats();
   std::fprintf(out, "\nloop %s: %u dispatches, blocks %u, hangs %u, longest %s ms, %u pending at the end\n",
                in.monitor->name(), loop.dispatches, loop.blocks, loop.hangs,
                ms_text(in.board->us_from_ticks(loop.max_duration)).c_str(), in.runtime->pending());
+  std::fprintf(out, "loop %s over %s ms: load %s %% (busy %s ms), idle %s %% (%s ms), %s dispatches /s\n",
+               in.monitor->name(), ms_text(figures.window_us).c_str(), tenths_text(figures.load_permille).c_str(),
+               ms_text(figures.busy_us).c_str(), tenths_text(figures.idle_permille).c_str(),
+               ms_text(figures.idle_us).c_str(), tenths_text(figures.rate_tenths).c_str());
   std::fprintf(out,
-               "watchdog: %u polls, %u reports (%u in progress, %u hang, %u final, %u of them end estimated), "
-               "%u notes dropped, %u records dropped, %u samples missed\n",
+               "watchdog: %u polls, %u reports (%u in progress, %u hang, %u final, %u of them end estimated; "
+               "%u deadline misses), %u notes dropped, %u records dropped, %u samples missed\n",
                dog.polls, dog.reports, in.reporter->in_progress_reports(), in.reporter->hang_reports(),
-               in.reporter->final_reports(), dog.finals_estimated, dog.notes_dropped, dog.records_dropped,
-               dog.samples_missed);
+               in.reporter->final_reports(), dog.finals_estimated, in.reporter->deadline_miss_reports(),
+               dog.notes_dropped, dog.records_dropped, dog.samples_missed);
 }
 
 void print_summary_json(std::FILE* out, const SummaryInput& in) {
@@ -443,6 +535,12 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
       const BlockRecord& r = kept->record;
       o.open('{').key("dispatch").value(r.dispatch).key("start_ms").ms(kept->start_us);
       o.key("duration_ms").ms(duration_us(r)).key("cause").string(to_string(r.cause));
+      o.key("stages").open('[');
+      for (std::uint8_t i = 0; i < r.stage_count; ++i) {
+        o.open('{').key("name").string(r.stages[i].name != nullptr ? r.stages[i].name : "?");
+        o.key("ms").ms(us_from_ticks(r.stages[i].ticks, r.tick_hz)).close('}');
+      }
+      o.close(']');
       o.key("delayed_by_event").open('{');
       if (const BlockSpan* span = in.runtime->span_of(r.dispatch)) {
         for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
@@ -455,18 +553,23 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
   }
   o.close(']');
 
-  o.key("latency").open('[');
+  const LoopFigures figures = loop_figures(in);
+  o.key("events").open('[');
   for (std::size_t t = 0; t < in.runtime->type_count(); ++t) {
     const auto type = static_cast<TypeId>(t);
     const TypeStats& s = in.runtime->stats(type);
-    const EventStats latency = in.runtime->health(type);
+    const EventStats health = in.runtime->health(type);
     o.open('{').key("event").string(in.runtime->type(type).event.name);
-    o.key("dispatched").value(latency.dispatches).key("blocks").value(s.blocks);
-    o.key("p50_ms").ms(in.board->us_from_ticks(latency_percentile(latency, kPercentiles[0])));
-    o.key("p95_ms").ms(in.board->us_from_ticks(latency_percentile(latency, kPercentiles[1])));
-    o.key("p99_ms").ms(in.board->us_from_ticks(latency_percentile(latency, kPercentiles[2])));
-    o.key("max_ms").ms(in.board->us_from_ticks(latency.max_latency)).key("lost").value(s.lost);
-    o.key("timer_skips").value(s.timer_skips).close('}');
+    o.key("dispatched").value(health.dispatches);
+    o.key("rate_per_s").tenths(rate_tenths(health.dispatches, figures.window_us)).key("blocks").value(s.blocks);
+    o.key("p50_ms").ms(in.board->us_from_ticks(latency_percentile(health, kPercentiles[0])));
+    o.key("p95_ms").ms(in.board->us_from_ticks(latency_percentile(health, kPercentiles[1])));
+    o.key("p99_ms").ms(in.board->us_from_ticks(latency_percentile(health, kPercentiles[2])));
+    o.key("max_ms").ms(in.board->us_from_ticks(health.max_latency));
+    o.key("period_ms").ms(config_us(*in.board, health.period_ticks));
+    o.key("deadline_ms").ms(config_us(*in.board, health.deadline_ticks));
+    o.key("deadline_misses").value(health.deadline_misses).key("missed_periods").value(health.missed_periods);
+    o.key("lost").value(s.lost).key("timer_skips").value(s.timer_skips).close('}');
   }
   o.close(']');
 
@@ -475,10 +578,14 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
   o.key("loop").open('{').key("name").string(in.monitor->name()).key("dispatches").value(loop.dispatches);
   o.key("blocks").value(loop.blocks).key("hangs").value(loop.hangs);
   o.key("longest_ms").ms(in.board->us_from_ticks(loop.max_duration)).key("pending").value(in.runtime->pending());
+  o.key("window_ms").ms(figures.window_us).key("busy_ms").ms(figures.busy_us).key("idle_ms").ms(figures.idle_us);
+  o.key("load_percent").tenths(figures.load_permille).key("idle_percent").tenths(figures.idle_permille);
+  o.key("rate_per_s").tenths(figures.rate_tenths);
   o.close('}');
   o.key("watchdog").open('{').key("polls").value(dog.polls).key("reports").value(dog.reports);
   o.key("in_progress").value(in.reporter->in_progress_reports()).key("hang").value(in.reporter->hang_reports());
   o.key("final").value(in.reporter->final_reports()).key("finals_estimated").value(dog.finals_estimated);
+  o.key("deadline_misses").value(in.reporter->deadline_miss_reports());
   o.key("notes_dropped").value(dog.notes_dropped).key("records_dropped").value(dog.records_dropped);
   o.key("samples_missed").value(dog.samples_missed).close('}');
   o.close('}');

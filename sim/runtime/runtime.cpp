@@ -54,9 +54,13 @@ bool Runtime::post(TypeId type, std::uint32_t arg) noexcept {
 
 bool Runtime::run_for(std::uint64_t duration_us) noexcept {
   if (duration_us > kMaxRunUs) return false;
-  const std::uint64_t end = now() + board_.ticks_from_us(duration_us);
+  folded_at_ = now();
+  folded_ = monitor_.stats();
+  const std::uint64_t fold_period = board_.ticks_from_us(kFoldPeriodUs);
+  const std::uint64_t end = folded_at_ + board_.ticks_from_us(duration_us);
   for (;;) {
     const std::uint64_t t = now();
+    if (t - folded_at_ >= fold_period) fold_totals(t);
     if (t >= end) break;
     drain_lines();
     fire_timers(t);
@@ -75,7 +79,20 @@ bool Runtime::run_for(std::uint64_t duration_us) noexcept {
     monitor_.add_idle(static_cast<tick_t>(now() - idle_from));  // under one wrap: at most half a wrap and a poll
   }
   drain_lines();  // what is left is counted as pending
+  fold_totals(now());
   return true;
+}
+
+// The core's counters since the previous fold, into the 64-bit totals. A fold period (plus one
+// dispatch) apart, under half the wrap: the modular differences are exact.
+void Runtime::fold_totals(std::uint64_t now) noexcept {
+  const LoopStats stats = monitor_.stats();
+  totals_.window_ticks += now - folded_at_;
+  totals_.busy_ticks += ticks_between(folded_.busy_ticks, stats.busy_ticks);
+  totals_.idle_ticks += ticks_between(folded_.idle_ticks, stats.idle_ticks);
+  totals_.dispatches += dispatches_between(folded_, stats);
+  folded_ = stats;
+  folded_at_ = now;
 }
 
 void Runtime::drain_lines() noexcept {
@@ -95,15 +112,20 @@ void Runtime::fire_timers(std::uint64_t now) noexcept {
   for (std::size_t i = 0; i < timer_count_; ++i) {
     Timer& t = timers_[i];
     if (!t.active || now < t.due) continue;
-    enqueue(Message{t.type, 0, t.due});
+    // One message per firing, as a hardware timer's pending flag gives one interrupt: a timer
+    // whose previous message is still queued skips this period, and counts it.
+    if (t.pending) {
+      ++stats_[t.type].timer_skips;
+    } else if (enqueue(Message{t.type, 0, t.due, static_cast<TimerId>(i)})) {
+      t.pending = true;
+    }
     if (t.period == 0) {
       t.active = false;
       continue;
     }
     t.due += t.period;
     if (t.due <= now) {
-      // The loop was late by whole periods: skip them (one message per firing, as a hardware
-      // timer's pending flag would), and count them.
+      // The loop was late by whole periods: skip them, and count them.
       const std::uint64_t behind = (now - t.due) / t.period + 1u;
       t.due += behind * t.period;
       stats_[t.type].timer_skips += static_cast<std::uint32_t>(behind);
@@ -145,6 +167,7 @@ void Runtime::dispatch(const Message& message) noexcept {
   const std::uint64_t begin = now();
   attribute_delay(message, begin);
   const std::uint32_t overflows_before = irq_overflows();
+  if (message.timer < timer_count_) timers_[message.timer].pending = false;
 
   // The core records the queue latency begin - posted into the type's EventHealth.
   monitor_.begin_at(events_[message.type], static_cast<tick_t>(begin), static_cast<tick_t>(message.posted));

@@ -26,16 +26,21 @@ constexpr std::uint64_t kWrapUs = std::uint64_t{1} << 32;
 // below half the wrap, so what they check does not depend on run_for()'s own range.
 constexpr std::uint64_t kChunkUs = 1000 * kSecondUs;
 
-enum : simrt::TypeId { kTick, kSlow, kLine, kTypeCount };
+enum : simrt::TypeId { kTick, kSlow, kLine, kBurst, kTypeCount };
 
 struct Firmware {
   simrt::Runtime* runtime = nullptr;
   std::uint32_t slow_us = 0;
   std::uint32_t slow_dispatch = 0;  // dispatch number of the last slow one
+  std::uint32_t burst = 0;          // slow messages a burst posts
 };
 
 void on_tick(void*, const simrt::Message&) noexcept {}
 void on_line(void*, const simrt::Message&) noexcept {}
+void on_burst(void* app, const simrt::Message&) noexcept {
+  auto& fw = *static_cast<Firmware*>(app);
+  for (std::uint32_t i = 0; i < fw.burst; ++i) fw.runtime->post(kSlow, 0);
+}
 void on_slow(void* app, const simrt::Message&) noexcept {
   auto& fw = *static_cast<Firmware*>(app);
   fw.slow_dispatch = fw.runtime->dispatches() + 1u;
@@ -47,6 +52,7 @@ const simrt::EventType kTypes[kTypeCount] = {
     {lc::Event{"tick"}, &on_tick},
     {lc::Event{"slow"}, &on_slow},
     {lc::Event{"line"}, &on_line},
+    {lc::Event{"burst"}, &on_burst},
 };
 
 // A monitored loop on a virtual board starting at `start` (ticks), its runtime and firmware.
@@ -239,6 +245,69 @@ TEST(QueueLatency, PeriodicTimerLatenessMissedPeriodsAndIdleInTheCore) {
   // The descriptor the runtime dispatches under: the firmware's name, the runtime's storage.
   EXPECT_NE(rig->runtime.event(kSlow).health, nullptr);
   EXPECT_STREQ(rig->runtime.event(kSlow).name, kTypes[kSlow].event.name);
+}
+
+// A periodic timer gives one message per firing, as a hardware timer's pending flag gives one
+// interrupt: at 5 ms a burst queues four 8 ms messages; the tick due at 10 ms is queued at 13 ms
+// behind three of them and dispatched at 37 ms, 27 ms late. The ticks due at 20 and 30 ms fall
+// due while it is still queued: the timer skips them (no second message piles up), and the core
+// counts the same 2 missed periods. The loop's totals: busy the 32 ms of the four messages,
+// idle the rest of the 100 ms.
+TEST(QueueLatency, ATimerWhoseMessageIsStillQueuedSkipsThePeriod) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 20'000u));
+  ASSERT_EQ(rig->start(1'000'000), simrt::BoardError::none);
+  EXPECT_EQ(rig->runtime.init_event(kTick, lc::EventHealthConfig{10'000, 5'000}), lc::Status::ok);
+  const int tick = rig->runtime.add_timer(kTick, 10'000);
+  const int burst = rig->runtime.add_timer(kBurst, 0);
+  ASSERT_GE(tick, 0);
+  ASSERT_GE(burst, 0);
+  rig->firmware.burst = 4;
+  rig->firmware.slow_us = 8'000;
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(tick), 10'000);
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(burst), 5'000);
+
+  rig->runtime.run_for(100'000);
+
+  const lc::EventStats tick_health = rig->runtime.health(kTick);
+  EXPECT_EQ(tick_health.dispatches, 7u) << "due at 10 (run at 37), 40, 50, 60, 70, 80, 90 ms";
+  EXPECT_EQ(tick_health.max_latency, 27'000u);
+  EXPECT_EQ(tick_health.missed_periods, 2u);
+  EXPECT_EQ(rig->runtime.stats(kTick).timer_skips, 2u) << "20 and 30 ms, while the tick of 10 ms was queued";
+  EXPECT_EQ(tick_health.deadline_misses, 1u);
+  EXPECT_EQ(rig->runtime.stats(kTick).lost, 0u);
+  EXPECT_EQ(rig->runtime.health(kSlow).dispatches, 4u);
+  EXPECT_EQ(rig->runtime.health(kSlow).max_latency, 24'000u) << "the last, queued at 5 ms, ran at 29 ms";
+
+  const simrt::LoopTotals& totals = rig->runtime.totals();
+  EXPECT_EQ(totals.window_ticks, 100'000u);
+  EXPECT_EQ(totals.busy_ticks, 32'000u);
+  EXPECT_EQ(totals.idle_ticks, 68'000u);
+  EXPECT_EQ(totals.dispatches, 12u) << "1 burst, 4 slow, 7 ticks";
+}
+
+// The loop's totals over one run_for() longer than the wrap of the 32-bit counters they come
+// from (LoopStats::busy_ticks and idle_ticks, 2^32 us at 1 MHz): 7200 s, 60 ms of work every
+// 100 ms, so busy passes 2^32 us (4320 s) and the window passes it too.
+TEST(LoopTotals, ExactOverARunLongerThanTheWrap) {
+  auto rig = std::make_unique<Rig>(static_cast<lc::tick_t>(0u - 1000u));
+  ASSERT_EQ(rig->start(1'000'000), simrt::BoardError::none);
+  constexpr std::uint32_t period_us = 100'000;
+  constexpr std::uint32_t work_us = 60'000;
+  constexpr std::uint64_t run_us = 7'200 * kSecondUs;
+  const int slow = rig->runtime.add_timer(kSlow, period_us);
+  ASSERT_GE(slow, 0);
+  rig->firmware.slow_us = work_us;
+  rig->runtime.start_timer(static_cast<simrt::TimerId>(slow), period_us);
+
+  ASSERT_TRUE(rig->runtime.run_for(run_us));
+
+  const std::uint64_t dispatches = (run_us - 1u) / period_us;
+  const simrt::LoopTotals& totals = rig->runtime.totals();
+  static_assert(run_us / period_us * work_us > kWrapUs, "busy time past the wrap");
+  EXPECT_EQ(totals.window_ticks, run_us);
+  EXPECT_EQ(totals.dispatches, dispatches);
+  EXPECT_EQ(totals.busy_ticks, dispatches * work_us);
+  EXPECT_EQ(totals.idle_ticks, run_us - dispatches * work_us);
 }
 
 // ---- What a block delayed, hours later -----------------------------------------------------

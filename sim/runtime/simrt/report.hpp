@@ -6,9 +6,16 @@
 // policy hook (resetting a wedged peripheral, say) and keeps the final ones for the summary.
 //
 // Summary: blocks by event (worst duration, cause, top scope, top function, events delayed),
-// the events each block held up, queue latency per event type (from the core's counters: p50,
-// p95 and p99 as the upper bounds of their log2 buckets, capped at the maximum, and the maximum
-// itself), loop and watchdog counters; as text tables or one JSON object.
+// each block's stages and the events it held up; per event type its rate over the run, queue
+// latency (from the core's counters: p50, p95 and p99 as the upper bounds of their log2
+// buckets, capped at the maximum, and the maximum itself), and for a type with a period or a
+// deadline its deadline misses and missed periods; the loop's load, idle share and dispatch
+// rate over the run (Runtime::totals()); loop and watchdog counters; as text tables or one
+// JSON object.
+//
+// A deadline-miss record (Phase::deadline_miss) is counted per event; the first of each event
+// gets a live line, the others are counted in the summary only (an overloaded loop misses
+// hundreds).
 #pragma once
 
 #include <climits>
@@ -89,6 +96,7 @@ class Reporter {
   std::uint32_t in_progress_reports() const noexcept { return in_progress_; }
   std::uint32_t hang_reports() const noexcept { return hangs_; }
   std::uint32_t final_reports() const noexcept { return finals_; }
+  std::uint32_t deadline_miss_reports() const noexcept { return deadline_misses_; }
 
  private:
   void handle(const BlockRecord& record) noexcept;
@@ -102,6 +110,9 @@ class Reporter {
   std::uint32_t in_progress_ = 0;
   std::uint32_t hangs_ = 0;
   std::uint32_t finals_ = 0;
+  std::uint32_t deadline_misses_ = 0;
+  const Event* missed_[kMaxEventTypes] = {};  // events whose first deadline miss had its live line
+  std::size_t missed_count_ = 0;
 };
 
 /// The innermost named scope `record`'s samples were in most often ("" when none), and in how

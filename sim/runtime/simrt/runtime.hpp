@@ -36,6 +36,8 @@ inline constexpr std::size_t kQueueCapacity = 64;
 inline constexpr std::size_t kMaxTimers = 8;
 /// Blocks whose delayed events are tracked (the latest ones).
 inline constexpr std::size_t kMaxBlockSpans = 32;
+/// How often run_for() folds the core's loop counters into LoopTotals, microseconds of loop time.
+inline constexpr std::uint32_t kFoldPeriodUs = 1'000'000;
 
 struct Message;
 
@@ -51,6 +53,10 @@ struct EventType {
   Handler handler;
 };
 
+using TimerId = std::uint8_t;
+/// Message::timer of a message no timer posted.
+inline constexpr TimerId kNoTimer = 0xFF;
+
 /// One queued message.
 struct Message {
   TypeId type = 0;
@@ -58,6 +64,8 @@ struct Message {
   /// When it became due (interrupt stamp, timer deadline or post() time), in Runtime::now()
   /// terms: 64-bit ticks whose low 32 bits are the board's tick.
   std::uint64_t posted = 0;
+  /// The timer that posted it, or kNoTimer.
+  TimerId timer = kNoTimer;
 };
 
 /// What the runtime counts of one event type besides the core's queue latency
@@ -65,7 +73,22 @@ struct Message {
 struct TypeStats {
   std::uint32_t lost = 0;          ///< interrupts lost (line full) + messages the queue refused
   std::uint32_t blocks = 0;        ///< dispatches over the type's threshold
-  std::uint32_t timer_skips = 0;   ///< periods a periodic timer skipped because the loop was late
+  /// Periods a timer skipped because the loop was late: it fell due again while its previous
+  /// message was still queued, or passed while the loop was busy (one message per firing, as
+  /// a hardware timer's pending flag gives one interrupt).
+  std::uint32_t timer_skips = 0;
+};
+
+/// The loop's time and dispatches over every run_for() so far, in 64 bits (a run outlasts the
+/// 32-bit counters of LoopStats, and its window the tick wrap): the core's counters
+/// (Monitor::stats()), folded in every second of loop time and at the end of each run_for().
+/// busy_ticks + idle_ticks is window_ticks less the loop's own time between dispatches (none
+/// in virtual time).
+struct LoopTotals {
+  std::uint64_t window_ticks = 0;  ///< time spent in run_for(), ticks
+  std::uint64_t busy_ticks = 0;    ///< LoopStats::busy_ticks over it: dispatches
+  std::uint64_t idle_ticks = 0;    ///< LoopStats::idle_ticks over it: the loop's idle waits
+  std::uint64_t dispatches = 0;    ///< LoopStats::dispatches over it
 };
 
 /// One block seen by the loop, and the messages it held up: posted before it ended and
@@ -86,8 +109,6 @@ struct RuntimeConfig {
   std::size_t type_count = 0;        ///< 1..kMaxEventTypes
   void* app = nullptr;               ///< passed to every handler
 };
-
-using TimerId = std::uint8_t;
 
 class Runtime {
  public:
@@ -123,6 +144,9 @@ class Runtime {
   void stop_timer(TimerId timer) noexcept;
   /// Queues a message; false when the queue is full (counted as lost).
   bool post(TypeId type, std::uint32_t arg) noexcept;
+  /// Starts stage `name` (static, NUL-terminated) of the running dispatch now:
+  /// Monitor::stage_at on the loop's clock, so LOOPCANARY_STAGE(runtime, "name") marks it.
+  void stage(const char* name) noexcept { monitor_.stage_at(name, static_cast<tick_t>(now())); }
 
   /// Runs the loop for `duration_us` (0..kMaxRunUs) from now: drain lines, fire timers,
   /// dispatch, idle. False, without running, when duration_us is past kMaxRunUs.
@@ -147,6 +171,8 @@ class Runtime {
   std::size_t type_count() const noexcept { return type_count_; }
   const EventType& type(TypeId type) const noexcept { return types_[type]; }
   std::uint32_t dispatches() const noexcept { return dispatches_; }
+  /// The loop's window, busy and idle time and dispatches over every run_for() so far.
+  const LoopTotals& totals() const noexcept { return totals_; }
   /// Messages still queued (or in the lines) when the run ended.
   std::uint32_t pending() const noexcept { return queue_size_; }
   /// The block span of dispatch number `dispatch`, or null when it was no block or is no
@@ -158,6 +184,7 @@ class Runtime {
   struct Timer {
     TypeId type = 0;
     bool active = false;
+    bool pending = false;      // its message is queued and not yet dispatched
     std::uint64_t period = 0;  // ticks
     std::uint64_t due = 0;     // now() terms
   };
@@ -170,6 +197,7 @@ class Runtime {
   void dispatch(const Message& message) noexcept;
   void attribute_delay(const Message& message, std::uint64_t dispatched_at) noexcept;
   std::uint32_t irq_overflows() const noexcept;
+  void fold_totals(std::uint64_t now) noexcept;
 
   Board& board_;
   Monitor& monitor_;
@@ -198,6 +226,10 @@ class Runtime {
   std::uint32_t spans_overwritten_ = 0;
 
   std::uint32_t dispatches_ = 0;
+
+  LoopTotals totals_;
+  LoopStats folded_;             // the core's counters at the latest fold
+  std::uint64_t folded_at_ = 0;  // now() at the latest fold
 };
 
 }  // namespace loopcanary::simrt
