@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct FileSink::Log {
   bool enabled = false;     // written in this configuration
   // Makes the form of a record in buffer + 1 and returns its length (kOverflow: too large).
   std::size_t (FileSink::*format)(const BlockRecord& record) noexcept = nullptr;
+  std::size_t (FileSink::*format_health)(const HealthRecord& record) noexcept = nullptr;  // the same for health records
   std::unique_ptr<char[]> buffer;  // max_record_bytes + 1: byte 0 is spare for that newline
   std::size_t pending = 0;  // the formatted length of the record being written
   char name[96] = {};       // current file name, relative to the directory
@@ -196,12 +198,15 @@ FileSink::FileSink() noexcept
       logs_{json_.get(), text_.get(), binary_.get()} {
   json_->suffix = ".jsonl";
   json_->format = &FileSink::format_json_line;
+  json_->format_health = &FileSink::format_health_json_line;
   text_->suffix = ".log";
   text_->record_end = "\n\n";
   text_->format = &FileSink::format_text_block;
+  text_->format_health = &FileSink::format_health_text_block;
   binary_->suffix = ".lcb";
   binary_->lines = false;
   binary_->format = &FileSink::format_packet;
+  binary_->format_health = &FileSink::format_health_packet;
 }
 
 FileSink::~FileSink() { close(); }
@@ -349,6 +354,7 @@ bool FileSink::open_locked() noexcept {
   last_cleanup_ms_ = monotonic_ms();
   last_check_ms_ = last_cleanup_ms_;
   written_since_check_ = 0;
+  health_since_check_ = 0;
   status_.open = true;
   status_.healthy = true;
   return true;
@@ -399,14 +405,18 @@ bool FileSink::check_locked(bool reopen) noexcept {
   }
   if (directory == Presence::in_place && file == Presence::in_place) {
     written_since_check_ = 0;
+    health_since_check_ = 0;
     return true;
   }
   // A deleted file takes every record written to it with it; those written since the last
   // check were not on disk under a name when it was seen last, so they count as lost.
   const std::uint64_t lost =
       directory == Presence::deleted || file == Presence::deleted ? written_since_check_ : 0;
+  const std::uint64_t health_lost = health_since_check_;
   written_since_check_ = 0;
+  health_since_check_ = 0;
   status_.records_written -= lost;
+  status_.health_written -= lost != 0 ? health_lost : 0;
   status_.records_failed += lost;
   status_.records_lost += lost;
   const bool whole_directory = directory != Presence::in_place;
@@ -618,27 +628,40 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
   return false;
 }
 
-std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::size_t size, Part part) noexcept {
+std::size_t FileSink::format_time_clock(std::uint32_t tick_hz, char* out, std::size_t size, Part part) noexcept {
   TextWriter w(out, size);
   // The process clock names the record's ticks only when the record was stamped by it (a
   // record from another clock, e.g. the sim port's virtual time, carries its own tick_hz).
   const ClockInfo& clock = clock_info();
-  const char* clock_name = r.tick_hz == clock.tick_hz ? clock.name : "other";
+  const char* clock_name = tick_hz == clock.tick_hz ? clock.name : "other";
+  char when[40];
+  utc_time(when, sizeof when, false);
   if (part == Part::text_head) {
-    char when[40];
-    utc_time(when, sizeof when, false);
     w.puts("time = ");
     w.puts(when);
     w.puts(" (written)\nclock = ");
     w.puts(clock_name);
     w.puts(" @ ");
-    w.u64(r.tick_hz);
+    w.u64(tick_hz);
     w.puts(" Hz");
     if (clock.tick_offset_hook) w.puts(" (test build: tick offset hook)");
     w.put('\n');
-    return w.overflowed() ? kOverflow : w.length();
+  } else {  // the "linux" member's start: ,"linux":{"time":...,"clock":...
+    w.puts(",\"linux\":{\"time\":");
+    w.json_string(when);
+    w.puts(",\"clock\":");
+    w.json_string(clock_name);
+    if (clock.tick_offset_hook) w.puts(",\"tick_offset_hook\":true");
   }
+  return w.overflowed() ? kOverflow : w.length();
+}
+
+std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::size_t size, Part part) noexcept {
+  if (part == Part::text_head) return format_time_clock(r.tick_hz, out, size, part);
   const bool json = part == Part::json;
+  const std::size_t head = json ? format_time_clock(r.tick_hz, out, size, part) : 0;
+  if (head == kOverflow) return kOverflow;
+  TextWriter w(out + head, size - head);
   // Every distinct program counter, with its role (the first PC of a sample is the
   // interrupted instruction, the others are return addresses).
   PcUse uses[kMaxSamples * kMaxFrames + kTopFrames];
@@ -657,13 +680,6 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
       std::unique(uses, uses + count, [](const PcUse& a, const PcUse& b) { return a.pc == b.pc; }) - uses);
 
   if (json) {
-    char when[40];
-    utc_time(when, sizeof when, false);
-    w.puts(",\"linux\":{\"time\":");
-    w.json_string(when);
-    w.puts(",\"clock\":");
-    w.json_string(clock_name);
-    if (clock.tick_offset_hook) w.puts(",\"tick_offset_hook\":true");
     w.puts(",\"frames\":[");
   } else if (count > 0) {
     w.puts("symbols:\n");
@@ -738,7 +754,7 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     }
   }
   if (json) w.puts("]}");
-  return w.overflowed() ? kOverflow : w.length();
+  return w.overflowed() ? kOverflow : head + w.length();
 }
 
 std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept {
@@ -787,7 +803,62 @@ std::size_t FileSink::format_packet(const BlockRecord& record) noexcept {
   return length != 0 ? length : kOverflow;
 }
 
-bool FileSink::write(const BlockRecord& record) noexcept {
+std::size_t FileSink::format_health_json_line(const HealthRecord& record) noexcept {
+  // The core's JSON object, then a "linux" member (time, clock) before its closing brace.
+  const std::size_t capacity = config_.max_record_bytes;
+  char* line = json_->buffer.get() + 1;
+  const FormatResult f = format_health_json(record, line, capacity);
+  std::size_t length = f.length;
+  if (f.truncated || length < 2 || line[length - 2] != '}' || line[length - 1] != '\n') return kOverflow;
+  length -= 2;
+  const std::size_t extension = format_time_clock(record.tick_hz, line + length, capacity - length, Part::json);
+  if (extension == kOverflow || length + extension + 3 > capacity) return kOverflow;
+  length += extension;
+  line[length++] = '}';  // closes "linux"
+  line[length++] = '}';
+  line[length++] = '\n';
+  return length;
+}
+
+std::size_t FileSink::format_health_text_block(const HealthRecord& record) noexcept {
+  const std::size_t capacity = config_.max_record_bytes;
+  char* text = text_->buffer.get() + 1;
+  TextWriter w(text, capacity);
+  w.puts("==== loopcanary health ");
+  w.u64(record.number);
+  w.puts(" ====\n");
+  const std::size_t used = w.length();
+  const std::size_t head =
+      w.overflowed() ? kOverflow : format_time_clock(record.tick_hz, text + used, capacity - used, Part::text_head);
+  if (head == kOverflow) return kOverflow;
+  const std::size_t body = used + head;
+  const FormatResult f = format_health_text(record, text + body, body < capacity ? capacity - body : 0);
+  if (f.truncated || body + f.length + 1 >= capacity) return kOverflow;
+  std::size_t length = body + f.length;
+  text[length++] = '\n';  // a blank line between records
+  return length;
+}
+
+std::size_t FileSink::format_health_packet(const HealthRecord& record) noexcept {
+  const std::size_t length = encode_health_packet(record, reinterpret_cast<std::uint8_t*>(binary_->buffer.get() + 1),
+                                                  config_.max_record_bytes);
+  return length != 0 ? length : kOverflow;
+}
+
+std::size_t FileSink::format_for(const Log& log, const BlockRecord& record) noexcept {
+  return (this->*log.format)(record);
+}
+
+std::size_t FileSink::format_for(const Log& log, const HealthRecord& record) noexcept {
+  return (this->*log.format_health)(record);
+}
+
+bool FileSink::write(const BlockRecord& record) noexcept { return write_record(record); }
+
+bool FileSink::write_health(const HealthRecord& record) noexcept { return write_record(record); }
+
+template <class Record>
+bool FileSink::write_record(const Record& record) noexcept {
   std::unique_lock<std::mutex> lock(mutex_);
   bool ok = configured_;
   if (!configured_) {
@@ -814,7 +885,7 @@ bool FileSink::write(const BlockRecord& record) noexcept {
     bool rotation = false;
     for (Log* log : logs_) {
       if (!log->enabled) continue;
-      log->pending = (this->*log->format)(record);
+      log->pending = format_for(*log, record);
       rotation = rotation || (log->pending != kOverflow && rotation_due(*log, log->pending));
     }
     if (rotation) {
@@ -833,6 +904,10 @@ bool FileSink::write(const BlockRecord& record) noexcept {
   }
   if (ok) {
     ++status_.records_written;
+    if (std::is_same<Record, HealthRecord>::value) {
+      ++status_.health_written;
+      ++health_since_check_;
+    }
     ++written_since_check_;
   } else {
     ++status_.records_failed;
@@ -848,6 +923,10 @@ bool FileSink::write(const BlockRecord& record) noexcept {
 
 void FileSink::interceptor(void* context, const BlockRecord& record) {
   static_cast<FileSink*>(context)->write(record);
+}
+
+void FileSink::health_interceptor(void* context, const HealthRecord& record) {
+  static_cast<FileSink*>(context)->write_health(record);
 }
 
 SinkStatus FileSink::status() const noexcept {

@@ -2,6 +2,9 @@
 // File sink: a log directory with one JSON object per record (<stem>.jsonl), a human text
 // log in the spirit of BlockCanary's (<stem>.log) and, when enabled, the compact binary form:
 // one encode_packet() packet per record, back to back (<stem>.lcb; docs/report-format.md).
+// Health records (write_health, health_interceptor) go to the same files, in the same three
+// forms (format_health_json with the "linux" time and clock, format_health_text, a `health`
+// packet), under the same rotation, retention and whole-or-nothing rules.
 //
 // Bounds: a file is rotated before a record would take it past max_file_bytes (renamed to
 // <stem>.<UTC time>-<serial>.jsonl|.log|.lcb; the serial goes on from the highest one in the
@@ -93,6 +96,7 @@ struct SinkStatus {
   int last_errno = 0;
   char message[640] = {};            ///< the last error in words, naming the file; "" when none
   std::uint64_t records_written = 0; ///< records written to every enabled log (and not lost since)
+  std::uint64_t health_written = 0;  ///< of records_written: health records
   std::uint64_t records_failed = 0;  ///< records that missed at least one log, lost ones included
   std::uint64_t records_lost = 0;    ///< of records_failed: written, then found to have gone with a
                                      ///< deleted file (those written since the check before it)
@@ -177,6 +181,17 @@ class FileSink {
   /// Interceptor adapter: `context` is the FileSink.
   static void interceptor(void* context, const BlockRecord& record);
 
+  /// Writes a health record to every enabled log: the JSON line of format_health_json with a
+  /// "linux" member (time, clock) before its closing brace; in the text log a header line
+  /// "==== loopcanary health N ====", the time and clock lines, format_health_text and a blank
+  /// line; in the binary log one `health` packet. The same rules as write() (rotation, whole or
+  /// nothing, faults counted in status(), records_failed included). False when any log missed
+  /// it. The watchdog thread (the health interceptor) or the thread that pops health records.
+  bool write_health(const HealthRecord& record) noexcept;
+
+  /// Health interceptor adapter (Watchdog::add_health_interceptor): `context` is the FileSink.
+  static void health_interceptor(void* context, const HealthRecord& record);
+
   SinkStatus status() const noexcept;
 
   /// The file name stem in use ("loopcanary-<qualifier>"), "" before open().
@@ -207,6 +222,16 @@ class FileSink {
   std::size_t format_json_line(const BlockRecord& record) noexcept;
   std::size_t format_text_block(const BlockRecord& record) noexcept;
   std::size_t format_packet(const BlockRecord& record) noexcept;
+  std::size_t format_time_clock(std::uint32_t tick_hz, char* out, std::size_t size, Part part) noexcept;
+  std::size_t format_health_json_line(const HealthRecord& record) noexcept;
+  std::size_t format_health_text_block(const HealthRecord& record) noexcept;
+  std::size_t format_health_packet(const HealthRecord& record) noexcept;
+  // A record's form for one log (the log's formatter of that record type).
+  std::size_t format_for(const Log& log, const BlockRecord& record) noexcept;
+  std::size_t format_for(const Log& log, const HealthRecord& record) noexcept;
+  // write() and write_health(): every form made, then written; counted in status().
+  template <class Record>
+  bool write_record(const Record& record) noexcept;
 
   mutable std::mutex mutex_;
   FileSinkConfig config_{};
@@ -224,6 +249,7 @@ class FileSink {
   std::uint64_t last_cleanup_ms_ = 0;
   std::uint64_t last_check_ms_ = 0;
   std::uint64_t written_since_check_ = 0;  // records written to every log since the last check
+  std::uint64_t health_since_check_ = 0;   // of them, health records
   std::uint64_t rotation_serial_ = 0;      // the last serial used or found in the directory
   bool error_pending_ = false;  // notify on_error after unlocking
   SinkStatus status_{};

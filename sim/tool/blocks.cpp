@@ -111,6 +111,17 @@ Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
   return best;
 }
 
+Culprit deadline_culprit(const LogRecord& record, const CulpritRules& rules) {
+  Culprit culprit = block_culprit(record, rules);
+  if (culprit.known() || record.top.empty()) return culprit;
+  const TopEntry& top = record.top.front();  // most frequent first
+  culprit.label = top.frame.label();
+  culprit.frame = top.frame;
+  culprit.samples = top.count;
+  culprit.of = record.samples_taken;
+  return culprit;
+}
+
 std::string block_id(const LogRecord& record) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   auto mix = [&h](const void* data, std::size_t size) {
@@ -162,6 +173,7 @@ void BlockAssembler::close(Loop& loop) {
 }
 
 void BlockAssembler::take(LogRecord& r) {
+  if (r.phase == Phase::deadline_miss) return;  // not a report of a block
   auto it = loops_.find(key_of(r));
   if (it == loops_.end()) {
     it = loops_.emplace(Key{r.source, r.qualifier, r.loop, r.loop_index}, Loop{}).first;
@@ -219,8 +231,19 @@ void BlockAssembler::finish() {
   }
 }
 
-bool Filter::accepts(const Block& block) const {
-  const LogRecord& r = block.record;
+bool Filter::accepts(const Block& block) const { return accepts(block.record); }
+
+bool Filter::accepts(const HealthLog& h) const {
+  if (since_ms || until_ms) {
+    if (!h.wall_ms) return false;
+    if (since_ms && *h.wall_ms < *since_ms) return false;
+    if (until_ms && *h.wall_ms >= *until_ms) return false;
+  }
+  if (!qualifiers.empty() && std::find(qualifiers.begin(), qualifiers.end(), h.qualifier) == qualifiers.end()) return false;
+  return loops.empty() || std::find(loops.begin(), loops.end(), h.loop) != loops.end();
+}
+
+bool Filter::accepts(const LogRecord& r) const {
   if (since_ms || until_ms) {
     if (!r.wall_ms) return false;
     if (since_ms && *r.wall_ms < *since_ms) return false;
@@ -229,12 +252,20 @@ bool Filter::accepts(const Block& block) const {
   if (!qualifiers.empty() && std::find(qualifiers.begin(), qualifiers.end(), r.qualifier) == qualifiers.end()) return false;
   if (!events.empty() && std::find(events.begin(), events.end(), r.event) == events.end()) return false;
   if (!causes.empty() && std::find(causes.begin(), causes.end(), r.cause) == causes.end()) return false;
+  if (!loops.empty() && std::find(loops.begin(), loops.end(), r.loop) == loops.end()) return false;
   return r.duration_us >= min_us;
 }
 
 BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, const CulpritRules& rules,
-                       const Filter& filter, const std::function<void(const Block&)>& on_block) {
+                       const Filter& filter, const std::function<void(const Block&)>& on_block,
+                       const OtherRecords& others) {
   BlockStats stats;
+  reader.set_health_callback([&](HealthLog& health) {
+    ++stats.health_records;
+    if (!filter.accepts(health)) return;
+    ++stats.health_kept;
+    if (others.on_health) others.on_health(health);
+  });
   BlockAssembler assembler(rules, [&](const Block& block) {
     ++stats.blocks;
     if (!filter.accepts(block)) {
@@ -250,8 +281,22 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
     if (on_block) on_block(block);
   });
   for (const std::string& path : paths) {
-    reader.read_path(path, [&](LogRecord& record) { assembler.take(record); });
+    reader.read_path(path, [&](LogRecord& record) {
+      if (record.phase != Phase::deadline_miss) {
+        assembler.take(record);
+        return;
+      }
+      ++stats.deadline_misses;
+      if (!filter.accepts(record)) return;
+      if (!rules.ignore.empty()) {  // the white list applies to what delayed it
+        const Culprit culprit = deadline_culprit(record, rules);
+        if (culprit.known() && frame_matches(culprit.frame, rules.ignore)) return;
+      }
+      ++stats.deadline_misses_kept;
+      if (others.on_deadline_miss) others.on_deadline_miss(record);
+    });
   }
+  reader.set_health_callback({});
   assembler.finish();
   stats.out_of_order = assembler.out_of_order();
   return stats;
@@ -259,7 +304,9 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
 
 void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* blocks) {
   out << "read " << stats.files << (stats.files == 1 ? " file, " : " files, ") << stats.lines
-      << (stats.lines == 1 ? " line, " : " lines, ") << stats.records << (stats.records == 1 ? " record; " : " records; ");
+      << (stats.lines == 1 ? " line, " : " lines, ") << stats.records << (stats.records == 1 ? " record" : " records");
+  if (stats.health_records > 0) out << " (" << stats.health_records << " health)";
+  out << "; ";
   if (stats.captures > 0) {
     out << stats.captures << (stats.captures == 1 ? " capture: " : " captures: ") << stats.packets
         << (stats.packets == 1 ? " packet decoded, " : " packets decoded, ") << stats.skipped_bytes
@@ -281,6 +328,10 @@ void print_summary(std::ostream& out, const ReadStats& stats, const BlockStats* 
     }
     if (blocks->ignored > 0) out << ", " << blocks->ignored << " ignored (--ignore)";
     if (blocks->out_of_order > 0) out << ", " << blocks->out_of_order << " reports after their final one";
+    if (blocks->deadline_misses > 0) {
+      out << "; " << blocks->deadline_misses << (blocks->deadline_misses == 1 ? " deadline miss" : " deadline misses");
+      if (blocks->deadline_misses_kept != blocks->deadline_misses) out << ", " << blocks->deadline_misses_kept << " shown";
+    }
   }
   out << '\n';
 }

@@ -20,7 +20,7 @@ bool parse_group_by(const std::string& text, GroupBy& out) noexcept;
 
 /// Everything the command line and a --config file can set. Unset options keep these defaults.
 struct Options {
-  std::string command;              ///< "report", "show", "export", "symbolize", "decode"
+  std::string command;              ///< "report", "show", "export", "health", "symbolize", "decode"
   std::vector<std::string> paths;   ///< log files and directories, in the order given
   // Filters and culprit rules (report, show, export).
   Filter filter;
@@ -28,8 +28,8 @@ struct Options {
   // report
   GroupBy by = GroupBy::culprit;
   std::size_t top = 0;              ///< --top N: the N largest groups (by blocks); 0: all
-  /// --format: report: "text" (default) or "json"; export: "folded", "chrome" or "html"
-  /// (required there).
+  /// --format: report and health: "text" (default) or "json"; export: "folded", "chrome" or
+  /// "html" (required there).
   std::string format;
   // show
   std::string id;                   ///< --id: a block ID or a prefix of one (6+ hex digits)
@@ -49,6 +49,9 @@ int run_show(const Options& options, std::ostream& out, std::ostream& err);
 int run_export(const Options& options, std::ostream& out, std::ostream& err);
 /// `loopcanary symbolize [--elf FILE | --debug-dir DIR] [-o FILE]`. Implemented in symbolize*.cpp.
 int run_symbolize(const Options& options, std::ostream& out, std::ostream& err);
+/// `loopcanary health PATH... [--loop L] [--event E] [--format text|json]`: the health records
+/// per loop as a time series (docs/tool.md). In health.cpp.
+int run_health(const Options& options, std::ostream& out, std::ostream& err);
 /// `loopcanary decode CAPTURE... [--elf FIRMWARE] [-o FILE]`: the records of binary captures (and
 /// of JSON Lines logs) as JSON Lines, symbolised with --elf as symbolize does. In symbolize.cpp.
 int run_decode(const Options& options, std::ostream& out, std::ostream& err);

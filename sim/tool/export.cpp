@@ -157,8 +157,10 @@ int run_export(const Options& options, std::ostream& out, std::ostream& err) {
   const std::unique_ptr<exporting::Writer> writer = factory(*target);
 
   Reader reader(err);
+  OtherRecords others;
+  others.on_health = [&](const HealthLog& health) { writer->add_health(health); };
   const BlockStats blocks = read_blocks(reader, options.paths, options.rules, options.filter,
-                                        [&](const Block& block) { writer->add(block); });
+                                        [&](const Block& block) { writer->add(block); }, others);
   writer->finish(reader.stats(), blocks);
   target->flush();
   print_summary(err, reader.stats(), &blocks);

@@ -23,6 +23,9 @@ class Writer {
  public:
   virtual ~Writer() = default;
   virtual void add(const Block& block) = 0;
+  /// Called once per kept health record, in input order (formats without health charts ignore
+  /// them).
+  virtual void add_health(const HealthLog& record) { static_cast<void>(record); }
   virtual void finish(const ReadStats& read, const BlockStats& blocks) = 0;
   /// One line for the summary on the error stream: what the export holds and what it left out.
   virtual std::string summary() const = 0;
@@ -34,6 +37,9 @@ class Writer {
 constexpr std::size_t kMaxHtmlBlocks = 2000;
 constexpr std::size_t kMaxFlameGraphs = 20;
 constexpr std::uint64_t kMinFlameNodeShare = 1000;
+/// HTML health charts: at most this many points per loop (the latest); the page says how many
+/// it left out.
+constexpr std::size_t kMaxHtmlHealthPoints = 5000;
 
 std::unique_ptr<Writer> make_folded_writer(std::ostream& out);
 std::unique_ptr<Writer> make_chrome_writer(std::ostream& out);

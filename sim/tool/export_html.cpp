@@ -2,8 +2,9 @@
 // `loopcanary export --format html`: one self-contained page (inline CSS and script, no network,
 // no framework). The data sits in a <script type="application/json"> element, every string
 // escaped so that "</script>" cannot end it; the page's script builds the blocks table (sortable,
-// filterable), a flame graph per culprit and a timeline of blocks per loop from it.
-// Bounds: kMaxHtmlBlocks, kMaxFlameGraphs, kMinFlameNodeShare (export.hpp).
+// filterable), a flame graph per culprit, a timeline of blocks per loop and, when the logs hold
+// health records, charts of load, rate and latency over time (inline SVG) from it.
+// Bounds: kMaxHtmlBlocks, kMaxFlameGraphs, kMinFlameNodeShare, kMaxHtmlHealthPoints (export.hpp).
 #include <algorithm>
 #include <map>
 #include <ostream>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "export.hpp"
+#include "health_series.hpp"
 
 namespace loopcanary::tool::exporting {
 namespace {
@@ -66,6 +68,9 @@ line-height:15px;padding:0 3px;overflow:hidden;white-space:nowrap;text-overflow:
 .fg-bar{font-size:12px;margin:2px 0}.fg-bar button{font:inherit;font-size:11px;margin-left:8px}
 svg.tl{display:block;border:1px solid #d0d7de;background:#fafbfc;margin:4px 0 0}
 .tl-label{font-size:12px;margin:10px 0 0}
+svg.hc{display:block;border:1px solid #d0d7de;background:#fafbfc;margin:4px 0 0}
+.hc-line{fill:none;stroke-width:1.5;vector-effect:non-scaling-stroke}.hc-axis{font-size:11px;fill:#57606a}
+.hc-key{font-size:12px;margin:2px 0}.hc-key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
 .st-bar{display:inline-flex;width:120px;height:11px;border:1px solid #d0d7de;background:#fff;vertical-align:middle;
 margin-right:6px;overflow:hidden}.st-seg{height:100%}.st-text{font-size:11px;color:#57606a}
 )CSS";
@@ -300,6 +305,72 @@ const char* const kScript = R"JS(
     });
     timeline.appendChild(svg);
   });
+  // Health over time: per loop, a chart each of load, rate and latency (p99 per event); a
+  // polyline per series, x = the window's end over the loop's span, y = the value over its max.
+  var health = document.getElementById('health');
+  var palette = ['#d9534f', '#5b8def', '#e0a030', '#3aa675', '#9b59b6', '#17a2b8', '#8d6e63', '#e83e8c'];
+  function chart(kind, title, unit, times, lines, loopName) {
+    var width = 1000, height = 140, pad = 4;
+    var max = 0;
+    lines.forEach(function (l) { l.values.forEach(function (v) { if (v !== null) max = Math.max(max, v); }); });
+    if (max <= 0) max = 1;
+    var lo = times[0], hi = times[times.length - 1], span = Math.max(hi - lo, 1e-9);
+    health.appendChild(el('p', 'tl-label', title + ' (max ' + max.toFixed(1) + ' ' + unit + ')'));
+    var svg = document.createElementNS(NS, 'svg');
+    svg.setAttribute('class', 'hc');
+    svg.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
+    svg.setAttribute('width', '100%');
+    svg.setAttribute('height', String(height));
+    svg.setAttribute('preserveAspectRatio', 'none');
+    svg.setAttribute('data-chart', kind);
+    svg.setAttribute('data-loop', loopName);
+    var key = el('p', 'hc-key');
+    lines.forEach(function (l, i) {
+      var pts = [];
+      l.values.forEach(function (v, k) {
+        if (v === null) return;
+        var x = times.length === 1 ? width / 2 : (times[k] - lo) / span * width;
+        var y = height - pad - v / max * (height - 2 * pad);
+        pts.push(x.toFixed(2) + ',' + y.toFixed(2));
+      });
+      var line = document.createElementNS(NS, 'polyline');
+      line.setAttribute('class', 'hc-line');
+      line.setAttribute('points', pts.join(' '));
+      line.setAttribute('stroke', palette[i % palette.length]);
+      line.setAttribute('data-series', l.name);
+      line.setAttribute('data-points', String(pts.length));
+      var tip = document.createElementNS(NS, 'title');
+      tip.textContent = l.name + ': ' + pts.length + ' points, max ' + max.toFixed(1) + ' ' + unit;
+      line.appendChild(tip);
+      svg.appendChild(line);
+      var swatch = el('span');
+      swatch.style.background = palette[i % palette.length];
+      key.appendChild(swatch);
+      key.appendChild(document.createTextNode(l.name));
+    });
+    health.appendChild(svg);
+    health.appendChild(key);
+  }
+  data.health.forEach(function (h) {
+    if (h.points.length === 0) return;
+    var times = h.points.map(function (p) { return p[0]; });
+    health.appendChild(el('h3', '', h.process + ' \u00b7 loop ' + h.loop + ': ' + h.points.length +
+      ' health records over ' + (times[times.length - 1] - times[0]).toFixed(3) + ' s' +
+      (h.dropped ? ' (the latest; ' + h.dropped + ' older not drawn)' : '')));
+    chart('load', 'Load and idle, %', '%', times, [
+      { name: 'load', values: h.points.map(function (p) { return p[1] / 10; }) },
+      { name: 'idle', values: h.points.map(function (p) { return p[3] === null ? null : p[3] / 10; }) }
+    ].filter(function (l) { return l.values.some(function (v) { return v !== null; }); }), h.loop);
+    chart('rate', 'Dispatch rate, per second', '/s', times,
+      [{ name: 'dispatches', values: h.points.map(function (p) { return p[2] / 1000; }) }], h.loop);
+    chart('latency', 'Queue latency p99 per event, ms', 'ms', times, h.events.map(function (name, i) {
+      return { name: name, values: h.points.map(function (p) { return p[4][i] === null ? null : p[4][i] / 1000; }) };
+    }), h.loop);
+  });
+  if (data.health.length === 0) {
+    document.getElementById('health-head').style.display = 'none';
+    document.getElementById('health-note').style.display = 'none';
+  }
   document.body.setAttribute('data-ready', 'true');
 })();
 )JS";
@@ -352,6 +423,8 @@ class HtmlWriter final : public Writer {
     }
   }
 
+  void add_health(const HealthLog& record) override { health_.add(record); }
+
   void finish(const ReadStats& read, const BlockStats& blocks) override {
     out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
@@ -366,15 +439,25 @@ class HtmlWriter final : public Writer {
             "root frame on top, width proportional to samples.</p>\n<div id=\"flames\"></div>\n"
          << "<h2>Timeline by loop</h2>\n<p class=\"note\">One bar per block; colour: cause (red running, blue "
             "waiting, amber starved, grey unknown); black outline: hung.</p>\n<div id=\"timeline\"></div>\n"
+         << "<h2 id=\"health-head\">Health over time</h2>\n<p class=\"note\" id=\"health-note\">Per loop, from its "
+            "health records: load and idle share of each window, the dispatch rate, and each event's queue "
+            "latency p99; x: the window's end.</p>\n<div id=\"health\"></div>\n"
          << "<script type=\"application/json\" id=\"lc-data\">";
     write_data(read, blocks);
     out_ << "</script>\n<script>" << kScript << "</script>\n</body>\n</html>\n";
   }
 
   std::string summary() const override {
-    return std::to_string(seq_) + " blocks, " + std::to_string(std::min<std::size_t>(seq_, kMaxHtmlBlocks)) +
-           " in the table and timeline, " + std::to_string(std::min(flames_.size(), kMaxFlameGraphs)) + " of " +
-           std::to_string(flames_.size()) + " culprits with flame graphs";
+    std::string text = std::to_string(seq_) + " blocks, " + std::to_string(std::min<std::size_t>(seq_, kMaxHtmlBlocks)) +
+                       " in the table and timeline, " + std::to_string(std::min(flames_.size(), kMaxFlameGraphs)) +
+                       " of " + std::to_string(flames_.size()) + " culprits with flame graphs";
+    if (health_.records() > 0) {
+      std::uint64_t drawn = 0;
+      for (const HealthSeries& h : health_.series()) drawn += std::min(h.points.size(), kMaxHtmlHealthPoints);
+      text += "; " + std::to_string(health_.records()) + " health records, " + std::to_string(drawn) + " charted for " +
+              std::to_string(health_.series().size()) + (health_.series().size() == 1 ? " loop" : " loops");
+    }
+    return text;
   }
 
  private:
@@ -470,10 +553,47 @@ class HtmlWriter final : public Writer {
       write_tree(flame, 0, pruned);
       out_ << ",\"pruned\":" << pruned << '}';
     }
+    out_ << "],\"health\":[";
+    write_health();
     out_ << "]}";
   }
 
+  // Per series: {"loop","process","events":[names],"dropped":N,"points":[[time_s, load ‰,
+  // rate mHz, idle ‰ or null, [p99 µs per event or null]], ...]}, the latest kMaxHtmlHealthPoints.
+  void write_health() {
+    bool first = true;
+    for (const HealthSeries& h : health_.series()) {
+      const std::size_t skip = h.points.size() > kMaxHtmlHealthPoints ? h.points.size() - kMaxHtmlHealthPoints : 0;
+      out_ << (first ? "\n{\"loop\":" : ",\n{\"loop\":");
+      first = false;
+      str(h.loop);
+      out_ << ",\"process\":";
+      str((h.qualifier.empty() ? std::string("(no qualifier)") : h.qualifier) + " \u00b7 " +
+          h.source.substr(h.source.find_last_of('/') + 1));
+      out_ << ",\"events\":[";
+      for (std::size_t i = 0; i < h.events.size(); ++i) {
+        out_ << (i ? "," : "");
+        str(h.events[i]);
+      }
+      out_ << "],\"dropped\":" << (h.dropped + skip) << ",\"points\":[";
+      std::vector<const HealthEventPoint*> by_event(h.events.size());
+      for (std::size_t i = skip; i < h.points.size(); ++i) {
+        const HealthPoint& p = h.points[i];
+        out_ << (i == skip ? "[" : ",[") << format_us(p.time_s) << ',' << p.load_permille << ',' << p.rate_mhz << ','
+             << (p.idle_permille ? std::to_string(*p.idle_permille) : std::string("null")) << ",[";
+        std::fill(by_event.begin(), by_event.end(), nullptr);
+        for (const HealthEventPoint& e : p.events) by_event[e.event] = &e;
+        for (std::size_t k = 0; k < by_event.size(); ++k) {
+          out_ << (k ? "," : "") << (by_event[k] != nullptr ? std::to_string(by_event[k]->p99_us) : std::string("null"));
+        }
+        out_ << "]]";
+      }
+      out_ << "]}";
+    }
+  }
+
   std::ostream& out_;
+  HealthCollector health_;
   Timeline timeline_;
   std::uint64_t seq_ = 0;
   std::priority_queue<Row, std::vector<Row>, RowLonger> rows_;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `loopcanary`: the host tool that reads block reports (docs/tool.md).
+// `loopcanary`: the host tool that reads block reports and health records (docs/tool.md).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
     status = run_show(options, std::cout, std::cerr);
   } else if (options.command == "export") {
     status = run_export(options, std::cout, std::cerr);
+  } else if (options.command == "health") {
+    status = run_health(options, std::cout, std::cerr);
   } else if (options.command == "decode") {
     status = run_decode(options, std::cout, std::cerr);
   } else {

@@ -77,6 +77,8 @@ void LogRecord::clear_fields() noexcept {
   end = 0;
   duration_ticks = 0;
   threshold_us = 0;
+  delayed_by_dispatch = 0;
+  delayed_by.clear();
   cause = Cause::unknown;
   hung = false;
   unwatched = false;
@@ -99,6 +101,34 @@ void LogRecord::clear_fields() noexcept {
   clock.clear();
 }
 
+void HealthLog::clear() noexcept {
+  file.clear();
+  line = 0;
+  from_capture = false;
+  source.clear();
+  number = 0;
+  qualifier.clear();
+  loop.clear();
+  loop_index = 0;
+  tick_hz = 0;
+  start = 0;
+  end = 0;
+  window_us = 0;
+  dispatches = 0;
+  rate_mhz = 0;
+  busy_us = 0;
+  load_permille = 0;
+  idle_us.reset();
+  idle_permille.reset();
+  blocks = 0;
+  hangs = 0;
+  max_duration_us = 0;
+  events.clear();
+  health_dropped = 0;
+  wall_ms.reset();
+  clock.clear();
+}
+
 namespace {
 
 // The value among `values` whose to_string() spelling is `text`; false (out untouched) if none.
@@ -116,7 +146,7 @@ bool parse_spelling(std::string_view text, std::initializer_list<Enum> values, E
 }  // namespace
 
 bool parse_phase(std::string_view text, Phase& out) noexcept {
-  return parse_spelling(text, {Phase::in_progress, Phase::hang, Phase::final}, out);
+  return parse_spelling(text, {Phase::in_progress, Phase::hang, Phase::final, Phase::deadline_miss}, out);
 }
 
 bool parse_cause(std::string_view text, Cause& out) noexcept {
@@ -138,6 +168,7 @@ const char* to_string(WarningKind kind) noexcept {
     case WarningKind::unknown_type: return "unknown packet type";
     case WarningKind::unknown_config: return "unknown configuration";
     case WarningKind::malformed_packet: return "malformed packet";
+    case WarningKind::unknown_kind: return "unknown record kind";
     case WarningKind::count_: break;
   }
   return "?";

@@ -122,7 +122,12 @@ struct LogRecord {
   std::uint64_t start = 0;        ///< ticks
   std::uint64_t end = 0;          ///< ticks
   std::uint64_t duration_ticks = 0;
-  std::uint64_t threshold_us = 0; ///< µs
+  std::uint64_t threshold_us = 0; ///< µs; a deadline_miss: the deadline
+  /// A deadline_miss: the dispatch number and the event name of the dispatch that ran at the
+  /// due time (the record's evidence is that dispatch's); 0 and "" when unknown ("delayed_by":
+  /// null) and for every other phase.
+  std::uint64_t delayed_by_dispatch = 0;
+  std::string delayed_by;
   Cause cause = Cause::unknown;
   bool hung = false;              ///< flag "hung"
   bool unwatched = false;         ///< flag "unwatched"
@@ -167,6 +172,55 @@ struct LogRecord {
   void clear_fields() noexcept;
 };
 
+/// One event type of a health record (its `events` entry): the window's counts and latency
+/// percentiles, and the event's configuration. Numbers as the record gives them.
+struct EventHealth {
+  std::string event;                   ///< event name; "?" for an empty one
+  std::uint64_t dispatches = 0;        ///< dispatches with a post stamp in the window
+  std::uint64_t rate_mhz = 0;          ///< their rate, thousandths of a dispatch per second
+  std::uint64_t p50_us = 0, p95_us = 0, p99_us = 0;  ///< queue latency percentiles of the window, µs
+  std::uint64_t max_latency_us = 0;    ///< since the start, µs
+  std::uint64_t deadline_misses = 0;   ///< in the window
+  std::uint64_t missed_periods = 0;    ///< in the window
+  std::uint64_t posted_ahead = 0;      ///< in the window
+  std::uint64_t period_us = 0;         ///< 0: not periodic
+  std::uint64_t deadline_us = 0;       ///< 0: no deadline
+};
+
+/// One health record as read (a JSON line with "kind":"health", docs/report-format.md "Health
+/// records"). Fields not listed are ignored. Required: number, loop, end, window_us (a record
+/// without one is skipped with a "missing field" warning).
+struct HealthLog {
+  // Where the line came from, as in LogRecord.
+  std::string file;
+  std::uint64_t line = 0;
+  bool from_capture = false;
+  std::string source;
+
+  std::uint64_t number = 0;           ///< watchdog-wide health record number, from 1
+  std::string qualifier;
+  std::string loop;
+  std::uint64_t loop_index = 0;
+  std::uint64_t tick_hz = 0;
+  std::uint64_t start = 0, end = 0;   ///< the window, ticks (end: this record)
+  std::uint64_t window_us = 0;
+  std::uint64_t dispatches = 0;       ///< dispatches that ended in the window
+  std::uint64_t rate_mhz = 0;         ///< their rate, thousandths per second
+  std::uint64_t busy_us = 0;
+  std::uint64_t load_permille = 0;    ///< busy share of the window, ‰
+  std::optional<std::uint64_t> idle_us;        ///< null: the loop reports no idle time
+  std::optional<std::uint64_t> idle_permille;
+  std::uint64_t blocks = 0, hangs = 0;
+  std::uint64_t max_duration_us = 0;
+  std::vector<EventHealth> events;    ///< in the record's order
+  std::uint64_t health_dropped = 0;
+  std::optional<std::int64_t> wall_ms;  ///< "linux.time" as ms since the Unix epoch
+  std::string clock;                    ///< "linux.clock"
+
+  /// Resets every field to its default.
+  void clear() noexcept;
+};
+
 /// The log a file belongs to: its path with a rotation suffix `.<UTC>-<serial>` removed before
 /// `.jsonl` or kCaptureSuffix (`dir/stem.20260101T000000Z-000003.jsonl` → `dir/stem.jsonl`).
 /// Rotated files and the current one of a log share it.
@@ -193,12 +247,14 @@ enum class WarningKind : std::uint8_t {
   unknown_type,     ///< a whole packet of a type this reader does not know (skipped)
   unknown_config,   ///< a packet of a configuration this reader does not know or whose counts do not fit this build
   malformed_packet, ///< a whole packet whose body does not decode (bad varint, cut field, bad index, trailing bytes)
+  unknown_kind,     ///< a line whose "kind" is not one this reader knows ("health"; none: a block record)
   count_            ///< number of kinds (not a kind)
 };
 constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::count_);
 /// A short name for summaries: "unreadable", "torn tail", "malformed JSON", "too deep",
 /// "too long", "wrong type", "missing field", "unknown format version", "garbage",
-/// "CRC mismatch", "unknown packet type", "unknown configuration", "malformed packet".
+/// "CRC mismatch", "unknown packet type", "unknown configuration", "malformed packet",
+/// "unknown record kind".
 const char* to_string(WarningKind kind) noexcept;
 
 /// The format version this reader reads. Records of docs/report-format.md carry no version
@@ -213,7 +269,8 @@ struct ReadStats {
   std::uint64_t files = 0;         ///< files opened
   std::uint64_t bytes = 0;         ///< bytes read
   std::uint64_t lines = 0;         ///< lines seen (a torn tail counts as one)
-  std::uint64_t records = 0;       ///< well-formed records passed to the callback
+  std::uint64_t records = 0;       ///< well-formed records passed to the callbacks (block and health records)
+  std::uint64_t health_records = 0;  ///< of `records`: health records
   std::uint64_t captures = 0;      ///< files read as binary captures (also in `files`)
   std::uint64_t packets = 0;       ///< packets of the captures decoded into records (also in `records`)
   std::uint64_t skipped_bytes = 0; ///< bytes of the captures not part of a decoded packet (each in a warning)
@@ -245,7 +302,15 @@ class Reader {
   /// and reuses whatever storage it then holds.
   using Callback = std::function<void(LogRecord&)>;
 
+  /// Called once per well-formed health record ("kind":"health"), as Callback is per block
+  /// record; valid during the call only (the record is reused).
+  using HealthCallback = std::function<void(HealthLog&)>;
+
   explicit Reader(std::ostream& warnings, ReaderOptions options = {});
+
+  /// Where health records go from now on (none set: they are counted in stats() and dropped).
+  /// Health records never reach the block Callback.
+  void set_health_callback(HealthCallback on_health) { on_health_ = std::move(on_health); }
 
   /// A file: read it. A directory: read its *.jsonl files (see list_logs), not recursing. Returns
   /// false when the path cannot be read at all (with an unreadable warning).
@@ -288,6 +353,8 @@ class Reader {
   LogRecord record_;
   std::string buffer_;
   std::string packet_line_;  // the JSON line of a decoded packet
+  HealthCallback on_health_;
+  HealthLog health_;
   std::string_view current_line_;
   std::string what_;
 };
@@ -295,8 +362,23 @@ class Reader {
 /// Parses one line (without its newline) into `out` (cleared first; `out.file`, `line` and
 /// `source` are left to the caller). Returns true for a record; false with `kind` and `what`
 /// (the warning text, without file:line) otherwise. `want_stacks` as in ReaderOptions.
+/// A line with a "kind" member is not a block record: false with WarningKind::unknown_kind
+/// (use parse_line for lines of every kind).
 bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
                   bool want_stacks = true);
+
+/// Parses a health record line ("kind":"health") into `out` (cleared first; file, line and
+/// source left to the caller). false with `kind` and `what` as parse_record gives them (a line
+/// whose "kind" is not "health": unknown_kind).
+bool parse_health_record(const char* data, std::size_t length, HealthLog& out, WarningKind& kind, std::string& what);
+
+/// What parse_line found on a line.
+enum class LineKind : std::uint8_t { block, health };
+/// Parses a line of any kind: a block record (no "kind" member) into `block`, a health record
+/// into `health`, telling which in `which`. false with `kind` and `what` otherwise (an unknown
+/// "kind" value: unknown_kind).
+bool parse_line(const char* data, std::size_t length, LogRecord& block, HealthLog& health, LineKind& which,
+                WarningKind& kind, std::string& what, bool want_stacks = true);
 
 /// What counts as the user's own code (BlockCanary's concern packages) and which culprits to
 /// leave out (its white list). A prefix matches a frame when the frame's module path, module base
@@ -334,6 +416,11 @@ struct Culprit {
 };
 Culprit block_culprit(const LogRecord& record, const CulpritRules& rules);
 
+/// The delaying culprit of a deadline miss (a deadline_miss record carries the evidence of the
+/// dispatch that ran at the due time): block_culprit() of the record, else its most frequent top
+/// frame (a record whose samples were not kept), else unknown.
+Culprit deadline_culprit(const LogRecord& record, const CulpritRules& rules);
+
 /// One dispatch that was reported: its reports merged.
 struct Block {
   /// Block ID (docs/tool.md): 12 lower-case hex digits, FNV-1a 64 of qualifier, loop,
@@ -354,7 +441,8 @@ struct Block {
 /// The block ID of a record's dispatch (see Block::id).
 std::string block_id(const LogRecord& record);
 
-/// Turns a stream of records into Blocks. The reports of one dispatch (same source, qualifier,
+/// Turns a stream of records into Blocks. Deadline-miss records (Phase::deadline_miss) are about
+/// a late dispatch, not a block: take() and add() ignore them (read_blocks passes them on apart). The reports of one dispatch (same source, qualifier,
 /// loop, loop_index, dispatch and start) become one Block, whatever mix of in_progress, hang
 /// and final they are. A Block is emitted when its final report arrives, when a later dispatch
 /// (or an earlier report number: a restarted writer) of its loop arrives, or at finish().
@@ -408,9 +496,16 @@ struct Filter {
   std::vector<std::string> qualifiers;   ///< any of them, exactly; empty: all
   std::vector<std::string> events;       ///< any of them, exactly; empty: all
   std::vector<Cause> causes;             ///< any of them; empty: all
+  std::vector<std::string> loops;        ///< loop names, any of them, exactly; empty: all
   std::uint64_t min_us = 0;              ///< duration ≥ (µs)
   /// true when the block passes (the ignore rule is not part of the filter; see read_blocks).
   bool accepts(const Block& block) const;
+  /// The same test on one record (a deadline miss: its lateness is its duration, its cause
+  /// that of the dispatch that delayed it).
+  bool accepts(const LogRecord& record) const;
+  /// For a health record: wall time, qualifier and loop (the criteria that apply to a loop's
+  /// window; events, causes and min_us do not).
+  bool accepts(const HealthLog& record) const;
 };
 
 /// Why blocks were left out, for the summary.
@@ -421,13 +516,27 @@ struct BlockStats {
   std::uint64_t ignored = 0;       ///< culprit matched an --ignore prefix
   std::uint64_t no_wall_time = 0;  ///< failed --since/--until for lack of wall time (also in filtered)
   std::uint64_t out_of_order = 0;  ///< BlockAssembler::out_of_order()
+  std::uint64_t deadline_misses = 0;       ///< deadline-miss records read (not blocks)
+  std::uint64_t deadline_misses_kept = 0;  ///< of them, passed the filter and the ignore rule (on the delaying culprit)
+  std::uint64_t health_records = 0;        ///< health records read
+  std::uint64_t health_kept = 0;           ///< of them, passed the filter
+};
+
+/// Where read_blocks sends the records that are not reports of a block; either may be empty.
+struct OtherRecords {
+  std::function<void(const LogRecord&)> on_deadline_miss;  ///< deadline-miss records the filter keeps
+  std::function<void(const HealthLog&)> on_health;         ///< health records the filter keeps
 };
 
 /// The pipeline every command shares: reads `paths` (files or directories) with `reader`,
 /// assembles blocks under `rules`, drops those `filter` rejects and those whose culprit matches
 /// rules.ignore, and calls `on_block` for the others, in input order of their completion.
+/// Deadline-miss records and health records go to `others` (when the filter keeps them, and for a
+/// deadline miss when its delaying culprit, deadline_culprit(), matches no rules.ignore prefix),
+/// never into blocks.
 BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, const CulpritRules& rules,
-                       const Filter& filter, const std::function<void(const Block&)>& on_block);
+                       const Filter& filter, const std::function<void(const Block&)>& on_block,
+                       const OtherRecords& others = {});
 
 /// Prints the reading summary, one line: `read F files, L lines, R records; [C captures: P packets
 /// decoded, S bytes skipped; ]W warnings (K1 N1, ...)` and, when blocks is given, the block counts.

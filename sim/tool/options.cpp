@@ -12,7 +12,15 @@ namespace loopcanary::tool {
 namespace {
 
 // Which subcommands take an option (bits).
-enum : unsigned { kReport = 1, kShow = 2, kExport = 4, kSymbolize = 8, kDecode = 16, kFiltering = kReport | kShow | kExport };
+enum : unsigned {
+  kReport = 1,
+  kShow = 2,
+  kExport = 4,
+  kSymbolize = 8,
+  kDecode = 16,
+  kHealth = 32,
+  kFiltering = kReport | kShow | kExport
+};
 
 struct OptionSpec {
   const char* name;     // without the dashes; also the config-file key
@@ -21,10 +29,11 @@ struct OptionSpec {
 };
 
 constexpr OptionSpec kOptions[] = {
-    {"by", kReport, true},           {"since", kFiltering, true},     {"until", kFiltering, true},
-    {"qualifier", kFiltering, true}, {"event", kFiltering, true},     {"cause", kFiltering, true},
-    {"min-ms", kFiltering, true},    {"top", kReport, true},          {"format", kReport | kExport, true},
-    {"concern", kFiltering, true},   {"ignore", kFiltering, true},    {"config", kFiltering, false},
+    {"by", kReport, true},           {"since", kFiltering | kHealth, true},     {"until", kFiltering | kHealth, true},
+    {"qualifier", kFiltering | kHealth, true}, {"event", kFiltering | kHealth, true}, {"cause", kFiltering, true},
+    {"loop", kFiltering | kHealth, true},
+    {"min-ms", kFiltering, true},    {"top", kReport, true},          {"format", kReport | kExport | kHealth, true},
+    {"concern", kFiltering, true},   {"ignore", kFiltering, true},    {"config", kFiltering | kHealth, false},
     {"id", kShow, false},            {"output", kExport | kSymbolize | kDecode, false},
     {"elf", kSymbolize | kDecode, false}, {"debug-dir", kSymbolize, false},
 };
@@ -35,6 +44,7 @@ unsigned command_bit(const std::string& command) noexcept {
   if (command == "export") return kExport;
   if (command == "symbolize") return kSymbolize;
   if (command == "decode") return kDecode;
+  if (command == "health") return kHealth;
   return 0;
 }
 
@@ -58,6 +68,8 @@ bool set_option(Options& options, const std::string& name, const std::string& va
     options.filter.qualifiers.push_back(value);
   } else if (name == "event") {
     options.filter.events.push_back(value);
+  } else if (name == "loop") {
+    options.filter.loops.push_back(value);
   } else if (name == "cause") {
     Cause cause{};
     if (!parse_cause(value, cause)) return error = "expected running, waiting, starved or unknown, got \"" + value + "\"", false;
@@ -170,13 +182,13 @@ bool parse_command_line(const std::vector<std::string>& args, Options& options, 
     }
   }
   if (args.empty()) {
-    error = "no subcommand (report, show, export, symbolize, decode; --help)";
+    error = "no subcommand (report, show, export, health, symbolize, decode; --help)";
     return false;
   }
   options.command = args[0];
   const unsigned bit = command_bit(options.command);
   if (bit == 0) {
-    error = "unknown subcommand \"" + options.command + "\" (report, show, export, symbolize, decode; --help)";
+    error = "unknown subcommand \"" + options.command + "\" (report, show, export, health, symbolize, decode; --help)";
     return false;
   }
   bool only_paths = false;
@@ -233,8 +245,9 @@ bool parse_command_line(const std::vector<std::string>& args, Options& options, 
     error = options.command + ": no PATH given (log files or directories)";
     return false;
   }
-  if (bit == kReport && !options.format.empty() && options.format != "text" && options.format != "json") {
-    error = "option --format: expected text or json for report, got \"" + options.format + "\"";
+  if ((bit == kReport || bit == kHealth) && !options.format.empty() && options.format != "text" &&
+      options.format != "json") {
+    error = "option --format: expected text or json for " + options.command + ", got \"" + options.format + "\"";
     return false;
   }
   if (bit == kExport) {
@@ -271,18 +284,23 @@ const char* usage() noexcept {
          "  export PATH... --format folded|chrome|html [-o FILE]\n"
          "  symbolize PATH... [--elf FILE | --debug-dir DIR] [-o FILE]\n"
          "  decode CAPTURE... [--elf FIRMWARE] [-o FILE]   binary captures as JSON Lines\n"
+         "  health PATH... [--loop L] [--event E] [--format text|json]\n"
+         "                        health records per loop over time: dispatches, rate, load, idle,\n"
+         "                        per event rate, latency p50/p95/p99, deadline misses, missed periods\n"
          "\n"
-         "options (report, show, export):\n"
+         "options (report, show, export; health takes --since, --until, --qualifier, --loop, --event,\n"
+         "--format, --config):\n"
          "  --by culprit|event|qualifier|cause|loop   grouping of report (default culprit)\n"
          "  --since TIME, --until TIME   wall time (UTC, YYYY-MM-DD[THH:MM[:SS]]), blocks without it excluded\n"
          "  --qualifier Q, --event E, --cause C        keep these only (repeatable)\n"
+         "  --loop L                     keep the records of loop L only (repeatable)\n"
          "  --min-ms MS                  keep blocks of at least MS ms\n"
          "  --top N                      report: the N groups with the most blocks\n"
-         "  --format text|json           report's output (default text)\n"
+         "  --format text|json           report's and health's output (default text)\n"
          "  --concern PREFIX             the user's code: module path or function/scope prefix (repeatable)\n"
          "  --ignore PREFIX              leave out blocks whose culprit matches (repeatable)\n"
          "  --config FILE                `key = value` lines: by, since, until, qualifier, event, cause,\n"
-         "                               min-ms, top, format, concern, ignore\n"
+         "                               loop, min-ms, top, format, concern, ignore\n"
          "\n"
          "exit status: 0 something was read, 1 nothing readable (or show: no such block), 2 bad command line\n";
 }

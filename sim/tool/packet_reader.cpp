@@ -23,6 +23,8 @@ using CoreSample = loopcanary::Sample;
 // moving the DecodedRecord keeps every pointer valid.
 struct DecodedRecord::Storage {
   Event event{nullptr, 0};
+  Event delayed_by{nullptr, 0};     // a deadline miss's delaying event
+  std::vector<Event> health_events;  // a health record's events (sized before pointers are taken)
   std::vector<char> names;
 };
 
@@ -61,6 +63,25 @@ class Body {
   bool u8(const char* field, std::uint8_t& v) {
     if (p_ == end_) return malformed(offset(), field, "the body ends inside this field");
     v = *p_++;
+    return true;
+  }
+
+  // A list's count byte, no more than the packet header's `packet_max` (named `packet_limit`; over
+  // it the body is malformed) and this build's `build_max` (named `build_limit`; over it the packet
+  // is of a configuration this tool does not know, the list counted in `items`).
+  bool count(const char* field, std::uint8_t& n, unsigned packet_max, const char* packet_limit,
+             const char* items, std::size_t build_max, const char* build_limit) {
+    const std::size_t at = offset();
+    if (!u8(field, n)) return false;
+    if (n > packet_max) {
+      return malformed(at, field,
+                       std::to_string(n) + " is over the packet's " + packet_limit + " " + std::to_string(packet_max));
+    }
+    if (n > build_max) {
+      return fail(WarningKind::unknown_config, at, field,
+                  std::to_string(n) + " " + items + " do not fit this build's " + build_limit + " " +
+                      std::to_string(build_max));
+    }
     return true;
   }
 
@@ -120,6 +141,19 @@ class Body {
   const std::uint8_t* end_;
 };
 
+// A decoder's way out on a fault: copies the cursor's first fault to the caller's `kind` and
+// `what` and returns false (`return failed();`).
+struct Failed {
+  const Body& body;
+  WarningKind& kind;
+  std::string& what;
+  bool operator()() const {
+    kind = body.kind;
+    what = body.what;
+    return false;
+  }
+};
+
 bool valid_capacity(unsigned value, unsigned max, bool power_of_two) noexcept {
   return value >= 1 && value <= max && (!power_of_two || (value & (value - 1)) == 0);
 }
@@ -131,17 +165,99 @@ struct Name {
   bool cut = false;
 };
 
+// The configuration byte (bits 0..2 defined), shared by every packet type.
+bool read_configuration(Body& b, std::uint8_t& config) {
+  const std::size_t at = b.offset();
+  if (!b.u8("configuration", config)) return false;
+  if ((config & ~7u) != 0) {
+    return b.fail(WarningKind::unknown_config, at, "configuration",
+                  "byte " + std::to_string(config) + " has bits other than 0, 1 and 2 set");
+  }
+  return true;
+}
+
+// The memory presence byte and one value per set bit, in bit order (version 2).
+bool read_memory(Body& b, MemoryReading& memory) {
+  std::uint8_t presence = 0;
+  const std::size_t at = b.offset();
+  if (!b.u8("memory presence", presence)) return false;
+  if ((presence >> kMemoryValues) != 0) {
+    return b.malformed(at, "memory presence", "bits other than 0.." + std::to_string(kMemoryValues - 1) + " set (" +
+                                                  std::to_string(presence) + ")");
+  }
+  for (unsigned i = 0; i < kMemoryValues; ++i) {
+    std::uint64_t value = 0;
+    if ((presence & (1u << i)) == 0) continue;
+    if (!b.uv("memory value", 64, value)) return false;
+    memory.set(static_cast<MemoryValue>(i), value);
+  }
+  return true;
+}
+
+// The string table (count, then the names) into `text`, with `pointers` to each name
+// (nullptr: an empty or null name). At least `minimum` names. Bounds first (every name takes
+// at least one byte), then the storage.
+bool read_strings(Body& b, const std::uint8_t* data, std::uint32_t minimum, std::vector<char>& text,
+                  std::vector<const char*>& pointers) {
+  std::uint32_t string_count = 0;
+  const std::size_t at = b.offset();
+  if (!b.uv("string count", 32, string_count)) return false;
+  if (string_count < minimum) {
+    return b.malformed(at, "string count", std::to_string(string_count) + " is less than " + std::to_string(minimum));
+  }
+  if (string_count > b.remaining()) {
+    return b.malformed(at, "string count", "the body ends inside the string table (" + std::to_string(string_count) +
+                                               " names cannot fit the " + std::to_string(b.remaining()) + " bytes left)");
+  }
+  std::vector<Name> names(string_count);
+  std::size_t storage = 1;  // the qualifier's "" when it is empty
+  for (Name& n : names) {
+    std::uint32_t header = 0;
+    const std::size_t where = b.offset();
+    if (!b.uv("string length", 32, header)) return false;
+    n.length = header >> 1;
+    n.cut = (header & 1u) != 0;
+    if (n.length > b.remaining()) {
+      return b.malformed(where, "string", "the body ends inside this field (a name of " + std::to_string(n.length) +
+                                              " bytes, " + std::to_string(b.remaining()) + " left)");
+    }
+    n.at = b.offset();
+    if (std::memchr(b.here(), '\0', n.length) != nullptr) return b.malformed(n.at, "string", "a NUL byte inside a name");
+    b.skip(n.length);
+    storage += n.length + (n.cut ? 3 : 0) + 1;
+  }
+  text.assign(storage, '\0');
+  pointers.assign(string_count, nullptr);
+  std::size_t used = 1;  // text[0] is the empty qualifier
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const Name& n = names[i];
+    if (n.length == 0 && !n.cut) continue;
+    char* s = text.data() + used;
+    std::memcpy(s, data + n.at, n.length);
+    if (n.cut) std::memcpy(s + n.length, "...", 3);
+    used += n.length + (n.cut ? 3 : 0) + 1;
+    pointers[i] = s;
+  }
+  return true;
+}
+
+// A string index in [first, count).
+bool string_index(Body& b, const char* field, std::uint64_t index, std::size_t where, std::size_t first,
+                  std::size_t count) {
+  if (index >= first && index < count) return true;
+  return b.malformed(where, field,
+                     "string index " + std::to_string(index) + " is not in " + std::to_string(first) + ".." +
+                         std::to_string(count - 1));
+}
+
 }  // namespace
 
 bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, bool previous_boot,
                         DecodedRecord& out, WarningKind& kind, std::string& what) {
   Body b(data, size);
-  const auto failed = [&]() {
-    kind = b.kind;
-    what = b.what;
-    return false;
-  };
+  const Failed failed{b, kind, what};
   if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
+  out.is_health = false;
   out.record = BlockRecord{};
   out.previous_boot = previous_boot;
   out.reset_cause = ResetCause::unknown;
@@ -168,12 +284,7 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   // Configuration.
   std::uint8_t config = 0, max_samples = 0, max_frames = 0, top_frames = 0, max_stages = 0;
   std::size_t at = b.offset();
-  if (!b.u8("configuration", config)) return failed();
-  if ((config & ~7u) != 0) {
-    b.fail(WarningKind::unknown_config, at, "configuration",
-           "byte " + std::to_string(config) + " has bits other than 0, 1 and 2 set");
-    return failed();
-  }
+  if (!read_configuration(b, config)) return failed();
   const bool pc64 = (config & 1u) != 0;
   if (pc64 && sizeof(CoreFrame) < 8) {
     b.fail(WarningKind::unknown_config, at, "configuration", "64-bit program counters on a host with 32-bit pointers");
@@ -213,8 +324,10 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   if (!b.uv("tick_hz", 32, r.tick_hz) || !b.uv("report", 32, r.report)) return failed();
   at = b.offset();
   if (!b.u8("phase", phase)) return failed();
-  if (phase > static_cast<std::uint8_t>(Phase::final)) {
-    b.malformed(at, "phase", std::to_string(phase) + " is not one of 0..2");
+  // Version 2 adds deadline_miss (3).
+  const auto last_phase = static_cast<std::uint8_t>(version >= 2 ? Phase::deadline_miss : Phase::final);
+  if (phase > last_phase) {
+    b.malformed(at, "phase", std::to_string(phase) + " is not one of 0.." + std::to_string(last_phase));
     return failed();
   }
   at = b.offset();
@@ -233,9 +346,25 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   }
   if (!b.u8("loop_index", r.loop_index) || !b.uv("dispatch", 32, r.dispatch) || !b.uv("start", 32, r.start) ||
       !b.uv("duration_ticks", 64, r.duration_ticks) || !b.sv("end adjustment", 32, end_adjust) ||
-      !b.uv("threshold_ticks", 32, r.threshold_ticks) || !b.uv("window_ticks", 64, r.window_ticks)) {
+      !b.uv("threshold_ticks", 32, r.threshold_ticks)) {
     return failed();
   }
+  // Version 2: the delaying dispatch of a deadline miss, and its event's string index (checked
+  // against the string table below) when there is one.
+  std::uint32_t delayed_by_index = 0;
+  std::size_t delayed_by_at = 0;
+  if (version >= 2) {
+    at = b.offset();
+    if (!b.uv("delayed_by_dispatch", 32, r.delayed_by_dispatch)) return failed();
+    if (r.delayed_by_dispatch != 0 && r.phase != Phase::deadline_miss) {
+      b.malformed(at, "delayed_by_dispatch", std::to_string(r.delayed_by_dispatch) + " on a " + to_string(r.phase) +
+                                                 " record (deadline_miss only)");
+      return failed();
+    }
+    delayed_by_at = b.offset();
+    if (r.delayed_by_dispatch != 0 && !b.uv("delayed-by event", 32, delayed_by_index)) return failed();
+  }
+  if (!b.uv("window_ticks", 64, r.window_ticks)) return failed();
   // Tick arithmetic modulo 2^32, as on the device.
   r.end = static_cast<tick_t>(r.start + static_cast<std::uint32_t>(r.duration_ticks) + static_cast<std::uint32_t>(end_adjust));
   at = b.offset();
@@ -253,106 +382,39 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
       !b.uv("steal_us", 64, r.steal_us)) {
     return failed();
   }
-  if (version >= 2) {  // the memory values, one per presence bit, in bit order
-    std::uint8_t memory = 0;
-    at = b.offset();
-    if (!b.u8("memory presence", memory)) return failed();
-    if ((memory >> kMemoryValues) != 0) {
-      b.malformed(at, "memory presence", "bits other than 0.." + std::to_string(kMemoryValues - 1) + " set (" +
-                                             std::to_string(memory) + ")");
-      return failed();
-    }
-    for (unsigned i = 0; i < kMemoryValues; ++i) {
-      std::uint64_t value = 0;
-      if ((memory & (1u << i)) == 0) continue;
-      if (!b.uv("memory value", 64, value)) return failed();
-      r.memory.set(static_cast<MemoryValue>(i), value);
-    }
-  }
+  if (version >= 2 && !read_memory(b, r.memory)) return failed();  // version 1 has no memory values
   if (!b.uv("records_dropped", 32, r.records_dropped) || !b.uv("notes_dropped", 32, r.notes_dropped)) return failed();
 
-  // The string table: bounds first (every name takes at least one byte), then the storage.
-  std::uint32_t string_count = 0;
-  at = b.offset();
-  if (!b.uv("string count", 32, string_count)) return failed();
-  if (string_count < 3) {
-    b.malformed(at, "string count", std::to_string(string_count) + " is less than 3");
-    return failed();
-  }
-  if (string_count > b.remaining()) {
-    b.malformed(at, "string count", "the body ends inside the string table (" + std::to_string(string_count) +
-                                        " names cannot fit the " + std::to_string(b.remaining()) + " bytes left)");
-    return failed();
-  }
-  std::vector<Name> names(string_count);
-  std::size_t storage = 1;  // the qualifier's "" when it is empty
-  for (Name& n : names) {
-    std::uint32_t header = 0;
-    at = b.offset();
-    if (!b.uv("string length", 32, header)) return failed();
-    n.length = header >> 1;
-    n.cut = (header & 1u) != 0;
-    if (n.length > b.remaining()) {
-      b.malformed(at, "string", "the body ends inside this field (a name of " + std::to_string(n.length) +
-                                    " bytes, " + std::to_string(b.remaining()) + " left)");
-      return failed();
-    }
-    n.at = b.offset();
-    if (std::memchr(b.here(), '\0', n.length) != nullptr) {
-      b.malformed(n.at, "string", "a NUL byte inside a name");
-      return failed();
-    }
-    b.skip(n.length);
-    storage += n.length + (n.cut ? 3 : 0) + 1;
-  }
   std::vector<char>& text = out.storage_->names;
-  text.assign(storage, '\0');
-  std::vector<const char*> pointers(string_count, nullptr);  // nullptr: an empty (or null) name
-  std::size_t used = 1;  // text[0] is the empty qualifier
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const Name& n = names[i];
-    if (n.length == 0 && !n.cut) continue;
-    char* s = text.data() + used;
-    std::memcpy(s, data + n.at, n.length);
-    if (n.cut) std::memcpy(s + n.length, "...", 3);
-    used += n.length + (n.cut ? 3 : 0) + 1;
-    pointers[i] = s;
-  }
+  std::vector<const char*> pointers;
+  if (!read_strings(b, data, 3, text, pointers)) return failed();
+  const auto string_count = static_cast<std::uint32_t>(pointers.size());
   r.qualifier = pointers[0] != nullptr ? pointers[0] : text.data();
   r.loop = pointers[1];
   out.storage_->event = Event{pointers[2], 0};
   r.event = &out.storage_->event;
+  if (r.delayed_by_dispatch != 0) {
+    if (!string_index(b, "delayed-by event", delayed_by_index, delayed_by_at, 2, string_count)) return failed();
+    out.storage_->delayed_by = Event{pointers[delayed_by_index], 0};
+    r.delayed_by = &out.storage_->delayed_by;
+  }
   const auto scope_index = [&](const char* field, std::uint64_t index, std::size_t where, CoreFrame& frame) {
-    if (index < 3 || index >= string_count) {
-      return b.malformed(where, field,
-                         "string index " + std::to_string(index) + " is not in 3.." + std::to_string(string_count - 1));
-    }
+    if (!string_index(b, field, index, where, 3, string_count)) return false;
     frame = reinterpret_cast<CoreFrame>(pointers[static_cast<std::size_t>(index)]);
     return true;
   };
 
   // Stages (version 2): a name index and the stage's ticks each.
   if (version >= 2) {
-    at = b.offset();
-    if (!b.u8("stage_count", r.stage_count)) return failed();
-    if (r.stage_count > max_stages) {
-      b.malformed(at, "stage_count", std::to_string(r.stage_count) + " is over the packet's max stages " + std::to_string(max_stages));
-      return failed();
-    }
-    if (r.stage_count > kMaxStages) {
-      b.fail(WarningKind::unknown_config, at, "stage_count",
-             std::to_string(r.stage_count) + " stages do not fit this build's LOOPCANARY_MAX_STAGES " + std::to_string(kMaxStages));
+    if (!b.count("stage_count", r.stage_count, max_stages, "max stages", "stages", kMaxStages,
+                 "LOOPCANARY_MAX_STAGES")) {
       return failed();
     }
     for (std::uint8_t i = 0; i < r.stage_count; ++i) {
       std::uint32_t index = 0;
       at = b.offset();
       if (!b.uv("stage name", 32, index)) return failed();
-      if (index < 3 || index >= string_count) {
-        b.malformed(at, "stage name",
-                    "string index " + std::to_string(index) + " is not in 3.." + std::to_string(string_count - 1));
-        return failed();
-      }
+      if (!string_index(b, "stage name", index, at, 3, string_count)) return failed();
       r.stages[i].name = pointers[index];
       if (!b.uv("stage ticks", 32, r.stages[i].ticks)) return failed();
     }
@@ -363,15 +425,7 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
       !b.uv("samples_overwritten", 32, r.samples_overwritten)) {
     return failed();
   }
-  at = b.offset();
-  if (!b.u8("top_count", r.top_count)) return failed();
-  if (r.top_count > top_frames) {
-    b.malformed(at, "top_count", std::to_string(r.top_count) + " is over the packet's top frames " + std::to_string(top_frames));
-    return failed();
-  }
-  if (r.top_count > kTopFrames) {
-    b.fail(WarningKind::unknown_config, at, "top_count",
-           std::to_string(r.top_count) + " entries do not fit this build's LOOPCANARY_TOP_FRAMES " + std::to_string(kTopFrames));
+  if (!b.count("top_count", r.top_count, top_frames, "top frames", "entries", kTopFrames, "LOOPCANARY_TOP_FRAMES")) {
     return failed();
   }
   if (!b.uv("top_other", 32, r.top_other)) return failed();
@@ -396,15 +450,8 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     }
     if (!b.uv("top count", 32, t.count)) return failed();
   }
-  at = b.offset();
-  if (!b.u8("sample_count", r.sample_count)) return failed();
-  if (r.sample_count > max_samples) {
-    b.malformed(at, "sample_count", std::to_string(r.sample_count) + " is over the packet's max samples " + std::to_string(max_samples));
-    return failed();
-  }
-  if (r.sample_count > kMaxSamples) {
-    b.fail(WarningKind::unknown_config, at, "sample_count",
-           std::to_string(r.sample_count) + " samples do not fit this build's LOOPCANARY_MAX_SAMPLES " + std::to_string(kMaxSamples));
+  if (!b.count("sample_count", r.sample_count, max_samples, "max samples", "samples", kMaxSamples,
+               "LOOPCANARY_MAX_SAMPLES")) {
     return failed();
   }
   const std::uint32_t first_seq = 2 * r.dispatch - 1;  // modulo 2^32
@@ -452,15 +499,120 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   return true;
 }
 
-void format_record_json(const DecodedRecord& decoded, std::string& line) {
+bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, DecodedRecord& out,
+                        WarningKind& kind, std::string& what) {
+  Body b(data, size);
+  const Failed failed{b, kind, what};
+  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
+  out.is_health = true;
+  out.previous_boot = false;
+  out.reset_cause = ResetCause::unknown;
+  out.health = HealthRecord{};
+  HealthRecord& h = out.health;
+  if (version != 2) {  // health packets exist from version 2 on
+    b.fail(WarningKind::unknown_config, 0, "format version",
+           "health packets of version " + std::to_string(version) + " are not one this tool reads (2)");
+    return failed();
+  }
+  std::uint8_t config = 0, max_events = 0;
+  if (!read_configuration(b, config)) return failed();
+  std::size_t at = b.offset();
+  if (!b.u8("max health events", max_events)) return failed();
+  if (max_events > 32) {
+    b.fail(WarningKind::unknown_config, at, "max health events", std::to_string(max_events) + " is not in 0..32");
+    return failed();
+  }
+  std::uint32_t window = 0;
+  std::uint64_t idle = 0;  // idle_ticks + 1: up to 2^32
+  if (!b.uv("tick_hz", 32, h.tick_hz) || !b.uv("number", 32, h.number) || !b.u8("loop_index", h.loop_index) ||
+      !b.uv("start", 32, h.start) || !b.uv("window", 32, window) || !b.uv("dispatches", 32, h.dispatches) ||
+      !b.uv("busy_ticks", 32, h.busy_ticks) || !b.uv("idle", 33, idle) || !b.uv("blocks", 32, h.blocks) ||
+      !b.uv("hangs", 32, h.hangs) || !b.uv("max_duration", 32, h.max_duration)) {
+    return failed();
+  }
+  h.end = static_cast<tick_t>(h.start + window);  // modulo 2^32, as on the device
+  h.has_idle = idle != 0;
+  h.idle_ticks = h.has_idle ? static_cast<tick_t>(idle - 1) : 0;
+  // The histogram: its non-zero buckets, increasing.
+  std::uint8_t buckets = 0;
+  at = b.offset();
+  if (!b.u8("histogram count", buckets)) return failed();
+  if (buckets > kHistogramBuckets) {
+    b.malformed(at, "histogram count", std::to_string(buckets) + " is over " + std::to_string(kHistogramBuckets));
+    return failed();
+  }
+  int previous = -1;
+  for (std::uint8_t i = 0; i < buckets; ++i) {
+    std::uint8_t bucket = 0;
+    at = b.offset();
+    if (!b.u8("histogram bucket", bucket)) return failed();
+    if (bucket >= kHistogramBuckets || static_cast<int>(bucket) <= previous) {
+      b.malformed(at, "histogram bucket",
+                  std::to_string(bucket) + " is not in " + std::to_string(previous + 1) + ".." +
+                      std::to_string(kHistogramBuckets - 1) + " (buckets increase)");
+      return failed();
+    }
+    previous = bucket;
+    if (!b.uv("histogram count", 32, h.histogram[bucket])) return failed();
+  }
+  if (!read_memory(b, h.memory) || !b.uv("health_dropped", 32, h.health_dropped)) return failed();
+  std::vector<char>& text = out.storage_->names;
+  std::vector<const char*> pointers;
+  if (!read_strings(b, data, 2, text, pointers)) return failed();
+  h.qualifier = pointers[0] != nullptr ? pointers[0] : text.data();
+  h.loop = pointers[1];
+  if (!b.count("event_count", h.event_count, max_events, "max health events", "events", kHealthEvents,
+               "LOOPCANARY_HEALTH_EVENTS")) {
+    return failed();
+  }
+  std::vector<Event>& events = out.storage_->health_events;
+  events.assign(h.event_count, Event{nullptr, 0});
+  for (std::uint8_t i = 0; i < h.event_count; ++i) {
+    EventHealthWindow& e = h.events[i];
+    std::uint32_t index = 0;
+    at = b.offset();
+    if (!b.uv("event name", 32, index) || !string_index(b, "event name", index, at, 2, pointers.size())) return failed();
+    events[i] = Event{pointers[index], 0};
+    e.event = &events[i];
+    if (!b.uv("event dispatches", 32, e.dispatches) || !b.uv("deadline_misses", 32, e.deadline_misses) ||
+        !b.uv("missed_periods", 32, e.missed_periods) || !b.uv("posted_ahead", 32, e.posted_ahead) ||
+        !b.uv("p50", 32, e.p50) || !b.uv("p95", 32, e.p95) || !b.uv("p99", 32, e.p99) ||
+        !b.uv("max_latency", 32, e.max_latency) || !b.uv("period_ticks", 32, e.period_ticks) ||
+        !b.uv("deadline_ticks", 32, e.deadline_ticks)) {
+      return failed();
+    }
+  }
+  if (b.remaining() != 0) {
+    b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after the last event");
+    return failed();
+  }
+  return true;
+}
+
+namespace {
+
+// Formats into `line` with `format` (a core formatter), growing it when the form needs more.
+template <class Record>
+void format_into(FormatResult (*format)(const Record&, char*, std::size_t) noexcept, const Record& record,
+                 std::string& line) {
   if (line.size() < 4096) line.resize(4096);
-  FormatResult result = format_json(decoded.record, &line[0], line.size());
+  FormatResult result = format(record, &line[0], line.size());
   if (result.truncated) {
     line.resize(result.needed + 1);
-    result = format_json(decoded.record, &line[0], line.size());
+    result = format(record, &line[0], line.size());
   }
   line.resize(result.length);
   while (!line.empty() && line.back() == '\n') line.pop_back();
+}
+
+}  // namespace
+
+void format_record_json(const DecodedRecord& decoded, std::string& line) {
+  if (decoded.is_health) {
+    format_into(format_health_json, decoded.health, line);
+    return;
+  }
+  format_into(format_json, decoded.record, line);
   if (decoded.previous_boot && !line.empty() && line.back() == '}') {
     line.pop_back();
     line += ",\"previous_boot\":true,\"reset_cause\":\"";
@@ -678,11 +830,16 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
                          std::to_string(kPacketVersionOldest) + " to " + std::to_string(kPacketVersionNewest) +
                          "): " + std::to_string(length) + "-byte packet skipped");
     } else if (type != static_cast<std::uint8_t>(PacketType::block) &&
-               type != static_cast<std::uint8_t>(PacketType::previous_boot)) {
+               type != static_cast<std::uint8_t>(PacketType::previous_boot) &&
+               !(type == static_cast<std::uint8_t>(PacketType::health) && version >= 2)) {
       skipped.report(WarningKind::unknown_type, p, length,
-                     "unknown packet type " + std::to_string(type) + ": " + std::to_string(length) + "-byte packet skipped");
-    } else if (!decode_packet_body(packet + kPacketHeaderBytes, length - kPacketMin, version,
-                                   type == static_cast<std::uint8_t>(PacketType::previous_boot), record_, kind, what)) {
+                     "unknown packet type " + std::to_string(type) + (version < 2 ? " in format version " + std::to_string(version) : "") +
+                         ": " + std::to_string(length) + "-byte packet skipped");
+    } else if (type == static_cast<std::uint8_t>(PacketType::health)
+                   ? !decode_health_body(packet + kPacketHeaderBytes, length - kPacketMin, version, record_, kind, what)
+                   : !decode_packet_body(packet + kPacketHeaderBytes, length - kPacketMin, version,
+                                         type == static_cast<std::uint8_t>(PacketType::previous_boot), record_, kind,
+                                         what)) {
       skipped.report(kind, p, length, what + ": packet skipped");
     } else {
       ++stats_.decoded;

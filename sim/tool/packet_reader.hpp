@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Reading binary captures (docs/report-format.md, "Binary form: `encode_packet`"): packets back
-// to back, possibly with garbage between them, decoded into the core's BlockRecord with storage
-// of their own for the names. The reader follows the specification's "Reading a capture"
+// to back, possibly with garbage between them, decoded into the core's BlockRecord (or
+// HealthRecord, for a `health` packet) with storage of their own for the names. The reader follows the specification's "Reading a capture"
 // algorithm; every problem is reported with its byte offset and kind (model.hpp's WarningKind),
 // never a crash. Memory is bounded whatever the input: one window of 128 KiB (the largest packet
 // and a read chunk), and per record storage in proportion to its packet.
@@ -24,8 +24,9 @@
 namespace loopcanary::tool {
 
 
-/// One record decoded from a packet. `record`'s name pointers (qualifier, loop, event and its
-/// name, stage names, scope frames) point into storage this object owns on the heap, so they stay valid when
+/// One record decoded from a packet. The name pointers of `record` (qualifier, loop, event and
+/// its name, the delaying event, stage names, scope frames) and of `health` (qualifier, loop, the
+/// events and their names) point into storage this object owns on the heap, so they stay valid when
 /// the object is moved and until it is destroyed or decoded into again. Not copyable (a copy of
 /// `record` alone would still point into this object's storage).
 class DecodedRecord {
@@ -37,7 +38,11 @@ class DecodedRecord {
   DecodedRecord(const DecodedRecord&) = delete;
   DecodedRecord& operator=(const DecodedRecord&) = delete;
 
+  /// A `health` packet (type 3): `health` holds the record and `record` is unused. Otherwise a
+  /// block record (types 1 and 2) in `record`.
+  bool is_health = false;
   BlockRecord record;                ///< as the device's watchdog built it (names cut to 31 bytes get "...")
+  HealthRecord health;               ///< with is_health: as the device's watchdog built it
   bool previous_boot = false;        ///< a `previous_boot` packet (type 2): kept across a reset
   ResetCause reset_cause = ResetCause::unknown;  ///< with previous_boot
   std::uint64_t offset = 0;          ///< byte offset of the packet's first magic byte in its capture
@@ -45,12 +50,15 @@ class DecodedRecord {
  private:
   friend bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, bool previous_boot,
                                  DecodedRecord& out, WarningKind& kind, std::string& what);
+  friend bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version,
+                                 DecodedRecord& out, WarningKind& kind, std::string& what);
   struct Storage;
   std::unique_ptr<Storage> storage_;
 };
 
 /// The packet format versions this tool decodes (docs/report-format.md, "Binary form"): version
-/// 1 (no stages) and version 2 (stages). A packet of another version is skipped whole.
+/// 1 (no stages) and version 2 (stages, deadline misses, health packets). A packet of another
+/// version is skipped whole.
 inline constexpr std::uint8_t kPacketVersionOldest = 1;
 inline constexpr std::uint8_t kPacketVersionNewest = 2;
 static_assert(kPacketVersion >= kPacketVersionOldest && kPacketVersion <= kPacketVersionNewest,
@@ -70,9 +78,22 @@ static_assert(kPacketVersion >= kPacketVersionOldest && kPacketVersion <= kPacke
 bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, bool previous_boot,
                         DecodedRecord& out, WarningKind& kind, std::string& what);
 
-/// The record's JSON line, without its newline: the core's format_json, then, for a
-/// previous_boot record, `,"previous_boot":true,"reset_cause":"<cause>"` before the closing brace
-/// (docs/report-format.md). `line` is overwritten (its capacity reused).
+/// Decodes the body of a `health` packet (type 3; docs/report-format.md, "Binary form: a
+/// `health` packet") of format `version` into `out` (is_health set, its health record reset
+/// first). Returns true for a record; otherwise false with `kind` and `what` as
+/// decode_packet_body gives them: WarningKind::unknown_config (a version other than 2,
+/// configuration bits this tool does not know, max health events above 32, an event count over
+/// this build's LOOPCANARY_HEALTH_EVENTS) or WarningKind::malformed_packet (a bad or cut varint,
+/// a histogram count above 32 or buckets not increasing within 0..31, a string count below 2, a
+/// string index out of range, an event count over the packet's max health events, bytes after
+/// the last event). Never reads outside [body, body + size); allocates in proportion to `size`.
+bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, DecodedRecord& out,
+                        WarningKind& kind, std::string& what);
+
+/// The record's JSON line, without its newline: for a block record the core's format_json, then,
+/// for a previous_boot record, `,"previous_boot":true,"reset_cause":"<cause>"` before the closing
+/// brace; for a health record the core's format_health_json (docs/report-format.md). `line` is
+/// overwritten (its capacity reused).
 void format_record_json(const DecodedRecord& decoded, std::string& line);
 
 /// True when the first bytes of a file (up to 4 KiB of them) say it is a binary capture rather

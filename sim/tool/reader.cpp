@@ -673,8 +673,23 @@ void set_symbol(Frame& frame, const Frame* symbol) {
 
 }  // namespace
 
-bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
-                  bool want_stacks) {
+namespace {
+
+// A "kind" member on a line being read as another kind of record: an unknown_kind fault, its
+// value kept in `kind_value` (parse_line reads the line again as that kind when it knows it).
+bool other_kind(Scanner& s, std::string& kind_value, const char* reading) {
+  std::string_view value;
+  std::string escaped;
+  if (!s.str_view("kind", value, escaped)) return false;
+  kind_value.assign(value.data(), value.size());
+  s.kind = WarningKind::unknown_kind;
+  s.what = is(value, "health") ? std::string("a health record is not a ") + reading
+                               : "unknown record kind " + quoted(value) + ": skipped";
+  return false;
+}
+
+bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
+                 bool want_stacks, std::string& kind_value) {
   // Keep the reused parts (samples are refilled in place); reset the rest.
   std::vector<Sample> stacks;
   std::vector<TopEntry> top;
@@ -731,6 +746,20 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
         if (is(key, "dispatch")) return seen |= kDispatch, s.u64("dispatch", out.dispatch);
         if (is(key, "duration_us")) return seen |= kDuration, s.u64("duration_us", out.duration_us);
         if (is(key, "duration_ticks")) return s.u64("duration_ticks", out.duration_ticks);
+        if (is(key, "delayed_by")) {
+          if (s.is('n')) return s.skip_value();  // null: unknown, or not a deadline miss
+          if (!s.is('{')) return s.wrong_type("delayed_by", "an object or null");
+          bool has_dispatch = false;
+          const bool delayed_ok = s.object([&](std::string_view k) {
+            if (is(k, "dispatch")) return has_dispatch = true, s.u64("delayed_by.dispatch", out.delayed_by_dispatch);
+            if (is(k, "event")) return s.str("delayed_by.event", out.delayed_by);
+            return s.skip_value();
+          });
+          if (!delayed_ok) return false;
+          if (!has_dispatch) return s.bad_value("delayed_by", "an object without \"dispatch\"");
+          if (out.delayed_by.empty()) out.delayed_by = "?";
+          return true;
+        }
         break;
       case 'e':
         if (is(key, "event")) return s.str("event", out.event);
@@ -772,6 +801,9 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
             return s.skip_value();
           });
         }
+        break;
+      case 'k':
+        if (is(key, "kind")) return other_kind(s, kind_value, "block record");
         break;
       case 'n':
         if (is(key, "notes_dropped")) return s.u64("notes_dropped", out.notes_dropped);
@@ -967,6 +999,141 @@ bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningK
   return true;
 }
 
+}  // namespace
+
+bool parse_record(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
+                  bool want_stacks) {
+  std::string kind_value;
+  return parse_block(data, length, out, kind, what, want_stacks, kind_value);
+}
+
+bool parse_health_record(const char* data, std::size_t length, HealthLog& out, WarningKind& kind, std::string& what) {
+  out.clear();
+  Scratch& sc = scratch();
+  std::string& text = sc.text;
+  enum : unsigned { kKind = 1, kNumber = 2, kLoop = 4, kEnd = 8, kWindow = 16 };
+  unsigned seen = 0;
+  std::string kind_value;
+  Scanner s(data, length);
+  const auto event_entry = [&]() {
+    if (!s.is('{')) return s.wrong_type("events", "an object");
+    out.events.emplace_back();
+    EventHealth& e = out.events.back();
+    bool has_event = false;
+    const bool entry_ok = s.object([&](std::string_view k) {
+      if (is(k, "event")) return has_event = true, s.str("events.event", e.event);
+      if (is(k, "dispatches")) return s.u64("events.dispatches", e.dispatches);
+      if (is(k, "rate_mhz")) return s.u64("events.rate_mhz", e.rate_mhz);
+      if (is(k, "p50_us")) return s.u64("events.p50_us", e.p50_us);
+      if (is(k, "p95_us")) return s.u64("events.p95_us", e.p95_us);
+      if (is(k, "p99_us")) return s.u64("events.p99_us", e.p99_us);
+      if (is(k, "max_latency_us")) return s.u64("events.max_latency_us", e.max_latency_us);
+      if (is(k, "deadline_misses")) return s.u64("events.deadline_misses", e.deadline_misses);
+      if (is(k, "missed_periods")) return s.u64("events.missed_periods", e.missed_periods);
+      if (is(k, "posted_ahead")) return s.u64("events.posted_ahead", e.posted_ahead);
+      if (is(k, "period_us")) return s.u64("events.period_us", e.period_us);
+      if (is(k, "deadline_us")) return s.u64("events.deadline_us", e.deadline_us);
+      return s.skip_value();
+    });
+    if (!entry_ok) return false;
+    if (!has_event) return s.bad_value("events", "an entry without \"event\"");
+    if (e.event.empty()) e.event = "?";
+    return true;
+  };
+  bool ok = s.object([&](std::string_view key) -> bool {
+    if (is(key, "kind")) {
+      std::string_view value;
+      if (!s.str_view("kind", value, text)) return false;
+      if (!is(value, "health")) {
+        s.kind = WarningKind::unknown_kind;
+        s.what = "unknown record kind " + quoted(value) + ": skipped";
+        return false;
+      }
+      seen |= kKind;
+      return true;
+    }
+    if (is(key, "number")) return seen |= kNumber, s.u64("number", out.number);
+    if (is(key, "qualifier")) return s.str("qualifier", out.qualifier);
+    if (is(key, "loop")) return seen |= kLoop, s.str("loop", out.loop);
+    if (is(key, "loop_index")) return s.u64("loop_index", out.loop_index);
+    if (is(key, "tick_hz")) return s.u64("tick_hz", out.tick_hz);
+    if (is(key, "start")) return s.u64("start", out.start);
+    if (is(key, "end")) return seen |= kEnd, s.u64("end", out.end);
+    if (is(key, "window_us")) return seen |= kWindow, s.u64("window_us", out.window_us);
+    if (is(key, "dispatches")) return s.u64("dispatches", out.dispatches);
+    if (is(key, "rate_mhz")) return s.u64("rate_mhz", out.rate_mhz);
+    if (is(key, "busy_us")) return s.u64("busy_us", out.busy_us);
+    if (is(key, "load_permille")) return s.u64("load_permille", out.load_permille);
+    if (is(key, "idle_us")) return s.u64_or_null("idle_us", out.idle_us);
+    if (is(key, "idle_permille")) return s.u64_or_null("idle_permille", out.idle_permille);
+    if (is(key, "blocks")) return s.u64("blocks", out.blocks);
+    if (is(key, "hangs")) return s.u64("hangs", out.hangs);
+    if (is(key, "max_duration_us")) return s.u64("max_duration_us", out.max_duration_us);
+    if (is(key, "health_dropped")) return s.u64("health_dropped", out.health_dropped);
+    if (is(key, "histogram")) {
+      if (!s.is('[')) return s.wrong_type("histogram", "an array");
+      return s.array([&](std::size_t) {
+        std::uint64_t count = 0;
+        return s.u64("histogram", count);
+      });
+    }
+    if (is(key, "events")) {
+      if (!s.is('[')) return s.wrong_type("events", "an array");
+      return s.array([&](std::size_t) { return event_entry(); });
+    }
+    if (is(key, "linux")) {
+      if (!s.is('{')) return s.wrong_type("linux", "an object");
+      return s.object([&](std::string_view k) {
+        if (is(k, "time")) {
+          std::string_view time;
+          if (!s.str_view("linux.time", time, text)) return false;
+          std::int64_t ms = 0;
+          if (!parse_utc_time(time, ms)) return s.bad_value("linux.time", "not an ISO-8601 UTC time: " + quoted(time));
+          out.wall_ms = ms;
+          return true;
+        }
+        if (is(k, "clock")) return s.str("linux.clock", out.clock);
+        return s.skip_value();
+      });
+    }
+    return s.skip_value();  // memory, and fields of a newer writer
+  });
+  if (ok && !s.at_end()) ok = s.malformed("bytes after the object");
+  if (!ok) {
+    kind = s.kind;
+    what = std::move(s.what);
+    return false;
+  }
+  constexpr unsigned kAll = kKind | kNumber | kLoop | kEnd | kWindow;
+  if (seen != kAll) {
+    static const char* const names[] = {"kind", "number", "loop", "end", "window_us"};
+    std::string missing;
+    for (unsigned i = 0; i < 5; ++i) {
+      if ((seen & (1u << i)) == 0) missing += missing.empty() ? std::string(names[i]) : ", " + std::string(names[i]);
+    }
+    kind = WarningKind::missing_field;
+    what = "health record: missing field" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing;
+    return false;
+  }
+  return true;
+}
+
+bool parse_line(const char* data, std::size_t length, LogRecord& block, HealthLog& health, LineKind& which,
+                WarningKind& kind, std::string& what, bool want_stacks) {
+  // format_health_json starts its lines so: no block parse first.
+  static constexpr char kHealthStart[] = "{\"kind\":\"health\"";
+  if (length >= sizeof kHealthStart - 1 && std::memcmp(data, kHealthStart, sizeof kHealthStart - 1) == 0) {
+    which = LineKind::health;
+    return parse_health_record(data, length, health, kind, what);
+  }
+  std::string kind_value;
+  which = LineKind::block;
+  if (parse_block(data, length, block, kind, what, want_stacks, kind_value)) return true;
+  if (kind != WarningKind::unknown_kind || kind_value != "health") return false;
+  which = LineKind::health;  // "kind":"health" elsewhere than first
+  return parse_health_record(data, length, health, kind, what);
+}
+
 Reader::Reader(std::ostream& warnings, ReaderOptions options) : warnings_(warnings), options_(options) {
   options_.max_line_bytes = std::clamp<std::size_t>(options_.max_line_bytes, 1024, std::size_t{1} << 30);
 }
@@ -1050,7 +1217,24 @@ void Reader::take_line(const std::string& name, const std::string& source, std::
                        const char* data, std::size_t length, const Callback& on_record) {
   WarningKind kind{};
   record_.line = line;
-  if (parse_record(data, length, record_, kind, what_, options_.want_stacks)) {
+  LineKind which = LineKind::block;
+  if (!parse_line(data, length, record_, health_, which, kind, what_, options_.want_stacks)) {
+    warn(name, line, kind, what_);
+    return;
+  }
+  if (which == LineKind::health) {
+    ++stats_.records;
+    ++stats_.health_records;
+    health_.file = name;
+    health_.source = source;
+    health_.line = line;
+    health_.from_capture = from_capture;
+    current_line_ = std::string_view(data, length);
+    if (on_health_) on_health_(health_);
+    current_line_ = {};
+    return;
+  }
+  {
     ++stats_.records;
     // The callback may have swapped another record's storage in (Callback).
     if (record_.file != name) record_.file = name;
@@ -1060,8 +1244,6 @@ void Reader::take_line(const std::string& name, const std::string& source, std::
     current_line_ = std::string_view(data, length);
     if (on_record) on_record(record_);
     current_line_ = {};
-  } else {
-    warn(name, line, kind, what_);
   }
 }
 

@@ -170,6 +170,31 @@ struct Group {
   StageSplit stages;
 };
 
+// The deadline misses of one late event (report's deadline-miss section, docs/tool.md).
+struct MissGroup {
+  std::uint64_t misses = 0;
+  std::uint64_t worst_late_us = 0;
+  std::uint64_t deadline_us = 0;  // of the latest miss
+  std::uint64_t unwatched = 0;    // misses whose delayer the watchdog did not watch
+  NameCounts delayed_by;          // the delaying events
+  NameCounts culprits;            // the delaying culprits
+};
+
+std::string miss_culprit_key(const LogRecord& r, const CulpritRules& rules) {
+  const Culprit c = deadline_culprit(r, rules);
+  if (c.known()) return c.label;
+  return r.unwatched ? "(unwatched)" : "(no samples)";
+}
+
+void add_miss(MissGroup& g, const LogRecord& r, const CulpritRules& rules) {
+  ++g.misses;
+  g.worst_late_us = std::max(g.worst_late_us, r.duration_us);
+  g.deadline_us = r.threshold_us;
+  if (r.unwatched) ++g.unwatched;
+  g.delayed_by.add(r.delayed_by_dispatch == 0 ? std::string("(unknown)") : r.delayed_by);
+  g.culprits.add(miss_culprit_key(r, rules));
+}
+
 std::string culprit_key(const Block& block) {
   if (block.culprit.known()) return block.culprit.label;
   return block.record.stacks.empty() ? "(no samples)" : "(no culprit frame)";
@@ -325,9 +350,17 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   out << "  event = " << r.event << '\n';
   out << "  dispatch = " << r.dispatch << '\n';
   out << "  time-start = " << r.start << " ticks @ " << r.tick_hz << " Hz\n";
-  out << "  time-end = " << r.end << " ticks" << (r.phase == Phase::final ? "" : " (still running)") << '\n';
+  out << "  time-end = " << r.end << " ticks" << (r.phase == Phase::final || r.phase == Phase::deadline_miss ? "" : " (still running)") << '\n';
   if (r.wall_ms) out << "  written = " << format_utc_time(*r.wall_ms) << (r.clock.empty() ? "" : " (clock " + r.clock + ")") << '\n';
-  out << "  duration = " << ms(r.duration_us) << " ms (threshold " << ms(r.threshold_us) << " ms)\n";
+  if (r.phase == Phase::deadline_miss) {
+    out << "  duration = late by " << ms(r.duration_us) << " ms (deadline " << ms(r.threshold_us) << " ms)\n";
+    out << "  delayed-by = "
+        << (r.delayed_by_dispatch == 0 ? std::string("unknown")
+                                       : "dispatch " + std::to_string(r.delayed_by_dispatch) + " (" + r.delayed_by + ")")
+        << '\n';
+  } else {
+    out << "  duration = " << ms(r.duration_us) << " ms (threshold " << ms(r.threshold_us) << " ms)\n";
+  }
   if (!r.stages.empty()) out << "  stages = " << stage_times_text(r.stages) << '\n';
   out << "  thread-time = " << optional_ms(r.cpu_thread_us) << " over a " << ms(r.cpu_window_us) << " ms window, waiting for a CPU "
       << optional_ms(r.cpu_thread_wait_us) << ", stolen " << ms(r.cpu_steal_us) << " ms\n";
@@ -367,6 +400,21 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
 int run_report(const Options& options, std::ostream& out, std::ostream& err) {
   Reader reader(err);
   std::map<std::string, Group> groups;
+  std::map<std::string, MissGroup> misses;  // by late event
+  std::uint64_t misses_overflowed = 0;
+  OtherRecords others;
+  others.on_deadline_miss = [&](const LogRecord& r) {
+    auto it = misses.find(r.event);
+    if (it == misses.end()) {
+      if (misses.size() >= kMaxGroups) {
+        ++misses_overflowed;
+        it = misses.emplace(kOtherGroups, MissGroup{}).first;
+      } else {
+        it = misses.emplace(r.event, MissGroup{}).first;
+      }
+    }
+    add_miss(it->second, r, options.rules);
+  };
   std::uint64_t overflowed = 0;
   const BlockStats stats = read_blocks(reader, options.paths, options.rules, options.filter, [&](const Block& block) {
     std::string key = group_key(options.by, block);
@@ -380,6 +428,17 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
       it->second.key = key;
     }
     add_block(it->second, block);
+  }, others);
+  // Deadline misses: most first, then by worst lateness.
+  std::vector<std::pair<const std::string*, const MissGroup*>> miss_order;
+  std::uint64_t miss_total = 0;
+  for (const auto& [event, g] : misses) {
+    miss_order.emplace_back(&event, &g);
+    miss_total += g.misses;
+  }
+  std::stable_sort(miss_order.begin(), miss_order.end(), [](const auto& a, const auto& b) {
+    if (a.second->misses != b.second->misses) return a.second->misses > b.second->misses;
+    return a.second->worst_late_us > b.second->worst_late_us;
   });
   std::vector<Group*> order;
   for (auto& [key, g] : groups) order.push_back(&g);
@@ -417,7 +476,18 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
     print_warning_counts_json(out, rs);
     out << ",\"blocks\":" << stats.blocks << ",\"kept\":" << stats.kept << ",\"filtered\":" << stats.filtered
         << ",\"ignored\":" << stats.ignored << ",\"no_wall_time\":" << stats.no_wall_time
-        << ",\"out_of_order\":" << stats.out_of_order << "}}\n";
+        << ",\"out_of_order\":" << stats.out_of_order << ",\"deadline_misses\":" << stats.deadline_misses
+        << ",\"deadline_misses_kept\":" << stats.deadline_misses_kept << "},\"deadline_misses\":{\"total\":" << miss_total
+        << ",\"events\":[";
+    for (std::size_t i = 0; i < miss_order.size(); ++i) {
+      const MissGroup& g = *miss_order[i].second;
+      out << (i == 0 ? "" : ",") << "{\"event\":" << json_string(*miss_order[i].first) << ",\"misses\":" << g.misses
+          << ",\"worst_late_ms\":" << ms(g.worst_late_us) << ",\"deadline_ms\":" << ms(g.deadline_us)
+          << ",\"unwatched\":" << g.unwatched << ",\"delayed_by\":" << names_json(g.delayed_by)
+          << ",\"delayed_by_other\":" << g.delayed_by.other << ",\"culprits\":" << names_json(g.culprits)
+          << ",\"culprits_other\":" << g.culprits.other << '}';
+    }
+    out << "]}}\n";
   } else {
     out << "blocks by " << by << ": " << groups.size() << (groups.size() == 1 ? " group" : " groups");
     if (shown < order.size()) out << " (top " << shown << " shown)";
@@ -460,6 +530,32 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
           << (g.durations.exact() ? "" : "; p50/p95 from a histogram (1/128 resolution)") << '\n';
     }
     if (overflowed > 0) out << overflowed << " blocks beyond " << kMaxGroups << " groups are in \"" << kOtherGroups << "\"\n";
+    if (!miss_order.empty()) {
+      // The late events and what delayed them: the delaying dispatch's event and its culprit.
+      out << "\ndeadline misses by event: " << miss_order.size() << (miss_order.size() == 1 ? " event, " : " events, ")
+          << miss_total << (miss_total == 1 ? " miss\n" : " misses\n");
+      std::size_t w = 5;
+      for (const auto& [event, g] : miss_order) w = std::max(w, event->size());
+      w = std::min<std::size_t>(w, 60);
+      std::snprintf(line, sizeof line, "  %-*s %7s %14s %12s\n", static_cast<int>(w), "event", "misses", "worst late ms",
+                    "deadline ms");
+      out << line;
+      for (const auto& [event, g] : miss_order) {
+        const std::string key = event->empty() ? "\"\"" : *event;
+        out << "  " << key << std::string(key.size() < w ? w - key.size() : 0, ' ');
+        std::snprintf(line, sizeof line, " %7" PRIu64 " %14s %12s\n", g->misses, ms(g->worst_late_us).c_str(),
+                      ms(g->deadline_us).c_str());
+        out << line;
+      }
+      for (const auto& [event, g] : miss_order) {
+        out << '\n' << (event->empty() ? "\"\"" : *event) << '\n';
+        out << "  delayed by: " << names_text(g->delayed_by) << '\n';
+        out << "  delaying culprits: " << names_text(g->culprits) << '\n';
+      }
+      if (misses_overflowed > 0) {
+        out << misses_overflowed << " deadline misses beyond " << kMaxGroups << " events are in \"" << kOtherGroups << "\"\n";
+      }
+    }
   }
   print_summary(err, reader.stats(), &stats);
   return read_status(reader, err);

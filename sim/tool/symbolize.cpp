@@ -841,6 +841,12 @@ int write_records(const Options& options, bool symbolize, std::ostream& out, std
   Reader writer(symbolize ? no_warnings : err, reader_options);
   std::string line;
   std::string text;
+  // Health records carry no program counters: written as read (a packet: its JSON line).
+  writer.set_health_callback([&](HealthLog&) {
+    text.assign(writer.current_line().data(), writer.current_line().size());
+    text += '\n';
+    sink->write(text.data(), static_cast<std::streamsize>(text.size()));
+  });
   for (const std::string& path : options.paths) {
     writer.read_path(path, [&](const LogRecord& record) {
       if (symbolize) {

@@ -2,11 +2,11 @@
 // Fuzz target: the host tool's binary capture reader (sim/tool/packet_reader.hpp). The input is
 // a capture. It is read three ways: whole from memory; through the streaming Fill in reads of
 // 1 to 300 bytes; and, when it starts with a packet header, that packet's body (as long as its
-// length field says, cut at the input's end) is given to decode_packet_body with its CRC not
-// checked, so that mutated bodies reach the decoder. Asserts: every problem names a byte offset
+// length field says, cut at the input's end) is given to decode_packet_body (decode_health_body
+// for a type 3 header) with its CRC not checked, so that mutated bodies reach the decoder. Asserts: every problem names a byte offset
 // inside the capture; the decoded packets and the skipped bytes add up to the capture; split
 // reads give the same records, problems and counts as the whole read; a record that decodes
-// formats into a JSON line the tool's JSON Lines parser (parse_record) reads back.
+// formats into a JSON line the tool's JSON Lines parser (parse_line) reads back.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -37,12 +37,14 @@ struct Result {
   lt::CaptureStats stats;
 };
 
-// The decoded record's JSON line must read back as a record.
+// The decoded record's JSON line must read back as a record (block or health).
 void check_reads_back(const std::string& line) {
   static lt::LogRecord record;
+  static lt::HealthLog health;
+  lt::LineKind which{};
   lt::WarningKind kind{};
   std::string what;
-  FUZZ_CHECK(lt::parse_record(line.data(), line.size(), record, kind, what),
+  FUZZ_CHECK(lt::parse_line(line.data(), line.size(), record, health, which, kind, what),
              "a decoded packet's JSON line does not read back (%s: %s): %s", lt::to_string(kind), what.c_str(),
              line.c_str());
 }
@@ -88,7 +90,9 @@ void decode_first_body(const std::uint8_t* data, std::size_t size) {
   lt::WarningKind kind{};
   std::string what;
   const bool previous_boot = data[3] == static_cast<std::uint8_t>(lc::PacketType::previous_boot);
-  if (lt::decode_packet_body(body.data(), body.size(), data[2], previous_boot, decoded, kind, what)) {
+  const bool health = data[3] == static_cast<std::uint8_t>(lc::PacketType::health);
+  if (health ? lt::decode_health_body(body.data(), body.size(), data[2], decoded, kind, what)
+             : lt::decode_packet_body(body.data(), body.size(), data[2], previous_boot, decoded, kind, what)) {
     std::string line;
     lt::format_record_json(decoded, line);
     check_reads_back(line);

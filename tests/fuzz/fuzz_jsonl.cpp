@@ -3,7 +3,7 @@
 // and parse_record in reader.cpp). The input is a log file, read with Reader::read_stream (which
 // also takes a binary capture when the first bytes say so) twice: with the default options, and
 // with the smallest line limit (1 KiB) and stacks not kept. Asserts: every byte is read; the
-// callback sees exactly the records counted; every warning line names the file and a line
+// callbacks (block and health records) see exactly the records counted; every warning line names the file and a line
 // (`<file>:<line>: `) or, in a capture, a byte offset (`<file>: offset <n>: `).
 #include <cctype>
 #include <cstddef>
@@ -44,6 +44,10 @@ void read_with(lt::Reader& reader, std::ostringstream& warnings, const std::stri
   const lt::ReadStats before = reader.stats();
   std::uint64_t seen = 0;
   std::istringstream in(input);
+  reader.set_health_callback([&](lt::HealthLog& health) {
+    ++seen;
+    FUZZ_CHECK(health.file == kName, "health record of file \"%s\"", health.file.c_str());
+  });
   reader.read_stream(in, kName, [&](lt::LogRecord& record) {
     ++seen;
     FUZZ_CHECK(record.file == kName, "record of file \"%s\"", record.file.c_str());

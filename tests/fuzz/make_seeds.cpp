@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Seeds for the fuzz targets that read bytes the core writes: packets made by the core's encoder
-// (encode_packet) and crash-box memory left by the core's CrashBox (store, set_reset_cause),
+// (encode_packet, a deadline miss among them, and encode_health_packet) and crash-box memory left by the core's CrashBox (store, set_reset_cause),
 // written as files into <dir>/capture and <dir>/crash_box. Made at build time, so they follow
 // the encoder and this build's capacities (kMaxSamples, kMaxFrames, kTopFrames).
 //
@@ -94,6 +94,70 @@ std::vector<lc::BlockRecord> records() {
   };
 }
 
+constexpr lc::Event kDisplay{"display"};
+
+// Health records: one with every event slot this build has (names shared, one cut), idle time and
+// memory, across the tick wrap; one with no events and no idle time.
+std::vector<lc::HealthRecord> health_records() {
+  lc::HealthRecord full{};
+  full.number = 12;
+  full.qualifier = "fw-1.2.3";
+  full.loop = "main";
+  full.loop_index = 1;
+  full.tick_hz = 1'000'000;
+  full.start = 0xFFFF'0000u;
+  full.end = full.start + 1'000'000u;
+  full.dispatches = 900;
+  full.busy_ticks = 450'000;
+  full.idle_ticks = 500'000;
+  full.has_idle = true;
+  full.blocks = 2;
+  full.hangs = 1;
+  full.max_duration = 180'000;
+  full.histogram[2] = 800;
+  full.histogram[17] = 100;
+  full.memory.set(lc::kMemoryStackPeak, 2048);
+  full.health_dropped = 1;
+  const lc::Event* const events[] = {&kShort, &kLong, &kDisplay};
+  full.event_count = static_cast<std::uint8_t>(lc::kHealthEvents);
+  for (std::size_t i = 0; i < lc::kHealthEvents; ++i) {
+    lc::EventHealthWindow& e = full.events[i];
+    e.event = events[i % 3];
+    e.dispatches = static_cast<std::uint32_t>(100 + i);
+    e.deadline_misses = static_cast<std::uint32_t>(i);
+    e.missed_periods = static_cast<std::uint32_t>(2 * i);
+    e.p50 = 100;
+    e.p95 = 900;
+    e.p99 = 4000;
+    e.max_latency = 0xFFFF'FFFFu;
+    e.period_ticks = i == 0 ? 10'000u : 0u;
+    e.deadline_ticks = i == 0 ? 5'000u : 0u;
+  }
+  lc::HealthRecord bare{};
+  bare.number = 13;
+  bare.loop = "net";
+  bare.tick_hz = 32'768;
+  bare.end = 32'768;
+  return {full, bare};
+}
+
+// A deadline miss delayed by a dispatch of another event, with that dispatch's evidence.
+lc::BlockRecord deadline_miss() {
+  lc::BlockRecord r = make_record(lc::Phase::hang, 2, 3, 1);
+  r.phase = lc::Phase::deadline_miss;
+  r.flags = 0;
+  r.event = &kDisplay;
+  r.delayed_by_dispatch = 1233;
+  r.delayed_by = &kShort;
+  return r;
+}
+
+Bytes packet_of(const lc::HealthRecord& record) {
+  Bytes packet(lc::kMaxHealthPacketBytes);
+  packet.resize(lc::encode_health_packet(record, packet.data(), packet.size()));
+  return packet;
+}
+
 Bytes packet_of(const lc::BlockRecord& record) {
   Bytes packet(lc::kMaxPacketBytes);
   packet.resize(lc::encode_packet(record, packet.data(), packet.size()));
@@ -139,8 +203,12 @@ int main(int argc, char** argv) {
   const std::vector<lc::BlockRecord> all = records();
   Bytes together;
   Bytes damaged;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const Bytes p = packet_of(all[i]);
+  std::vector<Bytes> packets;
+  for (const lc::BlockRecord& r : all) packets.push_back(packet_of(r));
+  packets.push_back(packet_of(deadline_miss()));
+  for (const lc::HealthRecord& h : health_records()) packets.push_back(packet_of(h));
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    const Bytes& p = packets[i];
     if (p.empty()) {
       std::fprintf(stderr, "loopcanary_fuzz_make_seeds: record %zu does not encode\n", i);
       return 1;

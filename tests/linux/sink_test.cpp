@@ -82,6 +82,13 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+// How many times `what` stands in `text` (overlapping ones too).
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // A loop in virtual time whose blocks the watchdog reports through the sink (an interceptor).
 // Every block makes two records: in progress, then final.
 class SimRig {
@@ -399,16 +406,23 @@ ssize_t fake_write_with_budget(int fd, const void* data, std::size_t size) {
   return written;
 }
 
+// More space than any of these tests writes.
+constexpr std::size_t kPlentyOfSpace = 1'000'000;
+
+// `config` writing through fake_write_with_budget, the budget reset to plenty of space.
+lx::FileSinkConfig on_budget(lx::FileSinkConfig config) {
+  config.fake_write = &fake_write_with_budget;
+  g_space_left = kPlentyOfSpace;
+  return config;
+}
+
 }  // namespace
 
 TEST(LinuxFileSink, DiskFullLeavesOnlyWholeRecords) {
   TempDir dir;
   ErrorLog errors;
-  lx::FileSinkConfig config = config_for(dir.path(), &errors);
-  config.fake_write = &fake_write_with_budget;
-  g_space_left = 1'000'000;
   lx::FileSink sink;
-  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  ASSERT_EQ(sink.open(on_budget(config_for(dir.path(), &errors))), lx::SinkError::none);
   SimRig rig(&sink);
   rig.blocks(1);
   g_space_left = 700;  // the disk fills up in the middle of the next record
@@ -423,7 +437,7 @@ TEST(LinuxFileSink, DiskFullLeavesOnlyWholeRecords) {
   EXPECT_GT(errors.calls, 0);
   rig.expect_ring_holds_every_report();
 
-  g_space_left = 1'000'000;  // space again: writing resumes
+  g_space_left = kPlentyOfSpace;  // space again: writing resumes
   rig.blocks(1);
   status = sink.status();
   EXPECT_TRUE(status.healthy);
@@ -438,12 +452,7 @@ TEST(LinuxFileSink, DiskFullLeavesOnlyWholeRecords) {
       EXPECT_TRUE(lines.warnings.empty()) << lines.warnings.front();
     } else {
       const std::string log = slurp(path);
-      std::size_t headers = 0;
-      for (std::size_t at = log.find("==== loopcanary report"); at != std::string::npos;
-           at = log.find("==== loopcanary report", at + 1)) {
-        ++headers;
-      }
-      EXPECT_EQ(headers, 4u);
+      EXPECT_EQ(occurrences(log, "==== loopcanary report"), 4u);
       EXPECT_TRUE(ends_with(log, "\n\n")) << "the text log ends with a whole record";
     }
   }
@@ -1212,11 +1221,8 @@ TEST(LinuxFileSink, ReopenedBinaryFileGoesOnWithNothingBetweenPackets) {
 
 TEST(LinuxFileSink, DiskFullLeavesOnlyWholePackets) {
   TempDir dir;
-  lx::FileSinkConfig config = binary_only(config_for(dir.path()));
-  config.fake_write = &fake_write_with_budget;
-  g_space_left = 1'000'000;
   lx::FileSink sink;
-  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  ASSERT_EQ(sink.open(on_budget(binary_only(config_for(dir.path())))), lx::SinkError::none);
   SimRig rig(&sink);
   rig.blocks(1);
   const Packets first = packets_in(dir.sub(kBinary));
@@ -1224,7 +1230,7 @@ TEST(LinuxFileSink, DiskFullLeavesOnlyWholePackets) {
   g_space_left = first.sizes[0] / 2;  // the disk fills up in the middle of the next packet
   rig.blocks(1);
   EXPECT_EQ(sink.status().last_error, lx::SinkError::disk_full);
-  g_space_left = 1'000'000;
+  g_space_left = kPlentyOfSpace;  // space again
   rig.blocks(1);
   const lx::SinkStatus status = sink.status();
   EXPECT_TRUE(status.healthy) << status.message;
@@ -1236,3 +1242,179 @@ TEST(LinuxFileSink, DiskFullLeavesOnlyWholePackets) {
 }
 
 #endif  // LOOPCANARY_SINK_TEST_CAPTURES
+
+// ---- Health records (issue 15): the same files, forms and rules as block records.
+
+namespace {
+
+constexpr lc::Event kTickEvent{"tick"};
+
+// A health record of loop "main" for the window ending at `number` seconds (1 MHz ticks).
+lc::HealthRecord sink_health(std::uint32_t number) {
+  lc::HealthRecord h{};
+  h.number = number;
+  h.qualifier = "sink-test";
+  h.loop = "main";
+  h.tick_hz = 1'000'000;
+  h.start = (number - 1) * 1'000'000u;
+  h.end = number * 1'000'000u;
+  h.dispatches = 100 * number;
+  h.busy_ticks = 250'000;
+  h.has_idle = true;
+  h.idle_ticks = 700'000;
+  h.event_count = 1;
+  h.events[0].event = &kTickEvent;
+  h.events[0].dispatches = 100;
+  h.events[0].p99 = 900;
+  return h;
+}
+
+}  // namespace
+
+TEST(LinuxFileSink, WritesHealthRecordsBesideBlockRecordsInTheTextForms) {
+  TempDir dir;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config_for(dir.path())), lx::SinkError::none) << sink.status().message;
+  SimRig rig(&sink);
+  rig.blocks(1);
+  lx::FileSink::health_interceptor(&sink, sink_health(1));
+  EXPECT_TRUE(sink.write_health(sink_health(2)));
+  const lx::SinkStatus status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, rig.reports() + 2u);
+  EXPECT_EQ(status.health_written, 2u);
+  Lines lines;
+  EXPECT_EQ(read_all(dir.sub(kJsonl), lines).records, rig.reports() + 2u);
+  EXPECT_TRUE(lines.warnings.empty());
+  std::vector<std::string> health;
+  for (const std::string& line : lines.records) {
+    if (line.rfind("{\"kind\":\"health\"", 0) == 0) health.push_back(line);
+  }
+  ASSERT_EQ(health.size(), 2u);
+  // The core's line, with the "linux" member (time and clock) before its closing brace.
+  const lc::HealthRecord h = sink_health(2);
+  std::string core(8192, '\0');
+  core.resize(lc::format_health_json(h, &core[0], core.size()).length);
+  ASSERT_GT(core.size(), 2u);
+  const std::string clock = lx::clock_info().tick_hz == 1'000'000u ? lx::clock_info().name : "other";
+  EXPECT_EQ(health[1].substr(0, core.size() - 2), core.substr(0, core.size() - 2));
+  EXPECT_NE(health[1].find(",\"linux\":{\"time\":\"", core.size() - 2), std::string::npos) << health[1];
+  EXPECT_NE(health[1].find("\"clock\":\"" + clock + "\"}}"), std::string::npos) << health[1];
+  // The text log: a header per health record, the core's text form, a blank line after it.
+  const std::string log = slurp(dir.sub(kTextLog));
+  EXPECT_EQ(occurrences(log, "==== loopcanary health "), 2u);
+  EXPECT_NE(log.find("==== loopcanary health 2 ====\ntime = "), std::string::npos) << log;
+  EXPECT_NE(log.find("\nhealth = 2\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("\nevent tick = "), std::string::npos) << log;
+  EXPECT_TRUE(ends_with(log, "\n\n"));
+}
+
+TEST(LinuxFileSink, HealthRecordsRotateUnderTheSizeLimitAndStayWhole) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_file_bytes = 4096;
+  config.max_files = 3;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  for (std::uint32_t i = 1; i <= 60; ++i) ASSERT_TRUE(sink.write_health(sink_health(i))) << sink.status().message;
+  const lx::SinkStatus status = sink.status();
+  EXPECT_GT(status.rotations, 0u);
+  EXPECT_EQ(status.health_written, 60u);
+  std::size_t jsonl = 0;
+  std::uint64_t records = 0;
+  for (const std::string& name : list(dir.path())) {
+    struct stat st {};
+    ASSERT_EQ(stat(dir.sub(name).c_str(), &st), 0);
+    EXPECT_LE(st.st_size, 4096) << name;
+    if (!ends_with(name, ".jsonl")) continue;
+    ++jsonl;
+    Lines lines;
+    const lx::LogReadResult read = read_all(dir.sub(name), lines);
+    EXPECT_FALSE(read.torn_tail) << name;
+    EXPECT_TRUE(lines.warnings.empty()) << name;
+    records += read.records;
+  }
+  EXPECT_EQ(jsonl, 3u) << "max_files holds for health records too";
+  EXPECT_GT(records, 0u);
+  EXPECT_LT(records, 60u) << "the oldest files were removed";
+}
+
+TEST(LinuxFileSink, HealthRecordsOnAFullDiskAreWholeOrAbsent) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(on_budget(config_for(dir.path(), &errors))), lx::SinkError::none);
+  ASSERT_TRUE(sink.write_health(sink_health(1)));
+  g_space_left = 200;  // the disk fills up in the middle of the next record
+  EXPECT_FALSE(sink.write_health(sink_health(2)));
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::disk_full);
+  EXPECT_EQ(status.records_failed, 1u);
+  EXPECT_EQ(status.health_written, 1u);
+  g_space_left = kPlentyOfSpace;  // space again
+  ASSERT_TRUE(sink.write_health(sink_health(3)));
+  Lines lines;
+  const lx::LogReadResult read = read_all(dir.sub(kJsonl), lines);
+  EXPECT_EQ(read.records, 2u);
+  EXPECT_FALSE(read.torn_tail);
+  EXPECT_TRUE(lines.warnings.empty()) << lines.warnings.front();
+  EXPECT_EQ(occurrences(slurp(dir.sub(kTextLog)), "==== loopcanary health "), 2u);
+}
+
+TEST(LinuxFileSink, AHealthRecordLargerThanTheLimitIsReported) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.max_record_bytes = 256;  // below the JSON line of a health record
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  EXPECT_FALSE(sink.write_health(sink_health(1)));
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::record_too_large);
+  EXPECT_EQ(status.records_failed, 1u);
+  EXPECT_EQ(status.health_written, 0u);
+}
+
+TEST(LinuxFileSink, HealthRecordsThatWentWithADeletedFileAreNoLongerCountedWritten) {
+  TempDir dir;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(no_periodic_check(config_for(dir.path()))), lx::SinkError::none);
+  ASSERT_TRUE(sink.write_health(sink_health(1)));
+  ASSERT_TRUE(sink.write_health(sink_health(2)));
+  ASSERT_EQ(unlink(dir.sub(kJsonl).c_str()), 0);
+  EXPECT_FALSE(sink.check());
+  const lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.records_lost, 2u);
+  EXPECT_EQ(status.health_written, 0u);
+  EXPECT_EQ(status.records_written, 0u);
+}
+
+#if defined(LOOPCANARY_SINK_TEST_CAPTURES)
+TEST(LinuxFileSink, BinaryFormHoldsAHealthPacketPerHealthRecord) {
+  TempDir dir;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(binary_only(config_for(dir.path()))), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  ASSERT_TRUE(sink.write_health(sink_health(1)));
+  rig.blocks(1);
+  const std::string bytes = slurp(dir.sub(kBinary));
+  std::vector<bool> kinds;  // health, in file order
+  std::string health_json;
+  std::string problem;
+  lt::CaptureReader reader;
+  reader.read(
+      reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
+      [&](lt::DecodedRecord& d) {
+        kinds.push_back(d.is_health);
+        if (d.is_health) lt::format_record_json(d, health_json);
+      },
+      [&](lt::WarningKind, std::uint64_t offset, const std::string& what) {
+        if (problem.empty()) problem = std::to_string(offset) + ": " + what;
+      });
+  EXPECT_EQ(problem, "");
+  EXPECT_EQ(kinds, (std::vector<bool>{false, false, true, false, false}));
+  std::string core(8192, '\0');
+  core.resize(lc::format_health_json(sink_health(1), &core[0], core.size()).length);
+  EXPECT_EQ(health_json + "\n", core);
+}
+#endif

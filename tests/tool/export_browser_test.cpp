@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -18,6 +19,7 @@
 
 #include "export.hpp"
 #include "export_fixture.hpp"
+#include "test_util.hpp"
 
 namespace loopcanary::tool::testing {
 namespace {
@@ -233,6 +235,90 @@ TEST(ExportBrowser, TheAddressPresetsTheSortAndTheFilterOfTheTable) {
   EXPECT_EQ(shown, expected_events);
   EXPECT_EQ(hidden, blocks.size() - expected.size());
   EXPECT_NE(loaded.dom.find("<th class=\"num desc\" data-key=\"duration\">"), std::string::npos);
+}
+
+constexpr loopcanary::Event kTickHealth{"tick", 0};
+constexpr loopcanary::Event kDisplayHealth{"<b>display</b>", 0};
+
+// The charts' polylines: (chart, loop, series) → the number of points in its `points` attribute,
+// checked against its data-points.
+std::map<std::string, std::size_t> chart_lines(const std::string& dom) {
+  std::map<std::string, std::size_t> lines;
+  const std::regex svg("<svg class=\"hc\"[^>]* data-chart=\"([a-z]+)\" data-loop=\"([^\"]*)\">(.*?)</svg>");
+  const std::regex line("<polyline class=\"hc-line\" points=\"([^\"]*)\"[^>]* data-series=\"([^\"]*)\" data-points=\"([0-9]+)\">");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), svg); it != std::sregex_iterator(); ++it) {
+    const std::string body = (*it)[3].str();
+    for (auto l = std::sregex_iterator(body.begin(), body.end(), line); l != std::sregex_iterator(); ++l) {
+      const std::string points = (*l)[1].str();
+      const std::size_t n = points.empty() ? 0 : count(points, " ") + 1;
+      EXPECT_EQ(std::to_string(n), (*l)[3].str()) << (*l)[2].str();
+      lines[(*it)[1].str() + "/" + (*it)[2].str() + "/" + (*l)[2].str()] = n;
+    }
+  }
+  return lines;
+}
+
+TEST(ExportBrowser, HealthRecordsBecomeChartsOfLoadRateAndLatencyOverTime) {
+  const std::string chromium = chromium_path();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (Debian package chromium): browser check skipped";
+  test::TempDir dir;
+  std::vector<FixtureRecord> records(1);
+  records[0].report = 1, records[0].event = "ota_verify", records[0].dispatch = 10, records[0].duration_us = 400000;
+  std::string content = to_json_line(records[0]);
+  // Loop main: 4 windows, events tick (every window) and a display with markup in its name
+  // (the last 2 windows); loop net: 2 windows without idle time and without events.
+  const std::size_t main_points = 4, net_points = 2;
+  for (std::uint32_t i = 0; i < main_points; ++i) {
+    test::HealthSpecJson s;
+    s.number = i + 1, s.start = 1000000 * i, s.dispatches = 100 * (i + 1), s.busy = 200000 * (i + 1);
+    s.event = &kTickHealth, s.p99 = 500 * (i + 1);
+    loopcanary::HealthRecord h = test::health_record(s);
+    if (i >= 2) {
+      h.event_count = 2;
+      h.events[1] = h.events[0];
+      h.events[1].event = &kDisplayHealth;
+    }
+    content += test::health_line(h);
+  }
+  for (std::uint32_t i = 0; i < net_points; ++i) {
+    test::HealthSpecJson s;
+    s.number = 10 + i, s.loop = "net", s.loop_index = 1, s.start = 500000 * i, s.window = 500000, s.idle = -1;
+    content += test::health_line(test::health_record(s));
+  }
+  const std::string page = dir.write("report.html", "");
+  const auto run = run_export_on("html", {dir.write("a.jsonl", content)}, page);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("; 6 health records, 6 charted for 2 loops"), std::string::npos) << run.err;
+  const Loaded loaded = load(chromium, dir, page);
+  ASSERT_EQ(loaded.status, 0);
+  EXPECT_TRUE(loaded.console.empty()) << loaded.console.front();
+  const std::string& dom = loaded.dom;
+  EXPECT_NE(dom.find("data-ready=\"true\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_EQ(count(dom, "<svg class=\"hc\""), 6u) << "load, rate and latency per loop";
+  EXPECT_EQ(count(dom, "<b>"), 0u) << "an event name became an element";
+  const std::map<std::string, std::size_t> expected = {
+      {"load/main/load", main_points},  {"load/main/idle", main_points}, {"rate/main/dispatches", main_points},
+      {"latency/main/tick", main_points}, {"latency/main/" + html_text("<b>display</b>"), 2},
+      {"load/net/load", net_points},    {"rate/net/dispatches", net_points}};
+  EXPECT_EQ(chart_lines(dom), expected);
+  EXPECT_NE(dom.find("<h2 id=\"health-head\">Health over time</h2>"), std::string::npos);
+}
+
+TEST(ExportBrowser, WithoutHealthRecordsThePageHasNoCharts) {
+  const std::string chromium = chromium_path();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (Debian package chromium): browser check skipped";
+  test::TempDir dir;
+  std::vector<FixtureRecord> records(1);
+  records[0].report = 1, records[0].event = "ota_verify", records[0].dispatch = 10;
+  const std::string page = dir.write("report.html", "");
+  const auto run = run_export_on("html", {write_records(dir, "a.jsonl", records)}, page);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err.find("health records"), std::string::npos) << run.err;
+  const Loaded loaded = load(chromium, dir, page);
+  ASSERT_EQ(loaded.status, 0);
+  EXPECT_TRUE(loaded.console.empty()) << loaded.console.front();
+  EXPECT_EQ(count(loaded.dom, "<svg class=\"hc\""), 0u);
+  EXPECT_NE(loaded.dom.find("<h2 id=\"health-head\" style=\"display: none;\">"), std::string::npos);
 }
 
 }  // namespace

@@ -42,6 +42,31 @@ inline void put_str(Bytes& b, const std::string& s, bool cut = false) {
   b.insert(b.end(), s.begin(), s.end());
 }
 
+/// A body under construction, field by field: each field, by its name in the specification, is
+/// written by its encoding unless `raw` gives that name's bytes instead.
+class BodyWriter {
+ public:
+  explicit BodyWriter(const std::map<std::string, Bytes>& raw) : raw_(raw) {}
+
+  Bytes bytes;
+
+  template <class Write>
+  void field(const char* name, Write write) {
+    const auto it = raw_.find(name);
+    if (it != raw_.end()) {
+      bytes.insert(bytes.end(), it->second.begin(), it->second.end());
+    } else {
+      write();
+    }
+  }
+  void u8(const char* name, unsigned v) { field(name, [&] { put_u8(bytes, v); }); }
+  void uv(const char* name, std::uint64_t v) { field(name, [&] { put_uv(bytes, v); }); }
+  void sv(const char* name, std::int64_t v) { field(name, [&] { put_sv(bytes, v); }); }
+
+ private:
+  const std::map<std::string, Bytes>& raw_;
+};
+
 // CRC-32/ISO-HDLC as the specification gives it: reflected 0xEDB88320, init and xorout ~0.
 inline std::uint32_t spec_crc32(const std::uint8_t* data, std::size_t size) {
   std::uint32_t crc = 0xFFFFFFFFu;
@@ -92,6 +117,7 @@ struct BodySpec {
   std::uint64_t dispatch = 7, start = 1000, duration = 250000;
   std::int64_t end_adjust = 0;
   std::uint64_t threshold = 100000, window = 200000;
+  std::uint64_t delayed_by_dispatch = 0, delayed_by_event = 2;  // version 2; the event index only when the dispatch is not 0
   unsigned presence = 0xF;
   std::uint64_t thread_cpu = 150000, thread_wait = 20, busy = 900, process = 500, steal = 3;
   unsigned memory_presence = 0;          // version 2
@@ -108,76 +134,70 @@ struct BodySpec {
 };
 
 inline Bytes make_body(const BodySpec& s) {
-  Bytes b;
-  const auto field = [&](const char* name, auto write) {
-    const auto it = s.raw.find(name);
-    if (it != s.raw.end()) {
-      b.insert(b.end(), it->second.begin(), it->second.end());
-    } else {
-      write();
-    }
-  };
-  const auto u8 = [&](const char* name, unsigned v) { field(name, [&] { put_u8(b, v); }); };
-  const auto uv = [&](const char* name, std::uint64_t v) { field(name, [&] { put_uv(b, v); }); };
-  const auto sv = [&](const char* name, std::int64_t v) { field(name, [&] { put_sv(b, v); }); };
-  if (s.reset_cause >= 0) u8("reset cause", static_cast<unsigned>(s.reset_cause));
-  u8("configuration", s.config);
-  u8("max samples", s.max_samples);
-  u8("max frames", s.max_frames);
-  u8("top frames", s.top_frames);
-  if (s.version >= 2) u8("max stages", s.max_stages);
-  uv("tick_hz", s.tick_hz);
-  uv("report", s.report);
-  u8("phase", s.phase);
-  u8("cause", s.cause);
-  u8("flags", s.flags);
-  u8("loop_index", s.loop_index);
-  uv("dispatch", s.dispatch);
-  uv("start", s.start);
-  uv("duration_ticks", s.duration);
-  sv("end adjustment", s.end_adjust);
-  uv("threshold_ticks", s.threshold);
-  uv("window_ticks", s.window);
-  u8("presence", s.presence);
-  if ((s.presence & 1u) != 0) uv("thread_cpu_us", s.thread_cpu);
-  if ((s.presence & 2u) != 0) uv("thread_wait_us", s.thread_wait);
-  if ((s.presence & 4u) != 0) uv("system_busy_permille", s.busy);
-  if ((s.presence & 8u) != 0) uv("process_permille", s.process);
-  uv("steal_us", s.steal);
+  BodyWriter w(s.raw);
+  Bytes& b = w.bytes;
+  if (s.reset_cause >= 0) w.u8("reset cause", static_cast<unsigned>(s.reset_cause));
+  w.u8("configuration", s.config);
+  w.u8("max samples", s.max_samples);
+  w.u8("max frames", s.max_frames);
+  w.u8("top frames", s.top_frames);
+  if (s.version >= 2) w.u8("max stages", s.max_stages);
+  w.uv("tick_hz", s.tick_hz);
+  w.uv("report", s.report);
+  w.u8("phase", s.phase);
+  w.u8("cause", s.cause);
+  w.u8("flags", s.flags);
+  w.u8("loop_index", s.loop_index);
+  w.uv("dispatch", s.dispatch);
+  w.uv("start", s.start);
+  w.uv("duration_ticks", s.duration);
+  w.sv("end adjustment", s.end_adjust);
+  w.uv("threshold_ticks", s.threshold);
   if (s.version >= 2) {
-    u8("memory presence", s.memory_presence);
-    field("memory values", [&] {
+    w.uv("delayed_by_dispatch", s.delayed_by_dispatch);
+    if (s.delayed_by_dispatch != 0) w.uv("delayed-by event", s.delayed_by_event);
+  }
+  w.uv("window_ticks", s.window);
+  w.u8("presence", s.presence);
+  if ((s.presence & 1u) != 0) w.uv("thread_cpu_us", s.thread_cpu);
+  if ((s.presence & 2u) != 0) w.uv("thread_wait_us", s.thread_wait);
+  if ((s.presence & 4u) != 0) w.uv("system_busy_permille", s.busy);
+  if ((s.presence & 8u) != 0) w.uv("process_permille", s.process);
+  w.uv("steal_us", s.steal);
+  if (s.version >= 2) {
+    w.u8("memory presence", s.memory_presence);
+    w.field("memory values", [&] {
       for (const std::uint64_t v : s.memory) put_uv(b, v);
     });
   }
-  uv("records_dropped", s.records_dropped);
-  uv("notes_dropped", s.notes_dropped);
-  uv("string count", s.strings.size());
-  field("strings", [&] {
+  w.uv("records_dropped", s.records_dropped);
+  w.uv("notes_dropped", s.notes_dropped);
+  w.uv("string count", s.strings.size());
+  w.field("strings", [&] {
     for (const auto& [text, cut] : s.strings) put_str(b, text, cut);
   });
   if (s.version >= 2) {
-    u8("stage_count", static_cast<unsigned>(s.stages.size()));
-    field("stages", [&] {
+    w.u8("stage_count", static_cast<unsigned>(s.stages.size()));
+    w.field("stages", [&] {
       for (const StageSpec& x : s.stages) {
         put_uv(b, x.name);
         put_uv(b, x.ticks);
       }
     });
   }
-  uv("samples_taken", s.taken);
-  uv("samples_missed", s.missed);
-  uv("samples_overwritten", s.overwritten);
-  u8("top_count", static_cast<unsigned>(s.top.size()));
-  uv("top_other", s.top_other);
-  field("top entries", [&] {
+  w.uv("samples_taken", s.taken);
+  w.uv("samples_missed", s.missed);
+  w.uv("samples_overwritten", s.overwritten);
+  w.u8("top_count", static_cast<unsigned>(s.top.size()));
+  w.uv("top_other", s.top_other);
+  w.field("top entries", [&] {
     for (const TopSpec& t : s.top) {
       put_key(b, t.value, t.is_scope);
       put_uv(b, t.count);
     }
   });
-  u8("sample_count", static_cast<unsigned>(s.samples.size()));
-  field("samples", [&] {
+  w.u8("sample_count", static_cast<unsigned>(s.samples.size()));
+  w.field("samples", [&] {
     for (const SampleSpec& x : s.samples) {
       put_uv(b, x.time);
       put_sv(b, x.sequence);
@@ -190,6 +210,78 @@ inline Bytes make_body(const BodySpec& s) {
   b.insert(b.end(), s.trailing.begin(), s.trailing.end());
   return b;
 }
+
+struct HealthEventSpec {
+  std::uint64_t name = 2;  // string index
+  std::uint64_t dispatches = 100, deadline_misses = 1, missed_periods = 2, posted_ahead = 0;
+  std::uint64_t p50 = 120, p95 = 250, p99 = 900, max_latency = 4000, period = 10000, deadline = 5000;
+};
+
+/// A `health` body (type 3, version 2), by default one window of 1 s at 1 MHz with idle time,
+/// a histogram of 2 buckets, a memory value and 2 events.
+struct HealthSpec {
+  unsigned config = 0, max_events = 8;
+  std::uint64_t tick_hz = 1000000, number = 5;
+  unsigned loop_index = 1;
+  std::uint64_t start = 4000000, window = 1000000, dispatches = 1000, busy = 452000;
+  std::uint64_t idle = 548001;  // idle_ticks + 1; 0: no idle
+  std::uint64_t blocks = 2, hangs = 1, max_duration = 180000;
+  std::vector<std::pair<unsigned, std::uint64_t>> histogram = {{3, 900}, {17, 100}};
+  unsigned memory_presence = 1;
+  std::vector<std::uint64_t> memory = {123456};
+  std::uint64_t health_dropped = 3;
+  std::vector<std::pair<std::string, bool>> strings = {{"fw-1.0", false}, {"main", false}, {"tick", false}, {"display", false}};
+  std::vector<HealthEventSpec> events = {HealthEventSpec{}, HealthEventSpec{3, 20, 0, 0, 1, 2000, 3000, 3500, 9000, 50000, 0}};
+  Bytes trailing;
+  std::map<std::string, Bytes> raw;  // field name → its bytes instead of the encoding
+};
+
+inline Bytes make_health_body(const HealthSpec& s) {
+  BodyWriter w(s.raw);
+  Bytes& b = w.bytes;
+  w.u8("configuration", s.config);
+  w.u8("max health events", s.max_events);
+  w.uv("tick_hz", s.tick_hz);
+  w.uv("number", s.number);
+  w.u8("loop_index", s.loop_index);
+  w.uv("start", s.start);
+  w.uv("window", s.window);
+  w.uv("dispatches", s.dispatches);
+  w.uv("busy_ticks", s.busy);
+  w.uv("idle", s.idle);
+  w.uv("blocks", s.blocks);
+  w.uv("hangs", s.hangs);
+  w.uv("max_duration", s.max_duration);
+  w.u8("histogram count", static_cast<unsigned>(s.histogram.size()));
+  w.field("histogram", [&] {
+    for (const auto& [bucket, count] : s.histogram) {
+      put_u8(b, bucket);
+      put_uv(b, count);
+    }
+  });
+  w.u8("memory presence", s.memory_presence);
+  w.field("memory values", [&] {
+    for (const std::uint64_t v : s.memory) put_uv(b, v);
+  });
+  w.uv("health_dropped", s.health_dropped);
+  w.uv("string count", s.strings.size());
+  w.field("strings", [&] {
+    for (const auto& [text, cut] : s.strings) put_str(b, text, cut);
+  });
+  w.u8("event_count", static_cast<unsigned>(s.events.size()));
+  w.field("events", [&] {
+    for (const HealthEventSpec& e : s.events) {
+      for (const std::uint64_t v : {e.name, e.dispatches, e.deadline_misses, e.missed_periods, e.posted_ahead, e.p50,
+                                    e.p95, e.p99, e.max_latency, e.period, e.deadline}) {
+        put_uv(b, v);
+      }
+    }
+  });
+  b.insert(b.end(), s.trailing.begin(), s.trailing.end());
+  return b;
+}
+
+inline Bytes make_packet(const HealthSpec& s) { return make_packet(make_health_body(s), 3u, 2u); }
 
 inline Bytes make_packet(const BodySpec& s) { return make_packet(make_body(s), s.reset_cause >= 0 ? 2u : 1u, s.version); }
 

@@ -236,7 +236,8 @@ TEST(PacketReader, Version1RecordsDecodeWithoutStages) {
   v1.version = 1;
   const Bytes p1 = make_packet(v1);
   ASSERT_EQ(p1[2], 1u);
-  ASSERT_EQ(make_body(v1).size() + 3, make_body(BodySpec{}).size());  // max stages, memory presence, stage_count
+  // max stages, delayed_by_dispatch, memory presence, stage_count
+  ASSERT_EQ(make_body(v1).size() + 4, make_body(BodySpec{}).size());
   const Decoded d1 = decode(p1);
   ASSERT_TRUE(d1.problems.empty()) << d1.problems[0].what;
   ASSERT_EQ(d1.records.size(), 1u);
@@ -697,7 +698,14 @@ TEST(PacketReader, EveryMalformedBodyIsRejectedAndTheNextPacketRead) {
       {"top_count over the packet's top frames", [](BodySpec& s) { s.top_frames = 1; }, "over the packet's top frames 1"},
       {"sample_count over the packet's max samples", [](BodySpec& s) { s.max_samples = 1; }, "over the packet's max samples 1"},
       {"frames over the packet's max frames", [](BodySpec& s) { s.max_frames = 2; }, "over the packet's max frames 2"},
-      {"phase 3", [](BodySpec& s) { s.phase = 3; }, "(phase)"},
+      {"phase 4", [](BodySpec& s) { s.phase = 4; }, "(phase): 4 is not one of 0..3"},
+      {"phase 3 (deadline_miss) in version 1", [](BodySpec& s) { s.version = 1; s.phase = 3; }, "(phase): 3 is not one of 0..2"},
+      {"a delaying dispatch on a final record", [](BodySpec& s) { s.delayed_by_dispatch = 6; },
+       "(delayed_by_dispatch): 6 on a final record (deadline_miss only)"},
+      {"delayed-by event index past the table", [](BodySpec& s) { s.phase = 3; s.delayed_by_dispatch = 6; s.delayed_by_event = 9; },
+       "(delayed-by event): string index 9 is not in 2..3"},
+      {"delayed-by event index of the loop name", [](BodySpec& s) { s.phase = 3; s.delayed_by_dispatch = 6; s.delayed_by_event = 1; },
+       "(delayed-by event): string index 1 is not in 2..3"},
       {"cause 4", [](BodySpec& s) { s.cause = 4; }, "(cause)"},
       {"flag bit 3", [](BodySpec& s) { s.flags = 8; }, "(flags)"},
       {"presence bit 4", [](BodySpec& s) { s.presence = 16 | 15; }, "(presence)"},
@@ -999,6 +1007,11 @@ void expect_same_record(const loopcanary::BlockRecord& a, const loopcanary::Bloc
   EXPECT_EQ(a.end, b.end);
   EXPECT_EQ(a.duration_ticks, b.duration_ticks);
   EXPECT_EQ(a.threshold_ticks, b.threshold_ticks);
+  EXPECT_EQ(a.delayed_by_dispatch, b.delayed_by_dispatch);
+  ASSERT_EQ(a.delayed_by == nullptr, b.delayed_by == nullptr);
+  if (a.delayed_by != nullptr) {
+    EXPECT_EQ(name(a.delayed_by->name), name(b.delayed_by->name));
+  }
   ASSERT_EQ(a.stage_count, b.stage_count);
   for (std::uint8_t i = 0; i < a.stage_count; ++i) {
     EXPECT_EQ(name(a.stages[i].name), name(b.stages[i].name)) << "stage " << int{i};
@@ -1167,5 +1180,283 @@ TEST(PacketRoundTrip, MemoryValuesSurviveTheEncoderAndTheDecoder) {
       EXPECT_EQ(d.record.memory.value[i], r.memory.value[i]) << i;
     }
   }
+  EXPECT_EQ(format(d.record), format(r));
+}
+
+// ---- Deadline misses and health packets (format version 2).
+
+using lt::test::HealthSpec;
+
+TEST(PacketReader, DecodesADeadlineMissWithTheDispatchThatDelayedIt) {
+  BodySpec s = with_report(8);
+  s.phase = 3;
+  s.delayed_by_dispatch = 6;
+  s.delayed_by_event = 3;  // "crc"
+  Decoded d = decode(make_packet(s));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(r.phase, loopcanary::Phase::deadline_miss);
+  EXPECT_EQ(r.delayed_by_dispatch, 6u);
+  ASSERT_NE(r.delayed_by, nullptr);
+  EXPECT_EQ(str(r.delayed_by->name), "crc");
+  EXPECT_EQ(r.window_ticks, 200000u);  // the fields after it are where they belong
+  const std::string line = json(d.records[0]);
+  EXPECT_NE(line.find("\"phase\":\"deadline_miss\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"threshold_us\":100000,\"delayed_by\":{\"dispatch\":6,\"event\":\"crc\"}"), std::string::npos) << line;
+  // Index 2: the record's own event (a dispatch of the same event delayed it).
+  s.delayed_by_event = 2;
+  d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(str(d.records[0].record.delayed_by->name), "tick");
+  // No delayer: no index, delayed_by null.
+  s.delayed_by_dispatch = 0;
+  s.flags = 2;  // unwatched
+  d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].record.delayed_by, nullptr);
+  EXPECT_NE(json(d.records[0]).find("\"delayed_by\":null"), std::string::npos) << json(d.records[0]);
+}
+
+TEST(PacketReader, DecodesEveryFieldOfAHealthPacket) {
+  const Decoded d = decode(make_packet(HealthSpec{}));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const lt::DecodedRecord& dr = d.records[0];
+  ASSERT_TRUE(dr.is_health);
+  const loopcanary::HealthRecord& h = dr.health;
+  EXPECT_EQ(h.tick_hz, 1000000u);
+  EXPECT_EQ(h.number, 5u);
+  EXPECT_EQ(h.loop_index, 1u);
+  EXPECT_EQ(str(h.qualifier), "fw-1.0");
+  EXPECT_EQ(str(h.loop), "main");
+  EXPECT_EQ(h.start, 4000000u);
+  EXPECT_EQ(h.end, 5000000u);
+  EXPECT_EQ(h.dispatches, 1000u);
+  EXPECT_EQ(h.busy_ticks, 452000u);
+  EXPECT_TRUE(h.has_idle);
+  EXPECT_EQ(h.idle_ticks, 548000u);
+  EXPECT_EQ(h.blocks, 2u);
+  EXPECT_EQ(h.hangs, 1u);
+  EXPECT_EQ(h.max_duration, 180000u);
+  for (unsigned i = 0; i < loopcanary::kHistogramBuckets; ++i) {
+    EXPECT_EQ(h.histogram[i], i == 3 ? 900u : i == 17 ? 100u : 0u) << "bucket " << i;
+  }
+  EXPECT_EQ(h.memory.valid, 1u);
+  EXPECT_EQ(h.memory.value[loopcanary::kMemoryResident], 123456u);
+  EXPECT_EQ(h.health_dropped, 3u);
+  ASSERT_EQ(h.event_count, 2u);
+  ASSERT_NE(h.events[0].event, nullptr);
+  EXPECT_EQ(str(h.events[0].event->name), "tick");
+  EXPECT_EQ(str(h.events[1].event->name), "display");
+  const loopcanary::EventHealthWindow& e = h.events[0];
+  EXPECT_EQ(e.dispatches, 100u);
+  EXPECT_EQ(e.deadline_misses, 1u);
+  EXPECT_EQ(e.missed_periods, 2u);
+  EXPECT_EQ(e.posted_ahead, 0u);
+  EXPECT_EQ(e.p50, 120u);
+  EXPECT_EQ(e.p95, 250u);
+  EXPECT_EQ(e.p99, 900u);
+  EXPECT_EQ(e.max_latency, 4000u);
+  EXPECT_EQ(e.period_ticks, 10000u);
+  EXPECT_EQ(e.deadline_ticks, 5000u);
+  EXPECT_EQ(h.events[1].posted_ahead, 1u);
+  EXPECT_EQ(h.events[1].deadline_ticks, 0u);
+  // Decoded: the core's format_health_json line, "kind":"health" first.
+  const std::string line = json(dr);
+  EXPECT_EQ(line.rfind("{\"kind\":\"health\",\"number\":5,\"qualifier\":\"fw-1.0\",\"loop\":\"main\",\"loop_index\":1,", 0), 0u)
+      << line;
+  EXPECT_EQ(line.back(), '}');
+  // Without idle time: idle unknown.
+  HealthSpec no_idle;
+  no_idle.idle = 0;
+  const Decoded n = decode(make_packet(no_idle));
+  ASSERT_EQ(n.records.size(), 1u);
+  EXPECT_FALSE(n.records[0].health.has_idle);
+  EXPECT_NE(json(n.records[0]).find("\"idle_us\":null"), std::string::npos) << json(n.records[0]);
+}
+
+TEST(PacketReader, AHealthWindowAcrossTheTickWrapEndsModulo2To32) {
+  HealthSpec s;
+  s.start = 0xFFFFFF00u;
+  s.window = 0x200;
+  const Decoded d = decode(make_packet(s));
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].health.end, 0x100u);
+}
+
+TEST(PacketReader, HealthPacketsBetweenBlockPacketsAreReadInOrder) {
+  const Bytes capture = make_packet(with_report(1)) + make_packet(HealthSpec{}) + make_packet(with_report(2));
+  const Decoded d = decode(capture, 7);
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 3u);
+  EXPECT_FALSE(d.records[0].is_health);
+  EXPECT_TRUE(d.records[1].is_health);
+  EXPECT_FALSE(d.records[2].is_health);
+  EXPECT_EQ(d.records[2].record.report, 2u);
+  EXPECT_EQ(d.stats.decoded, 3u);
+}
+
+TEST(PacketReader, EveryMalformedHealthBodyNamesItsFieldAndBodyOffset) {
+  struct Case {
+    const char* name;
+    void (*change)(HealthSpec&);
+    WarningKind kind;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"configuration bit 3", [](HealthSpec& s) { s.config = 8; }, WarningKind::unknown_config,
+       "at body byte 0 (configuration)"},
+      {"max health events 33", [](HealthSpec& s) { s.max_events = 33; }, WarningKind::unknown_config,
+       "at body byte 1 (max health events): 33 is not in 0..32"},
+      {"number over 32 bits", [](HealthSpec& s) { s.number = std::uint64_t{1} << 32; }, WarningKind::malformed_packet,
+       "(number): value over the field's 32 bits"},
+      {"idle over 2^32 + 1", [](HealthSpec& s) { s.idle = std::uint64_t{1} << 33; }, WarningKind::malformed_packet,
+       "(idle): value over the field's 33 bits"},
+      {"histogram count 33", [](HealthSpec& s) { s.raw["histogram count"] = Bytes{33}; s.histogram = {}; },
+       WarningKind::malformed_packet, "(histogram count): 33 is over 32"},
+      {"histogram bucket 32", [](HealthSpec& s) { s.histogram = {{32, 1}}; }, WarningKind::malformed_packet,
+       "(histogram bucket): 32 is not in 0..31"},
+      {"histogram buckets not increasing", [](HealthSpec& s) { s.histogram = {{5, 1}, {5, 2}}; },
+       WarningKind::malformed_packet, "(histogram bucket): 5 is not in 6..31"},
+      {"memory presence bit 7", [](HealthSpec& s) { s.memory_presence = 0x81; }, WarningKind::malformed_packet,
+       "(memory presence)"},
+      {"string count 1", [](HealthSpec& s) { s.strings.resize(1); s.events = {}; }, WarningKind::malformed_packet,
+       "(string count): 1 is less than 2"},
+      {"event name of the loop", [](HealthSpec& s) { s.events[0].name = 1; }, WarningKind::malformed_packet,
+       "(event name): string index 1 is not in 2..3"},
+      {"event name past the table", [](HealthSpec& s) { s.events[1].name = 4; }, WarningKind::malformed_packet,
+       "(event name): string index 4 is not in 2..3"},
+      {"event_count over the packet's max", [](HealthSpec& s) { s.max_events = 1; }, WarningKind::malformed_packet,
+       "(event_count): 2 is over the packet's max health events 1"},
+      {"event_count over this build", [](HealthSpec& s) {
+         s.max_events = 32;
+         s.events.assign(loopcanary::kHealthEvents + 1, lt::test::HealthEventSpec{}); },
+       WarningKind::unknown_config, "do not fit this build's LOOPCANARY_HEALTH_EVENTS"},
+      {"ends inside an event", [](HealthSpec& s) { s.raw["events"] = Bytes{2, 5}; }, WarningKind::malformed_packet,
+       "the body ends inside this field"},
+      {"trailing bytes", [](HealthSpec& s) { s.trailing = {0, 0}; }, WarningKind::malformed_packet,
+       "(end): 2 bytes after the last event"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    HealthSpec s;
+    c.change(s);
+    expect_only_problem(make_packet(s), c.kind, c.what);
+  }
+  // The offset of the trailing bytes is the body's length without them.
+  HealthSpec s;
+  const std::size_t clean = lt::test::make_health_body(s).size();
+  s.trailing = {0};
+  expect_only_problem(make_packet(s), WarningKind::malformed_packet, "at body byte " + std::to_string(clean) + " (end)");
+}
+
+TEST(PacketReader, HealthPacketsOfVersion1AreAnUnknownType) {
+  const Bytes v1 = make_packet(lt::test::make_health_body(HealthSpec{}), 3, 1);
+  expect_only_problem(v1, WarningKind::unknown_type, "unknown packet type 3 in format version 1");
+}
+
+namespace {
+
+constexpr loopcanary::Event kTick{"tick", 0};
+constexpr loopcanary::Event kDisplay{"display", 0};
+
+loopcanary::HealthRecord health_record() {
+  loopcanary::HealthRecord h{};
+  h.number = 41;
+  h.qualifier = "fw-1.0";
+  h.loop = "main";
+  h.loop_index = 3;
+  h.tick_hz = 1000000;
+  h.start = 0xFFFF0000u;  // the window crosses the wrap
+  h.end = 0x000E0000u;
+  h.dispatches = 1234;
+  h.busy_ticks = 700000;
+  h.idle_ticks = 0xFFFFFFFFu;  // idle + 1 takes 33 bits
+  h.has_idle = true;
+  h.blocks = 3;
+  h.hangs = 1;
+  h.max_duration = 250000;
+  h.histogram[0] = 7;
+  h.histogram[31] = 0xFFFFFFFFu;
+  h.memory.set(loopcanary::kMemoryStackPeak, 2048);
+  h.health_dropped = 9;
+  h.event_count = static_cast<std::uint8_t>(std::min<std::size_t>(loopcanary::kHealthEvents, 3));
+  const loopcanary::Event* events[] = {&kTick, &kDisplay, &kTick};  // an event listed twice shares its string
+  for (std::uint8_t i = 0; i < h.event_count; ++i) {
+    loopcanary::EventHealthWindow& e = h.events[i];
+    e.event = events[i];
+    e.dispatches = 100u + i;
+    e.deadline_misses = i;
+    e.missed_periods = 2u * i;
+    e.posted_ahead = 3u * i;
+    e.p50 = 128u << i;
+    e.p95 = 1024u << i;
+    e.p99 = 0xFFFFFFFFu - i;
+    e.max_latency = 0xFFFFFFFFu;
+    e.period_ticks = i == 0 ? 10000u : 0u;
+    e.deadline_ticks = i == 0 ? 5000u : 0u;
+  }
+  return h;
+}
+
+std::string format_health(const loopcanary::HealthRecord& h) {
+  std::string text(1 << 16, '\0');
+  text.resize(loopcanary::format_health_json(h, &text[0], text.size()).length);
+  return text;
+}
+
+}  // namespace
+
+TEST(PacketRoundTrip, HealthRecordsSurviveTheEncoderAndTheDecoder) {
+  const loopcanary::HealthRecord h = health_record();
+  std::vector<std::uint8_t> buffer(loopcanary::kMaxHealthPacketBytes);
+  const std::size_t n = loopcanary::encode_health_packet(h, buffer.data(), buffer.size());
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(buffer[3], 3u) << "packet type 3";
+  const Decoded d = decode(Bytes(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n)));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  ASSERT_TRUE(d.records[0].is_health);
+  const loopcanary::HealthRecord& g = d.records[0].health;
+  EXPECT_EQ(g.number, h.number);
+  EXPECT_EQ(g.start, h.start);
+  EXPECT_EQ(g.end, h.end);
+  EXPECT_EQ(g.idle_ticks, h.idle_ticks);
+  EXPECT_EQ(g.has_idle, h.has_idle);
+  EXPECT_EQ(g.histogram[31], h.histogram[31]);
+  ASSERT_EQ(g.event_count, h.event_count);
+  for (std::uint8_t i = 0; i < h.event_count; ++i) {
+    EXPECT_EQ(name(g.events[i].event->name), name(h.events[i].event->name)) << int{i};
+    EXPECT_EQ(g.events[i].p99, h.events[i].p99) << int{i};
+  }
+  // The whole record: the decoded one formats exactly as the original.
+  EXPECT_EQ(json(d.records[0]) + "\n", format_health(h));
+  // A buffer one byte short of the packet: nothing usable.
+  EXPECT_EQ(loopcanary::encode_health_packet(h, buffer.data(), n - 1), 0u);
+}
+
+TEST(PacketRoundTrip, DeadlineMissesSurviveTheEncoderAndTheDecoder) {
+  static constexpr loopcanary::Event kOta{"ota_verify", 0};
+  loopcanary::BlockRecord r = hang_record();
+  r.phase = loopcanary::Phase::deadline_miss;
+  r.flags = 0;
+  r.delayed_by_dispatch = 77;
+  for (const loopcanary::Event* delayer : {&kOta, &kFlashErase}) {  // another event, and the record's own
+    SCOPED_TRACE(delayer->name);
+    r.delayed_by = delayer;
+    const lt::DecodedRecord d = round_trip(r);
+    expect_same_record(r, d.record);
+    EXPECT_EQ(format(d.record), format(r));
+    EXPECT_NE(format(r).find(std::string("\"delayed_by\":{\"dispatch\":77,\"event\":\"") + delayer->name + "\"}"),
+              std::string::npos)
+        << format(r);
+  }
+  // Unknown delayer: 0 and null come back.
+  r.delayed_by_dispatch = 0;
+  r.delayed_by = nullptr;
+  r.flags = loopcanary::kFlagUnwatched;
+  const lt::DecodedRecord d = round_trip(r);
+  expect_same_record(r, d.record);
   EXPECT_EQ(format(d.record), format(r));
 }
