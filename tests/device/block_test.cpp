@@ -12,6 +12,7 @@
 // Variants (compile definitions): LC_TEST_START = the clock's start value (a start just before
 // 2^32 puts the wrap inside the block); LC_TEST_REALTIME = 1 for the run without -icount, where
 // QEMU follows host time: loose bounds.
+#include "busy.hpp"
 #include "device_report.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary_board.hpp"
@@ -61,51 +62,19 @@ void on_report(void* /*context*/, const lc::BlockRecord& record) {
 
 }  // namespace
 
-// The culprit: plain arithmetic, no calls, so every PC sample lands in this function (floating
-// point on FPU builds, so the SysTick interrupt sees extended exception frames).
-__attribute__((noinline)) std::uint32_t busy_compute(std::uint32_t iterations) {
-  std::uint32_t a = 0x12345678u;
-  std::uint32_t b = 0x9abcdef0u;
-#if defined(__ARM_FP)
-  float f = 1.0f;
-#endif
-  for (std::uint32_t i = 0; i < iterations; ++i) {
-    a = a * 1664525u + 1013904223u;
-    b ^= a >> 7;
-#if defined(__ARM_FP)
-    f = f * 0.999f + 0.5f;
-#endif
-    __asm__ volatile("" : "+r"(a), "+r"(b));
-  }
-#if defined(__ARM_FP)
-  b += static_cast<std::uint32_t>(f);
-#endif
-  return a ^ b;
-}
-
-// Computes in busy_compute() for `ms` milliseconds of the port clock, in chunks: the few clock
-// reads are here, nearly all the time is in busy_compute. Timed by the clock rather than by a
-// calibrated iteration count, so it holds when host load upsets QEMU's timing in the real-time
-// run. Chunks: ~0.2 ms under -icount; larger in real time, where QEMU emulates each SysTick
-// register read slowly enough (in host time) to draw samples to the clock read otherwise.
+// Computes in busy_compute() (busy.hpp: the culprit, every PC sample lands there) for `ms`
+// milliseconds of the port clock. Chunks: ~0.2 ms under -icount; larger in real time, where QEMU
+// emulates each SysTick register read slowly enough (in host time) to draw samples to the clock
+// read otherwise.
 void spend_ms(std::uint32_t ms) {
   constexpr std::uint32_t kChunk = LC_TEST_REALTIME ? 100'000u : 1'000u;
-  const lc::tick_t begin = cm::Clock::now();
-  const lc::tick_t length = ms * (cm::tick_hz() / 1000u);
-  while (lc::ticks_between(begin, cm::Clock::now()) < length) busy_compute(kChunk);
+  lc::device_test::spend_ticks(cm::Clock::now(), ms * (cm::tick_hz() / 1000u), kChunk);
 }
 
 int main() {
   lc::device_report::start("block_test");
-  cm::Config port;
-  port.core_hz = lc::board::kCoreHz;
-  port.poll_hz = 1000;
-  port.start = LC_TEST_START;
-  check(cm::init(port) == cm::PortStatus::ok, "port init");
-  lc::MonitorConfig config;
-  config.name = "main";
-  config.tick_hz = cm::tick_hz();
-  config.threshold_us = kThresholdUs;
+  lc::device_report::init_port(LC_TEST_START);
+  lc::MonitorConfig config = lc::device_report::loop_config(kThresholdUs);
   config.arm_permille = 250;
   config.sample_interval_us = kIntervalUs;
   config.hang_limit_us = 1'000'000;
@@ -113,9 +82,7 @@ int main() {
   lc::WatchdogConfig dog;
   dog.qualifier = lc::board::name();
   check(g_watchdog.init(dog, cm::make_hal()) == lc::Status::ok, "watchdog init");
-  check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
-  check(g_watchdog.add_interceptor(&on_report, nullptr) == lc::Status::ok, "interceptor");
-  cm::attach(&g_watchdog);
+  lc::device_report::watch(g_watchdog, g_monitor, &on_report);
 
   for (int i = 0; i < 10; ++i) {
     LOOPCANARY_DISPATCH(g_monitor, kShort);

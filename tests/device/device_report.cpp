@@ -33,6 +33,28 @@ void check(bool passed, const char* what) noexcept {
   if (!passed) ++g_failures;
 }
 
+void init_port(tick_t start) noexcept {
+  cortex_m::Config port;
+  port.core_hz = board::kCoreHz;
+  port.poll_hz = 1000;
+  port.start = start;
+  check(cortex_m::init(port) == cortex_m::PortStatus::ok, "port init");
+}
+
+MonitorConfig loop_config(std::uint32_t threshold_us) noexcept {
+  MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = cortex_m::tick_hz();
+  config.threshold_us = threshold_us;
+  return config;
+}
+
+void watch(Watchdog& watchdog, Monitor& monitor, Interceptor on_report) noexcept {
+  check(watchdog.add(monitor) == Status::ok, "watchdog add");
+  check(watchdog.add_interceptor(on_report, nullptr) == Status::ok, "interceptor");
+  cortex_m::attach(&watchdog);
+}
+
 void print_record(const BlockRecord& record) noexcept {
   const FormatResult result = format_text(record, g_text, sizeof g_text);
   print(g_text);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Output and verdict helpers of the scenario firmware (block, hang, crash box): checks that print
-// as they go, records in the text form, the capture of packets check_firmware.cmake decodes on
-// the host, the exit code.
+// Setup, output and verdict helpers of the scenario firmware (block, hang, deadline, crash box):
+// the port, monitor and watchdog set up as every scenario runs them, checks that print as they go,
+// records in the text form, the capture of packets check_firmware.cmake decodes on the host, the
+// exit code.
 #pragma once
 
 #include <cstdint>
 
 #include "loopcanary/crash_box.hpp"
+#include "loopcanary/monitor.hpp"
 #include "loopcanary/record.hpp"
+#include "loopcanary/time.hpp"
 #include "loopcanary/watchdog.hpp"
 
 namespace loopcanary::device_report {
@@ -17,6 +20,21 @@ void start(const char* firmware) noexcept;
 
 /// Prints "check ok: <what>" or "check FAILED: <what>" and counts failures.
 void check(bool passed, const char* what) noexcept;
+
+/// Starts the port (cortex_m::init) with the board's core clock, 1000 SysTick polls a second and
+/// the clock starting at `start` (ticks); checks "port init". Thread mode, first in main(), after
+/// start().
+void init_port(tick_t start) noexcept;
+
+/// A scenario loop's monitor configuration: named "main", on the port clock (cortex_m::tick_hz(),
+/// so after init_port()), block threshold `threshold_us` (microseconds, > 0); every other field at
+/// its default, for the caller to set.
+MonitorConfig loop_config(std::uint32_t threshold_us) noexcept;
+
+/// Adds `monitor` (initialised) and the interceptor `on_report` (context nullptr) to `watchdog`
+/// (initialised, with cortex_m::make_hal()) and attaches the watchdog to the port's SysTick poll;
+/// checks each step ("watchdog add", "interceptor"). Thread mode, after init_port().
+void watch(Watchdog& watchdog, Monitor& monitor, Interceptor on_report) noexcept;
 
 /// The record in the core's text form (format_text).
 void print_record(const BlockRecord& record) noexcept;

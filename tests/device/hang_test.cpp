@@ -108,23 +108,14 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
 
 int main() {
   lc::device_report::start("hang_test");
-  cm::Config port;
-  port.core_hz = lc::board::kCoreHz;
-  port.poll_hz = 1000;
-  port.start = LC_TEST_START;
-  check(cm::init(port) == cm::PortStatus::ok, "port init");
-  lc::MonitorConfig config;
-  config.name = "main";
-  config.tick_hz = cm::tick_hz();
-  config.threshold_us = kThresholdUs;
+  lc::device_report::init_port(LC_TEST_START);
+  lc::MonitorConfig config = lc::device_report::loop_config(kThresholdUs);
   config.arm_permille = 250;
   config.sample_interval_us = 2'000;
   config.hang_limit_us = kHangUs;
   check(g_monitor.init(config) == lc::Status::ok, "monitor init");
   check(g_watchdog.init(lc::WatchdogConfig{}, cm::make_hal()) == lc::Status::ok, "watchdog init");
-  check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
-  check(g_watchdog.add_interceptor(&on_report, nullptr) == lc::Status::ok, "interceptor");
-  cm::attach(&g_watchdog);
+  lc::device_report::watch(g_watchdog, g_monitor, &on_report);
 
   for (int i = 0; i < 5; ++i) {
     LOOPCANARY_DISPATCH(g_monitor, kTick);

@@ -48,15 +48,7 @@ std::uint64_t instructions_x100(void (*body)(cm::PortMonitor&)) {
   return x100;
 }
 
-void print_figure(const char* what, std::uint64_t x100) {
-  print("hot-path ");
-  print(what);
-  print(" = ");
-  print_u64(x100 / 100u);
-  print(".");
-  print_u64(x100 % 100u / 10u);
-  print(" instructions\n");
-}
+void print_figure(const char* what, std::uint64_t x100) { lc::device_test::print_instructions("hot-path", what, x100); }
 
 }  // namespace
 

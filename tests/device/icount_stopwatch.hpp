@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Instructions of a code path counted on the device under QEMU -icount: virtual time is
 // instructions x 2^LC_ICOUNT_SHIFT ns, so SysTick counting the core clock over a loop of calls
-// counts instructions. For the figures firmware (hotpath_test.cpp, packet_figures_test.cpp),
-// which runs with the port not initialised: SysTick is the stopwatch and nothing else runs.
+// counts instructions. For the figures firmware (hotpath_test.cpp, packet_figures_test.cpp,
+// health_figures_test.cpp), which runs with the port not initialised: SysTick is the stopwatch
+// and nothing else runs.
 #pragma once
 
 #include <cstdint>
 
+#include "device_test.hpp"
 #include "loopcanary_board.hpp"
 #include "loopcanary_port.hpp"
 
@@ -63,6 +65,20 @@ std::uint64_t instructions_x100(void (*body)(Args...), void (*empty)(Args...), s
   if (cycles <= base) return 0;
   const std::uint64_t ns = (cycles - base) * 1'000'000'000ull / board::kCoreHz;
   return ns * 100u / (std::uint64_t{1} << LC_ICOUNT_SHIFT) / iterations;
+}
+
+/// Prints "<figure> <what> = <n.d> instructions" for `x100` (an instructions_x100() result, the
+/// tenths truncated) and returns `x100`.
+inline std::uint64_t print_instructions(const char* figure, const char* what, std::uint64_t x100) {
+  print(figure);
+  print(" ");
+  print(what);
+  print(" = ");
+  print_u64(x100 / 100u);
+  print(".");
+  print_u64(x100 % 100u / 10u);
+  print(" instructions\n");
+  return x100;
 }
 
 }  // namespace loopcanary::device_test

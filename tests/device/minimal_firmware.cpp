@@ -11,6 +11,13 @@
 //     read-modify-write atomic (no __atomic_* library here: the link fails) or an instruction the
 //     core does not have breaks the build. Everything of the hot path and the watchdog is used.
 //   - smoke test: run under QEMU on M3/M4F, one block is reported and drained.
+//   - loop-health footprint: each LC_WITH_<feature> (default 0) adds one feature to the packet
+//     build, for the flash it adds (health_footprint.cmake): LC_WITH_LATENCY the queue stamps
+//     each event's post time and the loop records its queue latency (begin with the stamp,
+//     EventHealth storage per event type); LC_WITH_INIT_EVENT that and a period and deadline
+//     per event type (Monitor::init_event); LC_WITH_STAGES two named stages per dispatch;
+//     LC_WITH_MEMORY the memory context: the stack painted at init and read into every record
+//     (cortex_m::init_memory, Hal::read_memory).
 #include <cstddef>
 #include <cstdint>
 
@@ -25,6 +32,18 @@
 #ifndef LC_WITH_PACKET
 #define LC_WITH_PACKET 1
 #endif
+#ifndef LC_WITH_INIT_EVENT
+#define LC_WITH_INIT_EVENT 0
+#endif
+#ifndef LC_WITH_LATENCY
+#define LC_WITH_LATENCY LC_WITH_INIT_EVENT
+#endif
+#ifndef LC_WITH_STAGES
+#define LC_WITH_STAGES 0
+#endif
+#ifndef LC_WITH_MEMORY
+#define LC_WITH_MEMORY 0
+#endif
 
 #if LC_WITH_LOOPCANARY
 #include "loopcanary/loopcanary.hpp"
@@ -32,6 +51,9 @@
 #if LC_WITH_PACKET
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/packet.hpp"
+#endif
+#if LC_WITH_MEMORY
+#include "cortex_m_stack.hpp"
 #endif
 #endif
 
@@ -42,6 +64,9 @@ volatile std::uint32_t g_queue[8];
 volatile std::uint32_t g_head = 0;
 volatile std::uint32_t g_tail = 0;
 volatile std::uint32_t g_sink = 0;
+#if LC_WITH_LOOPCANARY && LC_WITH_LATENCY
+volatile std::uint32_t g_posted[8];  // each queued event's post time (port clock, ticks)
+#endif
 
 void handle(std::uint32_t event) {
   std::uint32_t spins = event == 3 ? 400'000u : 2'000u;  // event 3 is slow
@@ -56,6 +81,9 @@ bool pop(std::uint32_t& event) {
 }
 
 void push(std::uint32_t event) {
+#if LC_WITH_LOOPCANARY && LC_WITH_LATENCY
+  g_posted[g_head % 8u] = loopcanary::cortex_m::Clock::now();  // the queue stamps the post time
+#endif
   g_queue[g_head % 8u] = event;
   g_head = g_head + 1u;
 }
@@ -64,7 +92,13 @@ void push(std::uint32_t event) {
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;
 
+#if LC_WITH_LATENCY
+lc::EventHealth g_health[4];
+constexpr lc::Event kEvents[] = {
+    {"sensor", 0, &g_health[0]}, {"button", 0, &g_health[1]}, {"radio", 0, &g_health[2]}, {"flash_write", 0, &g_health[3]}};
+#else
 constexpr lc::Event kEvents[] = {{"sensor"}, {"button"}, {"radio"}, {"flash_write"}};
+#endif
 lc::StaticWatchdog<1, 4> g_watchdog;
 cm::PortMonitor g_monitor;
 
@@ -92,7 +126,15 @@ std::uint8_t g_packet[lc::kMaxPacketBytes];
 #endif
 #endif
 
+#if LC_WITH_MEMORY
+constexpr std::uintptr_t kStackBytes = 8 * 1024;  // the loop's stack: the top 8 KiB of RAM
+#endif
+
 }  // namespace
+
+#if LC_WITH_MEMORY
+extern "C" std::uint32_t __stack_top[];  // mps2.ld: the main stack's top
+#endif
 
 int main() {
 #if LC_WITH_LOOPCANARY
@@ -106,7 +148,20 @@ int main() {
   config.sample_interval_us = 1'000;
   config.hang_limit_us = 1'000'000;
   if (g_monitor.init(config) != lc::Status::ok) return 3;
-  if (g_watchdog.init(lc::WatchdogConfig{}, cm::make_hal()) != lc::Status::ok) return 4;
+#if LC_WITH_INIT_EVENT
+  for (const lc::Event& e : kEvents) {
+    if (g_monitor.init_event(e, {20'000, 5'000}) != lc::Status::ok) return 7;
+  }
+#endif
+  lc::Hal hal = cm::make_hal();
+#if LC_WITH_MEMORY
+  const auto top = reinterpret_cast<std::uintptr_t>(__stack_top);
+  cm::MemoryConfig memory;
+  memory.stack = cm::StackBounds{top - kStackBytes, top};
+  if (cm::init_memory(memory) != cm::MemoryStatus::ok) return 8;
+  hal.read_memory = &cm::read_memory;
+#endif
+  if (g_watchdog.init(lc::WatchdogConfig{}, hal) != lc::Status::ok) return 4;
   if (g_watchdog.add(g_monitor) != lc::Status::ok) return 5;
 #if LC_WITH_PACKET
   const lc::PacketSink sink{&send_packet, nullptr};
@@ -119,11 +174,26 @@ int main() {
   for (std::uint32_t i = 0; i < 8; ++i) push(i % 4u);
   std::uint32_t event = 0;
   while (pop(event)) {
-#if LC_WITH_LOOPCANARY
-    LOOPCANARY_DISPATCH(g_monitor, kEvents[event]);
-    LOOPCANARY_SCOPE(g_monitor, "handle");
+#if LC_WITH_LOOPCANARY && LC_WITH_LATENCY
+    g_monitor.begin(kEvents[event], g_posted[(g_tail - 1u) % 8u]);  // with the post stamp
 #endif
-    handle(event);
+    {
+#if LC_WITH_LOOPCANARY && !LC_WITH_LATENCY
+      LOOPCANARY_DISPATCH(g_monitor, kEvents[event]);
+#endif
+#if LC_WITH_LOOPCANARY
+      LOOPCANARY_SCOPE(g_monitor, "handle");
+#endif
+#if LC_WITH_LOOPCANARY && LC_WITH_STAGES
+      LOOPCANARY_STAGE(g_monitor, "input");
+      g_sink = g_sink + event;
+      LOOPCANARY_STAGE(g_monitor, "compute");
+#endif
+      handle(event);
+    }
+#if LC_WITH_LOOPCANARY && LC_WITH_LATENCY
+    g_monitor.end();
+#endif
   }
 #if LC_WITH_LOOPCANARY
   for (int i = 0; i < 5; ++i) cm::idle_wait();  // the watchdog finalises the last block

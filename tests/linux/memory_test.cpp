@@ -17,21 +17,14 @@
 #include "linux_proc.hpp"
 #include "loopcanary/monitor.hpp"
 #include "loopcanary_port.hpp"
+#include "proc_fixture.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;
 
 namespace {
 
-struct Fixture {
-  char text[4096];
-  std::size_t length = 0;
-  explicit Fixture(const char* name) {
-    const std::string path = std::string(LOOPCANARY_LINUX_FIXTURES) + "/" + name;
-    const int error = lx::read_small_file(path.c_str(), text, sizeof text, length);
-    EXPECT_EQ(error, 0) << path;
-  }
-};
+using lx::test::Fixture;
 
 lx::StatusFailure memory_of(const char* fixture, lx::StatusMemory& out) {
   Fixture f(fixture);

@@ -8,21 +8,13 @@
 #include <string>
 
 #include "linux_proc.hpp"
+#include "proc_fixture.hpp"
 
 namespace lc = loopcanary::port_linux;
 
 namespace {
 
-// A fixture read into a stack buffer with the port's own reader, as the port reads /proc.
-struct Fixture {
-  char text[4096];
-  std::size_t length = 0;
-  explicit Fixture(const char* name) {
-    const std::string path = std::string(LOOPCANARY_LINUX_FIXTURES) + "/" + name;
-    const int error = lc::read_small_file(path.c_str(), text, sizeof text, length);
-    EXPECT_EQ(error, 0) << path;
-  }
-};
+using lc::test::Fixture;
 
 lc::ParseError stat_of(const char* fixture, lc::ProcStatCpu& cpu) {
   Fixture f(fixture);
