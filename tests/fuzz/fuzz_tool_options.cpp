@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (lt::parse_command_line(args, options, help, error)) {
     if (!help) {
       FUZZ_CHECK(options.command == "report" || options.command == "show" || options.command == "export" ||
-                     options.command == "symbolize" || options.command == "decode",
+                     options.command == "symbolize" || options.command == "decode" || options.command == "health",
                  "accepted subcommand \"%s\"", options.command.c_str());
       FUZZ_CHECK(!options.paths.empty(), "accepted without a path");
     }
