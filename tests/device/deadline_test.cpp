@@ -57,6 +57,9 @@ constexpr std::uint32_t kPeriodUs = 2'000;
 constexpr std::uint32_t kDeadlineUs = 500;
 constexpr std::uint32_t kThresholdUs = 5'000;
 constexpr std::uint32_t kHoldUs = 7'000;
+// Health records of the loop, decoded on the host: a run of about 30 ms makes 4 to 6 (the port's
+// SysTick clock runs slow across WFI under QEMU's -icount sleep=off).
+constexpr std::uint32_t kHealthPeriodUs = 5'000;
 constexpr std::uint32_t kWorkUs = 100;       // each tick's handler
 constexpr std::uint32_t kTicks = 12;         // the timer posts this many, then stops
 constexpr std::uint32_t kHoldAfterTick = 4;  // the hold runs after this tick's dispatch
@@ -79,7 +82,7 @@ struct Message {
   lc::tick_t posted;  // port clock when the timer interrupt queued it
 };
 
-lc::StaticWatchdog<1, 8> g_watchdog;
+lc::StaticWatchdog<1, 8, 1, 8> g_watchdog;  // and a health ring of 8
 cm::PortMonitor g_monitor;
 lc::SpscRing<Message, 4> g_queue;  // the timer interrupt produces, the loop consumes
 volatile std::uint32_t g_posted = 0;
@@ -239,6 +242,7 @@ int main() {
   check(g_monitor.init_event(kControl, {kPeriodUs, kDeadlineUs}) == lc::Status::ok, "init_event control_tick");
   lc::WatchdogConfig dog;
   dog.qualifier = lc::board::name();
+  dog.health_period_us = kHealthPeriodUs;
   check(g_watchdog.init(dog, cm::make_hal()) == lc::Status::ok, "watchdog init");
   lc::device_report::watch(g_watchdog, g_monitor, &on_report);
 
@@ -313,7 +317,10 @@ int main() {
   check(g_hold_reports == 2, "two reports of the hold: in progress and final");
   check(g_misses_reported == 3, "3 deadline_miss reports");
   check(g_misses_by_hold == 3, "each names the hold (dispatch 5) as what delayed it, with its samples");
-  check(records == reports, "every record sent as a packet");
+  const lc::WatchdogStats watchdog_stats = g_watchdog.stats();
+  check(records == reports + watchdog_stats.health_records, "every record and health record sent as a packet");
+  check(watchdog_stats.health_records >= 2 && watchdog_stats.health_dropped == 0,
+        "a health record every 5 ms over the run, none dropped");
   check(in_progress.phase == lc::Phase::in_progress && in_progress.event == &kHold, "in-progress record of flash_erase");
   check(final_record.phase == lc::Phase::final && final_record.flags == 0, "final record, watched");
   check(final_record.start == hold_begin && final_record.end == hold_end, "final record: the hold's stamps");
