@@ -343,17 +343,26 @@ Hal make_hal() noexcept {
   return hal;
 }
 
-void idle_wait() noexcept {
+namespace {
+// idle_wait(): the ticks it slept.
+tick_t sleep_until_interrupt() noexcept {
   PortState& s = state();
   std::uint32_t primask;
   __asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(primask)::"memory");
   // Before init() the clock reads nonsense and the sums are junk: init() clears them.
   const tick_t asleep = clock_now();
   __asm__ volatile("dsb\n wfi" ::: "memory");  // wakes on a pending interrupt even while masked
-  s.idle_ticks += ticks_between(asleep, clock_now());
+  const tick_t slept = ticks_between(asleep, clock_now());
+  s.idle_ticks += slept;
   bump(s.count[kIdleWaits]);
   __asm__ volatile("msr primask, %0" ::"r"(primask) : "memory");  // the waking interrupt runs here
+  return slept;
 }
+}  // namespace
+
+void idle_wait() noexcept { static_cast<void>(sleep_until_interrupt()); }
+
+void idle_wait(Monitor& loop) noexcept { loop.add_idle(sleep_until_interrupt()); }
 
 bool debugger_attached() noexcept {
 #if LOOPCANARY_CORTEX_M_HAS_DWT

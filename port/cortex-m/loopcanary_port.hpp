@@ -150,6 +150,10 @@ Hal make_hal() noexcept;
 /// usual "mask; check queue; sleep; unmask" idiom). Thread mode.
 void idle_wait() noexcept;
 
+/// idle_wait(), and the time asleep added to `loop`'s idle time (Monitor::add_idle: its health
+/// records' idle share). Thread mode, `loop`'s own context, between its dispatches.
+void idle_wait(Monitor& loop) noexcept;
+
 /// DHCSR.C_DEBUGEN: a debugger has enabled halting debug (it stays set after the probe
 /// disconnects until a power-on reset). Always false on ARMv6-M, where software cannot read
 /// DHCSR. Any context.

@@ -154,6 +154,12 @@ void on_report(void* /*context*/, const lc::BlockRecord& record) {
   }
 }
 
+// Health interceptor, SysTick context: how many health records carried an idle share.
+volatile std::uint32_t g_health_with_idle = 0;
+void on_health(void* /*context*/, const lc::HealthRecord& record) {
+  if (record.has_idle && record.idle_ticks > 0) g_health_with_idle = g_health_with_idle + 1u;
+}
+
 void dispatch_tick(const Message& message, lc::tick_t hold_begin, lc::tick_t hold_end, bool held) {
   const lc::tick_t now = cm::Clock::now();
   g_monitor.begin_at(*message.event, now, message.posted);
@@ -245,6 +251,7 @@ int main() {
   dog.health_period_us = kHealthPeriodUs;
   check(g_watchdog.init(dog, cm::make_hal()) == lc::Status::ok, "watchdog init");
   lc::device_report::watch(g_watchdog, g_monitor, &on_report);
+  check(g_watchdog.add_health_interceptor(&on_health, nullptr) == lc::Status::ok, "health interceptor");
 
   const lc::tick_t ticks_per_us = cm::tick_hz() / 1'000'000u;
   const lc::tick_t start = cm::Clock::now();
@@ -257,7 +264,7 @@ int main() {
     Message message{};
     // Mask, check the queue, sleep: a tick posted after the check wakes the WFI.
     __asm__ volatile("cpsid i" ::: "memory");
-    if (g_queue.size() == 0) cm::idle_wait();
+    if (g_queue.size() == 0) cm::idle_wait(g_monitor);  // the wait counts as the loop's idle time
     __asm__ volatile("cpsie i" ::: "memory");
     if (!g_queue.pop(message)) continue;
     dispatch_tick(message, hold_begin, hold_end, held);
@@ -321,6 +328,8 @@ int main() {
   check(records == reports + watchdog_stats.health_records, "every record and health record sent as a packet");
   check(watchdog_stats.health_records >= 2 && watchdog_stats.health_dropped == 0,
         "a health record every 5 ms over the run, none dropped");
+  check(g_monitor.stats().idle_ticks > 0 && g_health_with_idle > 0,
+        "the loop's waits (idle_wait(monitor)) in its idle time and its health records");
   check(in_progress.phase == lc::Phase::in_progress && in_progress.event == &kHold, "in-progress record of flash_erase");
   check(final_record.phase == lc::Phase::final && final_record.flags == 0, "final record, watched");
   check(final_record.start == hold_begin && final_record.end == hold_end, "final record: the hold's stamps");
