@@ -47,6 +47,11 @@ void set_stages(BlockRecord& record, const StageMark* marks, std::size_t count) 
   record.stage_count = static_cast<std::uint8_t>(count);
 }
 
+// A health window opening at `now` on a loop whose counters are `s`.
+detail::HealthWindow window_opened(tick_t now, const LoopStats& s) noexcept {
+  return detail::HealthWindow{true, now, s.dispatches, s.blocks, s.hangs, s.busy_ticks, s.idle_ticks};
+}
+
 }  // namespace
 
 Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
@@ -195,7 +200,7 @@ void Watchdog::health_step(Watchdog& self, Track& track, tick_t now) noexcept {
 void Watchdog::start_health(Track& track, tick_t now) noexcept {
   const Monitor& monitor = *track.monitor;
   const LoopStats s = monitor.stats();
-  health_windows_[&track - tracks_] = detail::HealthWindow{true, now, s.dispatches, s.blocks, s.hangs, s.busy_ticks, s.idle_ticks};
+  health_windows_[&track - tracks_] = window_opened(now, s);
   std::size_t count = 0;
   const Event* const* events = monitor.health_events(count);
   for (std::size_t i = 0; i < count; ++i) static_cast<void>(events[i]->health->take_window());
@@ -249,7 +254,7 @@ void Watchdog::emit_health(Track& track, tick_t now) noexcept {
   for (std::size_t i = 0; i < health_chain_size_; ++i) health_chain_[i].function(health_chain_[i].context, r);
   if (!health_ring_.push(r)) detail::bump(health_dropped_);
 
-  window = detail::HealthWindow{true, now, s.dispatches, s.blocks, s.hangs, s.busy_ticks, s.idle_ticks};
+  window = window_opened(now, s);
 }
 
 // Order matters: the stamps are read before the notes, so a dispatch the snapshot shows ended

@@ -208,20 +208,16 @@ class HealthEventList {
   // True when `event` is listed now (or was already); false when the list is full.
   bool list(const Event& event) noexcept {
     const std::uint32_t listed = load_relaxed(count_);
-    for (std::uint32_t i = 0; i < listed; ++i) {
-      if (events_[i] == &event) return true;
-    }
+    if (position(event) < listed) return true;
     if (listed == N) return false;
     events_[listed] = &event;
     store_release(count_, listed + 1u);  // the pointer before the count
     return true;
   }
+  // True when `event` is not listed and there is no room for it.
   bool full_without(const Event& event) const noexcept {
     const std::uint32_t listed = load_relaxed(count_);
-    for (std::uint32_t i = 0; i < listed; ++i) {
-      if (events_[i] == &event) return false;
-    }
-    return listed == N;
+    return listed == N && position(event) == listed;
   }
   const Event* const* read_events(std::size_t& count) const noexcept {
     count = load_acquire(count_);
@@ -229,6 +225,14 @@ class HealthEventList {
   }
 
  private:
+  // Index of `event` in the list; the count when it is not listed. Loop context.
+  std::uint32_t position(const Event& event) const noexcept {
+    const std::uint32_t listed = load_relaxed(count_);
+    std::uint32_t i = 0;
+    while (i < listed && events_[i] != &event) ++i;
+    return i;
+  }
+
   const Event* events_[N] = {};
   std::atomic<std::uint32_t> count_{0};
 };
