@@ -36,4 +36,27 @@ TEST(CompiledOut, MacrosTypeCheckButStampNothing) {
   EXPECT_EQ(monitor.stats().stages_dropped, 0u) << "no mark was made, not even one refused";
 }
 
+TEST(CompiledOut, DrainTypeChecksButStampsNothing) {
+  loopcanary::sim::VirtualTime time;
+  loopcanary::sim::PortMonitor monitor{loopcanary::sim::Clock{time}};
+  loopcanary::MonitorConfig config;
+  config.tick_hz = loopcanary::sim::kTickHz;
+  ASSERT_EQ(monitor.init(config), loopcanary::Status::ok);
+  {
+    LOOPCANARY_DRAIN(monitor, drain);
+    drain.next(kTick);
+    time.advance(loopcanary::sim::ms(2000));
+    drain.next(kTick, 0u);
+    drain.end();
+    drain.next(kTick);
+  }
+  loopcanary::StampSnapshot snap;
+  ASSERT_TRUE(monitor.snapshot(snap));
+  EXPECT_EQ(snap.seq, 0u);
+  const loopcanary::LoopStats s = monitor.stats();
+  EXPECT_EQ(s.dispatches, 0u);
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+  EXPECT_EQ(s.busy_ticks, 0u);
+}
+
 }  // namespace

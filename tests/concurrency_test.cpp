@@ -19,9 +19,9 @@
 #include "loopcanary/loopcanary.hpp"
 
 // ThreadSanitizer slows every atomic access by about an order of magnitude. StampsAreNeverTorn
-// runs its 10^7 begin/end pairs under it too (about 20 s on two cores); the scope and full-path
-// runs are scaled down to a quarter under it (and only under it) so the tsan workflow stays
-// well within two minutes.
+// runs its 10^7 begin/end pairs under it too (about 20 s on two cores); the back-to-back stamp,
+// scope and full-path runs are scaled down to a quarter under it (and only under it) so the tsan
+// workflow stays well within two minutes.
 #if defined(__SANITIZE_THREAD__)
 #define LOOPCANARY_TEST_TSAN 1
 #elif defined(__has_feature)
@@ -68,7 +68,8 @@ void run_pair(Loop loop, Reader reader) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. Stamps: one writer doing >= 10^7 begin/end pairs, one reader snapshotting continuously.
+// 1. Stamps: one writer doing >= 10^7 begin/end pairs (or back-to-back dispatches), one reader
+//    snapshotting continuously.
 // ---------------------------------------------------------------------------------------------
 
 // Dispatch n (from 0) begins at tick begin_tick(n) and ends one tick later. The start is just
@@ -76,10 +77,20 @@ void run_pair(Loop loop, Reader reader) {
 constexpr lc::tick_t kStampStart = 0u - 3000u;
 constexpr lc::tick_t begin_tick(std::uint32_t n) { return static_cast<lc::tick_t>(kStampStart + 3u * n); }
 
-TEST(Concurrency, StampsAreNeverTorn) {
-  // 10^7 pairs at least, in every build.
-  const std::uint32_t kPairs = 10'000'000u;
-  // The loop keeps going past kPairs until the reader has checked this many in-dispatch
+// How the loop of the stamp stress closes its dispatches.
+enum class Closing {
+  pairs,         // begin_at/end_at around each: dispatch n lasts 1 tick
+  back_to_back,  // next_at from one to the next (3 ticks each); every fifth ends with end_at
+};
+
+// True when the loop of the stamp stress ends dispatch n alone (end_at, 1 tick after its
+// begin); false when dispatch n + 1's next_at ends it (3 ticks after its begin).
+constexpr bool ends_alone(Closing closing, std::uint32_t n) { return closing == Closing::pairs || n % 5u == 4u; }
+
+// One writer stamping at least `min_dispatches` dispatches, one reader snapshotting
+// continuously: every consistent snapshot must name dispatch n with its own begin and event.
+void stamps_are_never_torn(Closing closing, std::uint32_t min_dispatches) {
+  // The loop keeps going past min_dispatches until the reader has checked this many in-dispatch
   // snapshots (the reader thread may start late on a loaded machine), up to kMaxPairs.
   const std::uint64_t kWantedInDispatch = 200'000u;
   const std::uint32_t kMaxPairs = 1u << 30;  // seq = 2n + 1 stays far from the 32-bit wrap
@@ -90,13 +101,14 @@ TEST(Concurrency, StampsAreNeverTorn) {
   lc::MonitorConfig config;
   config.name = "stamps";
   config.tick_hz = kTickHz;
-  config.threshold_us = 1'000'000;  // every dispatch lasts 1 tick: never a block
+  config.threshold_us = 1'000'000;  // every dispatch lasts 1 or 3 ticks: never a block
   config.sample_interval_us = 1'000;
   ASSERT_EQ(monitor.init(config), lc::Status::ok);
 
   std::atomic<bool> loop_done{false};
   std::atomic<bool> reader_satisfied{false};
   std::uint32_t pairs = 0;
+  std::uint32_t alone = 0;  // dispatches closed by end_at (the rest by next_at)
 
   std::uint64_t in_dispatch_checked = 0;
   std::uint64_t idle_checked = 0;
@@ -109,10 +121,23 @@ TEST(Concurrency, StampsAreNeverTorn) {
   run_pair(
       [&] {
         std::uint32_t n = 0;
-        while (n < kPairs || (!reader_satisfied.load(std::memory_order_relaxed) && n < kMaxPairs)) {
-          monitor.begin_at(kEvents[n % kEventKinds], begin_tick(n));
-          monitor.end_at(static_cast<lc::tick_t>(begin_tick(n) + 1u));
+        bool running = false;
+        while (n < min_dispatches || (!reader_satisfied.load(std::memory_order_relaxed) && n < kMaxPairs)) {
+          if (running) {
+            monitor.next_at(kEvents[n % kEventKinds], begin_tick(n));
+          } else {
+            monitor.begin_at(kEvents[n % kEventKinds], begin_tick(n));
+          }
+          running = !ends_alone(closing, n);
+          if (!running) {
+            monitor.end_at(static_cast<lc::tick_t>(begin_tick(n) + 1u));
+            ++alone;
+          }
           ++n;
+        }
+        if (running) {
+          monitor.end_at(static_cast<lc::tick_t>(begin_tick(n - 1u) + 1u));
+          ++alone;
         }
         pairs = n;
         loop_done.store(true, std::memory_order_release);
@@ -143,25 +168,43 @@ TEST(Concurrency, StampsAreNeverTorn) {
   EXPECT_EQ(wrong_event, 0u);
   EXPECT_EQ(seq_went_back, 0u);
   EXPECT_EQ(seq_out_of_range, 0u);
-  EXPECT_GE(pairs, kPairs);
+  EXPECT_GE(pairs, min_dispatches);
   EXPECT_GE(in_dispatch_checked, kWantedInDispatch) << "the reader saw too few dispatches to prove anything";
 
+  // Dispatches ended alone last 1 tick, those ended by the next one's next_at 3.
+  const std::uint32_t chained = pairs - alone;
+  if (closing == Closing::back_to_back) {
+    EXPECT_EQ(alone, (pairs + 4u) / 5u) << "every fifth and the last";
+  } else {
+    EXPECT_EQ(chained, 0u);
+  }
   const lc::LoopStats stats = monitor.stats();
   EXPECT_EQ(stats.dispatches, pairs);
   EXPECT_EQ(stats.blocks, 0u);
-  EXPECT_EQ(stats.max_duration, 1u);
-  EXPECT_EQ(stats.busy_ticks, pairs);  // 1 tick each (modular, far from wrapping here)
-  EXPECT_EQ(stats.histogram[0], pairs);
+  EXPECT_EQ(stats.max_duration, chained > 0 ? 3u : 1u);
+  EXPECT_EQ(stats.busy_ticks, alone + 3u * chained);  // modular, far from wrapping here
+  EXPECT_EQ(stats.histogram[0], alone);
+  EXPECT_EQ(stats.histogram[1], chained);
   EXPECT_EQ(stats.nested, 0u);
   EXPECT_EQ(stats.unbalanced_ends, 0u);
 
-  RecordProperty("pairs", static_cast<int>(pairs));
-  RecordProperty("in_dispatch_snapshots", static_cast<int>(in_dispatch_checked));
-  RecordProperty("idle_snapshots", static_cast<int>(idle_checked));
-  RecordProperty("torn_snapshots", static_cast<int>(torn));
-  std::printf("pairs %u, snapshots checked: %llu in dispatch, %llu idle, %llu torn (gave up)\n", pairs,
-              static_cast<unsigned long long>(in_dispatch_checked), static_cast<unsigned long long>(idle_checked),
-              static_cast<unsigned long long>(torn));
+  ::testing::Test::RecordProperty("pairs", static_cast<int>(pairs));
+  ::testing::Test::RecordProperty("in_dispatch_snapshots", static_cast<int>(in_dispatch_checked));
+  ::testing::Test::RecordProperty("idle_snapshots", static_cast<int>(idle_checked));
+  ::testing::Test::RecordProperty("torn_snapshots", static_cast<int>(torn));
+  std::printf("dispatches %u (%u back to back), snapshots checked: %llu in dispatch, %llu idle, %llu torn (gave up)\n",
+              pairs, chained, static_cast<unsigned long long>(in_dispatch_checked),
+              static_cast<unsigned long long>(idle_checked), static_cast<unsigned long long>(torn));
+}
+
+TEST(Concurrency, StampsAreNeverTorn) {
+  stamps_are_never_torn(Closing::pairs, 10'000'000u);  // 10^7 pairs at least, in every build
+}
+
+// Back-to-back dispatch: next_at moves the stamps from dispatch n to n + 1 in one go (the reader
+// may catch the even seq between them), and every fifth dispatch ends alone.
+TEST(Concurrency, BackToBackStampsAreNeverTorn) {
+  stamps_are_never_torn(Closing::back_to_back, kTsan ? 2'500'000u : 10'000'000u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 // Monitor: stamps, statistics, histogram, nesting, named scopes, per-event limits, and the
 // instrumentation macros on a ClockedMonitor in virtual time. Every timing test runs from tick 0
 // and again from just before the 32-bit counter wraps (the parameter is the start tick).
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -293,6 +294,184 @@ TEST_P(MonitorTiming, HistogramIsInTicksAtAnyRate) {
   check_histogram_edges(fast, at(0));
 }
 
+// ---- Back-to-back dispatch: next_at() ------------------------------------------------------
+
+// Every field of two LoopStats.
+void expect_same_stats(const LoopStats& a, const LoopStats& b) {
+  EXPECT_EQ(a.dispatches, b.dispatches);
+  EXPECT_EQ(a.blocks, b.blocks);
+  EXPECT_EQ(a.hangs, b.hangs);
+  EXPECT_EQ(a.max_duration, b.max_duration);
+  EXPECT_EQ(a.busy_ticks, b.busy_ticks);
+  EXPECT_EQ(a.idle_ticks, b.idle_ticks);
+  EXPECT_EQ(a.nested, b.nested);
+  EXPECT_EQ(a.unbalanced_ends, b.unbalanced_ends);
+  EXPECT_EQ(a.notes_dropped, b.notes_dropped);
+  EXPECT_EQ(a.deadline_notes_dropped, b.deadline_notes_dropped);
+  EXPECT_EQ(a.scope_overflows, b.scope_overflows);
+  EXPECT_EQ(a.scope_underflows, b.scope_underflows);
+  EXPECT_EQ(a.stages_dropped, b.stages_dropped);
+  EXPECT_EQ(a.clock_steps_back, b.clock_steps_back);
+  EXPECT_EQ(a.tick_hz, b.tick_hz);
+  for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) EXPECT_EQ(a.histogram[i], b.histogram[i]) << "bucket " << i;
+}
+
+// One dispatch of a back-to-back stream: it begins where the previous one ended.
+struct Step {
+  const lc::Event* event;
+  tick_t duration;     // modular: 0 - 5 ends 5 ticks before it began (the clock stepped back)
+  bool nested = false; // a handler that pumps the loop: a nested begin/end inside it
+  bool staged = false; // one stage mark inside it
+};
+
+constexpr lc::Event kSlow{"slow", 300'000};  // its own threshold, above the loop's 100 ms
+
+// Runs `steps` back to back from `start` on `m`; `next` true: next_at() between them, else
+// end_at() then begin_at() at the same stamp. The last one is closed with end_at().
+void run_stream(Monitor& m, tick_t start, const std::vector<Step>& steps, bool next) {
+  tick_t t = start;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    if (i == 0) {
+      m.begin_at(*step.event, t);
+    } else if (next) {
+      m.next_at(*step.event, t);
+    } else {
+      m.end_at(t);
+      m.begin_at(*step.event, t);
+    }
+    if (step.nested) {
+      m.begin_at(kOther, static_cast<tick_t>(t + 1u));
+      m.end_at(static_cast<tick_t>(t + 2u));
+    }
+    if (step.staged) m.stage_at("stage", static_cast<tick_t>(t + 1u));
+    t = static_cast<tick_t>(t + step.duration);
+  }
+  m.end_at(t);
+}
+
+// Blocks (more than the note queue holds), exactly the threshold, zero, one tick, an event with
+// its own threshold on both sides of it, a step back of the clock, a nested dispatch, stage marks
+// and every histogram range up to 2^30.
+std::vector<Step> mixed_steps() {
+  std::vector<Step> steps;
+  for (int round = 0; round < 3; ++round) {
+    steps.push_back({&kPlain, 30'000});
+    steps.push_back({&kPlain, kThresholdUs + 1u, false, true});  // a block, with a mark
+    steps.push_back({&kOther, kThresholdUs});                    // exactly the threshold: no block
+    steps.push_back({&kPlain, 0});
+    steps.push_back({&kOther, 1, true});                         // nested inside
+    steps.push_back({&kSlow, 250'000});                          // under its own threshold
+    steps.push_back({&kSlow, 300'001});                          // over it
+    steps.push_back({&kPlain, static_cast<tick_t>(0u - 5u)});    // the clock stepped back 5 ticks
+    steps.push_back({&kPlain, tick_t{1} << 30});                 // a long block
+    steps.push_back({&kOther, 7, false, true});
+  }
+  return steps;
+}
+
+TEST_P(MonitorTiming, NextGivesTheStatisticsOfEndThenBegin) {
+  const std::vector<Step> steps = mixed_steps();
+  Monitor pairs;
+  ASSERT_NO_FATAL_FAILURE(init_monitor(pairs, config_at(kMHz)));
+  run_stream(pairs, at(0), steps, false);
+  run_stream(monitor_, at(0), steps, true);
+  const LoopStats expected = pairs.stats();
+  expect_same_stats(monitor_.stats(), expected);
+  // The reference itself: what the steps make.
+  EXPECT_EQ(expected.dispatches, steps.size());
+  EXPECT_EQ(expected.blocks, 3u * 3u);
+  EXPECT_EQ(expected.notes_dropped, 3u * 3u - std::min<std::size_t>(3u * 3u, lc::kNoteCapacity));
+  EXPECT_EQ(expected.clock_steps_back, 3u);
+  EXPECT_EQ(expected.nested, 3u);
+  EXPECT_EQ(expected.max_duration, static_cast<tick_t>(0u - 5u));  // a step back reads near 2^32
+  EXPECT_EQ(expected.unbalanced_ends, 0u);
+  EXPECT_EQ(expected.stages_dropped, 0u);
+  EXPECT_EQ(snapshot_of(monitor_).seq, snapshot_of(pairs).seq);
+}
+
+TEST_P(MonitorTiming, NextEndsTheDispatchAndBeginsTheNextAtTheSameStamp) {
+  monitor_.begin_at(kPlain, at(0));
+  monitor_.next_at(kOther, at(40'000));
+  lc::StampSnapshot snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 3u);  // dispatch 2 runs
+  EXPECT_EQ(snap.begin, at(40'000));
+  EXPECT_EQ(snap.event, &kOther);
+  LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.busy_ticks, 40'000u);
+  EXPECT_EQ(s.max_duration, 40'000u);
+
+  monitor_.next_at(kPlain, at(40'000 + kThresholdUs + 1u));  // dispatch 2 was a block
+  snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 5u);
+  EXPECT_EQ(snap.begin, at(40'000 + kThresholdUs + 1u));
+  EXPECT_EQ(snap.event, &kPlain);
+  s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 2u);
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(s.max_duration, kThresholdUs + 1u);
+
+  monitor_.end_at(at(40'000 + kThresholdUs + 11u));
+  EXPECT_FALSE(snapshot_of(monitor_).in_dispatch());
+  EXPECT_EQ(monitor_.stats().busy_ticks, 40'000u + kThresholdUs + 11u);
+}
+
+TEST_P(MonitorTiming, NextWithNoDispatchRunningCountsAnUnbalancedEndAndBegins) {
+  monitor_.next_at(kOther, at(10));
+  lc::StampSnapshot snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 1u);
+  EXPECT_EQ(snap.begin, at(10));
+  EXPECT_EQ(snap.event, &kOther);
+  LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.unbalanced_ends, 1u);
+  EXPECT_EQ(s.dispatches, 0u);
+  monitor_.end_at(at(30));
+  s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.max_duration, 20u);
+}
+
+TEST_P(MonitorTiming, NextInsideANestedDispatchClosesAndReopensTheNesting) {
+  monitor_.begin_at(kPlain, at(0));
+  monitor_.begin_at(kOther, at(10));  // a handler that drains the loop inside a dispatch
+  monitor_.next_at(kOther, at(20));   // closes that nesting level and opens another
+  monitor_.next_at(kOther, at(30));
+  lc::StampSnapshot snap = snapshot_of(monitor_);
+  EXPECT_EQ(snap.seq, 1u);
+  EXPECT_EQ(snap.begin, at(0));
+  EXPECT_EQ(snap.event, &kPlain);
+  LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.nested, 3u);
+  EXPECT_EQ(s.dispatches, 0u);
+  monitor_.end_at(at(40));  // the last nesting level
+  EXPECT_TRUE(snapshot_of(monitor_).in_dispatch());
+  monitor_.end_at(at(150'000));  // the outer dispatch, a block
+  s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.nested, 3u);
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(s.max_duration, 150'000u);
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+}
+
+TEST_P(MonitorTiming, StageMarksBelongToTheDispatchNextBegan) {
+  if (lc::kMaxStages < 2) GTEST_SKIP() << "needs two stage marks";
+  monitor_.begin_at(kPlain, at(0));
+  monitor_.stage_at("first", at(5));
+  monitor_.next_at(kOther, at(10));
+  const std::uint32_t seq = snapshot_of(monitor_).seq;
+  std::array<lc::StageMark, lc::detail::kStageSlots> marks{};
+  std::size_t count = 99;
+  ASSERT_TRUE(monitor_.stage_snapshot(seq, marks.data(), count));
+  EXPECT_EQ(count, 0u) << "the previous dispatch's mark is not this one's";
+  monitor_.stage_at("second", at(12));
+  ASSERT_TRUE(monitor_.stage_snapshot(seq, marks.data(), count));
+  ASSERT_EQ(count, 1u);
+  EXPECT_STREQ(marks[0].name, "second");
+  EXPECT_EQ(marks[0].start, at(12));
+}
+
 // ---- Not timing-dependent -------------------------------------------------------------------
 
 TEST(Monitor, BeforeInitNeverCountsBlocks) {
@@ -520,6 +699,97 @@ TEST_P(ClockedMonitorTiming, MacrosStampADispatchAndNameScopes) {
   EXPECT_EQ(s.max_duration, sim::ms(150));
   EXPECT_EQ(s.blocks, 1u);  // 150 ms > 100 ms
   EXPECT_FALSE(snapshot_of(monitor_).in_dispatch());
+}
+
+// A loop that drains its queue: one clock read per dispatch, the last one ended with the drain.
+TEST_P(ClockedMonitorTiming, DrainStampsEachDispatchFromTheEndOfThePreviousOne) {
+  const tick_t durations[] = {sim::ms(20), sim::ms(130), 0, sim::ms(5)};
+  const tick_t start = time_.peek();
+  {
+    LOOPCANARY_DRAIN(monitor_, drain);
+    EXPECT_FALSE(snapshot_of(monitor_).in_dispatch()) << "a drain begins nothing before its first next()";
+    tick_t begin = start;
+    for (tick_t d : durations) {
+      drain.next(kPlain);
+      const lc::StampSnapshot snap = snapshot_of(monitor_);
+      EXPECT_TRUE(snap.in_dispatch());
+      EXPECT_EQ(snap.begin, begin);
+      time_.advance(d);
+      begin = static_cast<tick_t>(begin + d);
+    }
+  }
+  EXPECT_FALSE(snapshot_of(monitor_).in_dispatch()) << "the drain ended the last dispatch";
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 4u);
+  EXPECT_EQ(s.busy_ticks, sim::ms(155));
+  EXPECT_EQ(s.max_duration, sim::ms(130));
+  EXPECT_EQ(s.blocks, 1u);
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+  EXPECT_EQ(s.nested, 0u);
+  EXPECT_EQ(histogram_total(s), 4u);
+}
+
+TEST_P(ClockedMonitorTiming, DrainEndBeforeTheLoopWaitsAndAnEmptyDrainStampsNothing) {
+  {
+    LOOPCANARY_DRAIN(monitor_, drain);
+    drain.end();  // nothing running: nothing to end, nothing counted
+    EXPECT_EQ(monitor_.stats().unbalanced_ends, 0u);
+    drain.next(kPlain);
+    time_.advance(sim::ms(3));
+    drain.end();                  // the queue is empty: the loop will wait
+    time_.advance(sim::ms(500));  // idle, not part of any dispatch
+    drain.next(kOther);           // the first after the wait begins afresh
+    EXPECT_EQ(snapshot_of(monitor_).event, &kOther);
+    time_.advance(sim::ms(4));
+  }
+  { LOOPCANARY_DRAIN(monitor_, empty); }
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 2u);
+  EXPECT_EQ(s.busy_ticks, sim::ms(7));
+  EXPECT_EQ(s.max_duration, sim::ms(4));
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+  EXPECT_FALSE(snapshot_of(monitor_).in_dispatch());
+}
+
+TEST_P(ClockedMonitorTiming, DrainInsideADispatchNestsLikeBeginAndEnd) {
+  {
+    LOOPCANARY_DISPATCH(monitor_, kPlain);  // a handler that pumps the loop
+    time_.advance(sim::ms(1));
+    {
+      LOOPCANARY_DRAIN(monitor_, drain);
+      drain.next(kOther);
+      time_.advance(sim::ms(1));
+      drain.next(kOther);
+      time_.advance(sim::ms(1));
+    }
+    const lc::StampSnapshot snap = snapshot_of(monitor_);
+    EXPECT_TRUE(snap.in_dispatch());
+    EXPECT_EQ(snap.event, &kPlain);
+    EXPECT_EQ(monitor_.stats().dispatches, 0u);
+  }
+  const LoopStats s = monitor_.stats();
+  EXPECT_EQ(s.dispatches, 1u);
+  EXPECT_EQ(s.nested, 2u);
+  EXPECT_EQ(s.max_duration, sim::ms(3));
+  EXPECT_EQ(s.unbalanced_ends, 0u);
+}
+
+TEST_P(ClockedMonitorTiming, DrainWithPostStampsRecordsTheQueueLatency) {
+  lc::EventHealth health;
+  const lc::Event timed{"timed", 0, &health};
+  const tick_t posted = time_.peek();
+  time_.advance(sim::ms(2));
+  {
+    LOOPCANARY_DRAIN(monitor_, drain);
+    drain.next(timed, posted);  // waited 2 ms
+    time_.advance(sim::ms(3));
+    drain.next(timed, posted);  // waited 5 ms, behind the first
+    time_.advance(sim::ms(1));
+  }
+  const lc::EventStats e = health.stats();
+  EXPECT_EQ(e.dispatches, 2u);
+  EXPECT_EQ(e.max_latency, sim::ms(5));
+  EXPECT_EQ(monitor_.stats().dispatches, 2u);
 }
 
 TEST(ClockedMonitor, DispatchAcrossTheCounterWrapHasItsExactDuration) {

@@ -11,14 +11,17 @@
 //   begin_at: release fence; begin = now; event = &ev; seq = 2n+1 (release store)
 //   end_at:   statistics; block note when over threshold; seq = 2n+2 (release store)
 //             (so seq / 2 is also the number of dispatches ended)
+//   next_at:  end_at then begin_at at one stamp. Within the threshold: statistics;
+//             seq = 2n+2 (relaxed store: begin_at's leading fence orders it before the new
+//             data); begin_at's stores (seq = 2n+3). A reader may see 2n+2 in passing.
 //   reader:   s1 = seq (acquire); if odd, read begin and event; acquire fence; s2 = seq.
 //             s1 == s2 -> a consistent snapshot of dispatch s1. Otherwise the writer moved on:
 //             the reader gives up this attempt (it never waits for the writer).
 // The data of dispatch n+2 is written only after seq left 2n+1 (the leading release fence
 // orders the end store of seq before them), so a reader that saw new data also sees a new seq.
 //
-// Hot path cost: two clock reads (by the caller), a handful of plain loads and stores of
-// 32-bit words, no read-modify-write, no call, no lock. A dispatch over the loop's threshold
+// Hot path cost: two clock reads (by the caller; one per dispatch with next_at), a handful of
+// plain loads and stores of 32-bit words, no read-modify-write, no call, no lock. A dispatch over the loop's threshold
 // takes one out-of-line call that decides with the event's own threshold and queues a note for
 // the watchdog; a full note queue is counted, never silent.
 #pragma once
@@ -362,11 +365,7 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
       detail::bump(nested_);
       return;
     }
-    detail::fence_release();  // the previous end's stores are ordered before the new data
-    detail::store_relaxed(begin_, now);
-    detail::store_relaxed(event_, &event);
-    detail::store_release(seq_, s + 1u);
-    open_end_ = s + 2u;
+    open_dispatch(event, s, now);
   }
 
   /// begin_at(event, now) for a message the loop's queue stamped at `posted` (port ticks: when
@@ -379,9 +378,7 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
   /// of the clock (EventStats::posted_ahead, latency 0).
   LOOPCANARY_INLINE void begin_at(const Event& event, tick_t now, tick_t posted) noexcept {
     begin_at(event, now);
-    if (EventHealth* health = event.health) {
-      if (health->record(ticks_between(posted, now))) deadline_missed(event, posted, now);
-    }
+    record_latency(event, now, posted);
   }
 
   /// Marks the end of the running dispatch at `now`. Loop context only. Updates the
@@ -389,20 +386,35 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
   /// running is counted in LoopStats::unbalanced_ends and otherwise ignored.
   LOOPCANARY_INLINE void end_at(tick_t now) noexcept {
     const std::uint32_t s = detail::load_relaxed(seq_);
-    if (s + 1u != open_end_) {  // no dispatch running, or a nested one: one compare decides both
-      end_unusual(s);
+    if (close_dispatch(s, now)) detail::store_release(seq_, s + 1u);
+  }
+
+  /// Back-to-back dispatch: ends the running dispatch and begins one of `event`, both at `now`
+  /// (port ticks), so a loop that drains its queue reads its clock once per dispatch. Loop
+  /// context only. Its effect is exactly end_at(now) then begin_at(event, now): the same
+  /// statistics, block note and stage marks for the dispatch it ends, the same nesting rules
+  /// (inside a nested dispatch it closes that level and opens another, counted in
+  /// LoopStats::nested), and with no dispatch running it counts an unbalanced end and begins.
+  /// The loop's own time between two handlers belongs to the dispatch before it; end the last
+  /// one (end_at) before the loop waits for work. ScopedDrain (instrument.hpp) pairs the calls
+  /// for a draining loop.
+  LOOPCANARY_INLINE void next_at(const Event& event, tick_t now) noexcept {
+    const std::uint32_t s = detail::load_relaxed(seq_);
+    if (!close_dispatch(s, now)) {
+      begin_at(event, now);  // the end was taken apart (a block, nesting, nothing running)
       return;
     }
-    const tick_t begin = detail::load_relaxed(begin_);
-    const tick_t d = ticks_between(begin, now);
-    detail::bump(busy_ticks_, d);
-    if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
-    this->count(d);  // nothing without the histogram
-    if (d > threshold_ticks_) {
-      end_over_threshold(s, begin, now);  // queues the note, then publishes the end
-      return;
-    }
-    detail::store_release(seq_, s + 1u);
+    // The end (seq_ even), not released: open_dispatch()'s leading fence orders it before the
+    // new dispatch's data, so a reader that sees the new data also sees seq_ move.
+    detail::store_relaxed(seq_, s + 1u);
+    open_dispatch(event, s + 1u, now);
+  }
+
+  /// next_at(event, now) for a message the loop's queue stamped at `posted`: also records its
+  /// queue latency, as begin_at(event, now, posted) does. Loop context only.
+  LOOPCANARY_INLINE void next_at(const Event& event, tick_t now, tick_t posted) noexcept {
+    next_at(event, now);
+    record_latency(event, now, posted);
   }
 
   /// Adds `ticks` the loop spent waiting for work (its idle wait, when the port can tell) to
@@ -521,6 +533,45 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
   // and pop, so a reader stalled across 2^24 of them could be fooled, not one across 2^16.
   static constexpr std::uint32_t kScopeDepthMask = 0xFFu;
   static constexpr std::uint32_t kScopeGeneration = 0x100u;
+
+  // Loop context: publishes the begin of an outermost dispatch of `event` at `now` after the
+  // idle (even) `seq`.
+  LOOPCANARY_INLINE void open_dispatch(const Event& event, std::uint32_t seq, tick_t now) noexcept {
+    detail::fence_release();  // the previous end's stores are ordered before the new data
+    detail::store_relaxed(begin_, now);
+    detail::store_relaxed(event_, &event);
+    detail::store_release(seq_, seq + 1u);
+    open_end_ = seq + 2u;
+  }
+
+  // Loop context: the end at `now` of what `seq` (seq_ as loaded) shows running. True for an
+  // outermost dispatch within its threshold: its statistics are counted and the caller
+  // publishes its end (seq_ = seq + 1). False when the end is taken here in full: a block
+  // (statistics, note, end published), a nesting level closed, or an unbalanced end counted.
+  LOOPCANARY_INLINE bool close_dispatch(std::uint32_t seq, tick_t now) noexcept {
+    if (seq + 1u != open_end_) {  // no dispatch running, or a nested one: one compare decides both
+      end_unusual(seq);
+      return false;
+    }
+    const tick_t begin = detail::load_relaxed(begin_);
+    const tick_t d = ticks_between(begin, now);
+    detail::bump(busy_ticks_, d);
+    if (d > detail::load_relaxed(max_duration_)) detail::store_relaxed(max_duration_, d);
+    this->count(d);  // nothing without the histogram
+    if (d > threshold_ticks_) {
+      end_over_threshold(seq, begin, now);  // queues the note, then publishes the end
+      return false;
+    }
+    return true;
+  }
+
+  // Loop context: the queue latency now - posted of a dispatch of `event` that has begun, into
+  // its health storage (none: one load and test).
+  LOOPCANARY_INLINE void record_latency(const Event& event, tick_t now, tick_t posted) noexcept {
+    if (EventHealth* health = event.health) {
+      if (health->record(ticks_between(posted, now))) deadline_missed(event, posted, now);
+    }
+  }
 
   LOOPCANARY_NOINLINE void end_unusual(std::uint32_t seq) noexcept;
   LOOPCANARY_NOINLINE void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
