@@ -17,34 +17,22 @@ std::int64_t signed_ticks(tick_t from, tick_t to) noexcept {
   return -static_cast<std::int64_t>(ticks_between(to, from));
 }
 
-std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
-  if (whole == 0) return kUnknownPermille;
-  if (part >= whole) return 1000;
-  while ((whole >> 32) != 0) {  // a 32-bit divisor: both halved keep the ratio (to 2^-32)
-    whole >>= 1;
-    part >>= 1;
+// Still running: the marks of dispatch `seq` so far into `out` (none when every read tore).
+template <std::size_t N>
+void read_marks(const Monitor& monitor, std::uint32_t seq, std::uint8_t attempts, detail::NoteStages<N>& out) noexcept {
+  if constexpr (N > 0) {
+    std::size_t count = 0;
+    bool read = false;
+    for (std::uint8_t attempt = 0; attempt < attempts && !read; ++attempt) {
+      read = monitor.stage_snapshot(seq, out.stages, count);
+    }
+    out.stage_count = static_cast<std::uint8_t>(read ? count : 0u);
+  } else {
+    static_cast<void>(monitor);
+    static_cast<void>(seq);
+    static_cast<void>(attempts);
+    static_cast<void>(out);
   }
-  return static_cast<std::uint16_t>(detail::divide(part * 1000u, static_cast<std::uint32_t>(whole)));
-}
-
-// The growth of CPU counter `which` over the watch's window into `out`: false (`out` untouched)
-// unless both readings have it and it did not go backwards.
-bool cpu_delta(const detail::Watch& w, CpuValue which, std::uint64_t& out) noexcept {
-  const CpuReading& a = w.first.counters;
-  const CpuReading& b = w.last.counters;
-  if (!a.has(which) || !b.has(which) || b.value[which] < a.value[which]) return false;
-  out = b.value[which] - a.value[which];
-  return true;
-}
-
-// The stages of `record` from the dispatch's marks, each up to the next mark, the last up to
-// the record's end.
-void set_stages(BlockRecord& record, const StageMark* marks, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) {
-    const tick_t until = i + 1 < count ? marks[i + 1].start : record.end;
-    record.stages[i] = StageTime{marks[i].name, ticks_between(marks[i].start, until)};
-  }
-  record.stage_count = static_cast<std::uint8_t>(count);
 }
 
 // A health window opening at `now` on a loop whose counters are `s`.
@@ -54,24 +42,7 @@ detail::HealthWindow window_opened(tick_t now, const LoopStats& s) noexcept {
 
 }  // namespace
 
-Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
-  // Stolen time per CPU: what the loop thread's CPU lost on average (at most the whole window).
-  const std::uint64_t wall = us_from_ticks(r.window_ticks, r.tick_hz);
-  const std::uint64_t window = wall - (r.steal_us < wall ? r.steal_us : wall);
-  if (!r.has_thread_cpu || window == 0) return Cause::unknown;
-  // floor(x) >= n exactly when x >= n for a whole n: comparing rounded-down shares is exact.
-  if (permille(r.thread_cpu_us, window) >= rule.running_permille) return Cause::running;
-  if (r.has_thread_wait) {
-    const std::uint64_t off_cpu = window - r.thread_cpu_us;  // > 0: below the running share
-    return permille(r.thread_wait_us, off_cpu) >= rule.starved_wait_permille ? Cause::starved : Cause::waiting;
-  }
-  if (r.system_busy_permille == kUnknownPermille) return Cause::unknown;
-  return r.system_busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
-}
-
-void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept { record.cause = classify(record, rule); }
-
-Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage,
+Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, const EvidenceSink& sink,
                       HealthStep health) noexcept {
   if (config.qualifier == nullptr) return Status::qualifier_missing;
   const std::size_t length = std::strlen(config.qualifier);
@@ -101,7 +72,9 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storag
   tracks_ = storage.tracks;
   max_loops_ = storage.max_loops;
   watches_ = storage.watches;
+  evidence_ = storage.evidence;
   max_watches_ = storage.max_watches;
+  sink_ = sink;
   ring_.bind(storage.records, storage.record_capacity);
   if (health != nullptr) health_ring_.bind(storage.health_records, storage.health_capacity);
   health_scratch_ = storage.health_scratch;
@@ -338,13 +311,8 @@ bool Watchdog::start_watching(Track& track, const StampSnapshot& snap, tick_t no
   w.armed = false;
   w.reported_block = false;
   w.reported_hang = false;
-  w.stack.samples_taken = 0;
-  w.stack.samples_missed = 0;
-  w.stack.samples_overwritten = 0;
-  w.stack.sample_count = 0;
-  w.stack.top_count = 0;
-  w.stack.top_other = 0;
-  w.oldest_sample = 0;
+  w.samples_missed = 0;
+  sink_.watch_started(*this, static_cast<std::size_t>(spare - watches_));
   return true;
 }
 
@@ -383,7 +351,7 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   }
 }
 
-void Watchdog::read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept {
+void Watchdog::read_cpu(const Track& track, TimedCpuReading& reading) const noexcept {
   reading.elapsed = track.watch->elapsed;
   reading.counters.valid = 0;
   if (hal_.read_cpu != nullptr) hal_.read_cpu(hal_.context, *track.monitor, &reading.counters);
@@ -421,69 +389,47 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
     same_dispatch = monitor.snapshot(after) && after.seq == w.dispatch.seq;
   }
   if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
-    ++w.stack.samples_missed;
+    ++w.samples_missed;
     detail::bump(samples_missed_);
     return;
   }
-  StackEvidence& stack = w.stack;
-  std::size_t slot = stack.sample_count;
-  if (slot < kMaxSamples) {
-    ++stack.sample_count;
-  } else {  // full: the newest replaces the oldest (report_watched puts them back in order)
-    slot = w.oldest_sample;
-    w.oldest_sample = static_cast<std::uint8_t>((slot + 1u) % kMaxSamples);
-    ++stack.samples_overwritten;
-  }
-  stack.samples[slot] = sample;
-  ++stack.samples_taken;
-  count_top(stack, sample);
+  sink_.sample(*this, static_cast<std::size_t>(&w - watches_), sample);
 }
 
-// Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
-// else the innermost program counter.
-void Watchdog::count_top(StackEvidence& stack, const Sample& sample) noexcept {
-  const bool is_scope = sample.scope_count > 0;
-  const Frame frame = sample.frames[0];
-  TopFrame* const top = stack.top;
-  for (std::uint8_t i = 0; i < stack.top_count; ++i) {
-    TopFrame& entry = top[i];
-    if (entry.frame == frame && entry.is_scope == is_scope) {
-      ++entry.count;
-      // Keep the table ordered by count, most frequent first.
-      for (std::uint8_t j = i; j > 0 && top[j - 1].count < top[j].count; --j) {
-        const TopFrame swap = top[j - 1];
-        top[j - 1] = top[j];
-        top[j] = swap;
-      }
-      return;
-    }
-  }
-  if (stack.top_count < kTopFrames) {
-    top[stack.top_count++] = TopFrame{frame, is_scope, 1};
-  } else {
-    ++stack.top_other;
-  }
-}
-
-void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept {
-  // Placement new: value-initialises the record in its existing slot and allocates nothing (an
-  // assignment from BlockRecord{} would build a temporary on the stack: 448 bytes of a timer
-  // ISR's stack on Cortex-M3). Every field not set below keeps its documented default.
-  BlockRecord& r = *::new (static_cast<void*>(&scratch_.value)) BlockRecord{};
+// Starts the observation of a report about `note` (odd seq: a dispatch, ended at note.end or
+// still running then; even: a deadline note) on `track`'s loop: no evidence, unflagged, its
+// stages those of the note.
+Observation& Watchdog::observe(const Track& track, const BlockNote& note, Phase phase) noexcept {
+  Observation& o = observed_.value;
   const Monitor& monitor = *track.monitor;
-  r.loop_index = static_cast<std::uint8_t>(&track - tracks_);
-  r.qualifier = qualifier_;
-  r.loop = monitor.name();
-  r.event = note.event;
-  r.dispatch = note.seq / 2u + 1u;  // seq 2n+1 is dispatch n+1
-  r.tick_hz = monitor.tick_hz();
-  r.start = note.begin;
-  r.end = note.end;
-  r.duration_ticks = ticks_between(note.begin, note.end);
-  r.threshold_ticks = monitor.limits_for(*note.event).threshold;
-  r.notes_dropped = notes_dropped();  // all loops: the next record shows any loop's loss
-  if constexpr (kMaxStages > 0) set_stages(r, note.stages, note.stage_count);
-  if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &r.memory);
+  o.phase = phase;
+  o.flags = 0;
+  o.loop_index = static_cast<std::uint8_t>(&track - tracks_);
+  o.loop = monitor.name();
+  o.tick_hz = monitor.tick_hz();
+  o.note = note;
+  o.duration_ticks = ticks_between(note.begin, note.end);
+  o.threshold_ticks = monitor.limits_for(*note.event).threshold;
+  o.delayed_by_dispatch = 0;
+  o.delayed_by = nullptr;
+  o.notes_dropped = notes_dropped();  // all loops: the next record shows any loop's loss
+  o.memory.valid = 0;
+  if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &o.memory);
+  o.samples_missed = 0;
+  o.watch = kNoWatch;
+  return o;
+}
+
+// The evidence `w` gathered (CPU readings, samples) in `o`; none before it armed.
+void Watchdog::add_evidence(Observation& o, const detail::Watch& w) const noexcept {
+  o.watch = static_cast<std::uint8_t>(&w - watches_);
+  o.samples_missed = w.samples_missed;
+  if (w.armed) {
+    o.first = w.first;
+    o.last = w.last;
+  } else {
+    o.flags = static_cast<std::uint8_t>(o.flags | kFlagUnwatched);
+  }
 }
 
 // Reports the watched dispatch of `track` from what the watchdog saw of it up to this poll:
@@ -492,18 +438,14 @@ void Watchdog::begin_record(const Track& track, const BlockNote& note) noexcept 
 // report is counted apart (finals_estimated). A final report releases the watch.
 void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept {
   const detail::Watch& w = *track.watch;
-  begin_record(track, w.dispatch);  // end: this poll
-  BlockRecord& r = scratch_.value;
-  r.phase = phase;
-  r.duration_ticks = w.elapsed;
-  std::uint8_t flags = 0;
-  if (w.reported_hang) flags |= kFlagHung;
-  if (!w.armed) flags |= kFlagUnwatched;
-  copy_evidence(r, w);
+  Observation& o = observe(track, w.dispatch, phase);  // end: this poll
+  o.duration_ticks = w.elapsed;
+  if (w.reported_hang) o.flags = kFlagHung;
+  add_evidence(o, w);
 
   if (phase == Phase::final) {
     if (ended != nullptr) {
-      r.end = ended->end;
+      o.note = *ended;
       // The loop's own measure (end - start, exact modulo the wrap), plus the whole wraps that
       // bring it nearest the watchdog's: elapsed at this poll less the time since the end stamp.
       // The two agree but for whole wraps unless the clock stepped back while it was watched.
@@ -513,51 +455,17 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
       if (watched > static_cast<std::int64_t>(measured)) {
         wraps = (static_cast<std::uint64_t>(watched) - measured + kMaxIntervalTicks) >> 32;
       }
-      r.duration_ticks = measured + (wraps << 32);
-      if constexpr (kMaxStages > 0) set_stages(r, ended->stages, ended->stage_count);
+      o.duration_ticks = measured + (wraps << 32);
     } else {
-      flags |= kFlagEndEstimated;
+      o.flags = static_cast<std::uint8_t>(o.flags | kFlagEndEstimated);
       if (!suppressed) detail::bump(finals_estimated_);
     }
     track.done_seq = w.dispatch.seq;
-    stop_watching(track);
-  } else if constexpr (kMaxStages > 0) {
-    // Still running: its marks so far, each stage up to this poll (none when every read tore).
-    StageMark marks[detail::kStageSlots];
-    std::size_t count = 0;
-    bool read = false;
-    for (std::uint8_t attempt = 0; attempt < config_.value.snapshot_attempts && !read; ++attempt) {
-      read = track.monitor->stage_snapshot(w.dispatch.seq, marks, count);
-    }
-    set_stages(r, marks, count);
+    stop_watching(track);  // the slot keeps its evidence until it is taken again
+  } else {
+    read_marks(*track.monitor, w.dispatch.seq, config_.value.snapshot_attempts, o.note);
   }
-  r.flags = flags;
-  emit(suppressed);
-}
-
-// The CPU and stack evidence `w` gathered into `r` (none before it armed), and what derive() computes.
-void Watchdog::copy_evidence(BlockRecord& r, const detail::Watch& w) const noexcept {
-  if (w.armed) {
-    r.window_ticks = w.last.elapsed - w.first.elapsed;
-    r.has_thread_cpu = cpu_delta(w, kCpuThreadUs, r.thread_cpu_us);
-    r.has_thread_wait = cpu_delta(w, kCpuWaitUs, r.thread_wait_us);
-    std::uint64_t busy = 0;
-    std::uint64_t total = 0;
-    std::uint64_t process = 0;
-    if (cpu_delta(w, kCpuBusy, busy) && cpu_delta(w, kCpuTotal, total) && cpu_delta(w, kCpuProcess, process)) {
-      r.system_busy_permille = permille(busy, total);
-      r.process_permille = permille(process, total);
-      cpu_delta(w, kCpuStealUs, r.steal_us);
-    }
-  }
-  if constexpr (!kHostDerives) derive(r, config_.value);
-
-  static_cast<StackEvidence&>(r) = w.stack;
-  if (w.oldest_sample != 0) {  // the watch's samples wrapped: oldest first in the record
-    const std::size_t older = kMaxSamples - w.oldest_sample;
-    std::memcpy(&r.samples[0], &w.stack.samples[w.oldest_sample], older * sizeof(Sample));
-    std::memcpy(&r.samples[older], &w.stack.samples[0], w.oldest_sample * sizeof(Sample));
-  }
+  deliver(suppressed);
 }
 
 // A deadline miss: the record of the late event, with the evidence of the dispatch that was
@@ -575,19 +483,17 @@ void Watchdog::report_deadline_miss(Track& track, const BlockNote& note, bool su
              last != nullptr && last->owner == nullptr && last->dispatch.seq == track.last_watch_seq && covers(*last)) {
     delayer = last;
   }
-  begin_record(track, note);
-  BlockRecord& r = scratch_.value;
-  r.phase = Phase::deadline_miss;
-  r.threshold_ticks = note.event->health != nullptr ? note.event->health->deadline_ticks() : 0;
+  Observation& o = observe(track, note, Phase::deadline_miss);
+  o.threshold_ticks = note.event->health != nullptr ? note.event->health->deadline_ticks() : 0;
   if (delayer != nullptr && delayer->armed) {
-    r.delayed_by_dispatch = delayer->dispatch.seq / 2u + 1u;
-    r.delayed_by = delayer->dispatch.event;
-    copy_evidence(r, *delayer);
+    o.delayed_by_dispatch = delayer->dispatch.seq / 2u + 1u;
+    o.delayed_by = delayer->dispatch.event;
+    add_evidence(o, *delayer);
   } else {
-    r.flags = kFlagUnwatched;
+    o.flags = kFlagUnwatched;
   }
   if (!suppressed) detail::bump(deadline_misses_);
-  emit(suppressed);
+  deliver(suppressed);
 }
 
 void detail::report_deadline_note(Watchdog& watchdog, WatchdogTrack& track, const BlockNote& note,
@@ -596,24 +502,37 @@ void detail::report_deadline_note(Watchdog& watchdog, WatchdogTrack& track, cons
 }
 
 void Watchdog::report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept {
-  begin_record(track, note);
-  scratch_.value.flags = kFlagUnwatched;
+  observe(track, note, Phase::final).flags = kFlagUnwatched;
   track.done_seq = note.seq;  // its end may not be published yet: never watch it afterwards
-  emit(suppressed);
+  deliver(suppressed);
 }
 
-void Watchdog::emit(bool suppressed) noexcept {
+// Hands the observation on, numbered: a report withheld while a debugger is attached is only
+// counted.
+void Watchdog::deliver(bool suppressed) noexcept {
   if (suppressed) {
     detail::bump(suppressed_);
     return;
   }
-  BlockRecord& r = scratch_.value;
+  Observation& o = observed_.value;
   // Only this context writes the counter: the report number is its new value.
-  r.report = detail::load_relaxed(reports_) + 1u;
-  detail::store_relaxed(reports_, r.report);
-  r.records_dropped = detail::load_relaxed(records_dropped_);
-  for (std::size_t i = 0; i < chain_size_; ++i) chain_[i].function(chain_[i].context, r);
-  if (!ring_.push(r)) detail::bump(records_dropped_);
+  o.report = detail::load_relaxed(reports_) + 1u;
+  detail::store_relaxed(reports_, o.report);
+  o.records_dropped = detail::load_relaxed(records_dropped_);
+  if (!sink_.report(*this, o)) detail::bump(records_dropped_);
 }
 
+void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watch_started(self.evidence_[watch]); }
+
+void Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept {
+  add_sample(self.evidence_[watch], sample);
+}
+
+// The record of `o` to the interceptors, in order, then into the ring.
+bool Watchdog::assemble_report(Watchdog& self, const Observation& o) noexcept {
+  BlockRecord& r = self.scratch_.value;
+  assemble(o, o.watch != kNoWatch ? &self.evidence_[o.watch] : nullptr, self.qualifier_, self.config_.value, r);
+  for (std::size_t i = 0; i < self.chain_size_; ++i) self.chain_[i].function(self.chain_[i].context, r);
+  return self.ring_.push(r);
+}
 }  // namespace loopcanary

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "loopcanary/assembler.hpp"
 #include "loopcanary/config.hpp"
 #include "loopcanary/hal.hpp"
 #include "loopcanary/monitor.hpp"
@@ -111,19 +112,12 @@ void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept;
 
 namespace detail {
 
-/// A CPU reading at `elapsed` ticks into the watched dispatch. Written whole by
-/// Watchdog::read_cpu before it is read.
-struct TimedCpuReading {
-  std::uint64_t elapsed;
-  CpuReading counters;
-};
-
 struct WatchdogTrack;
 
-/// A watch: everything the watchdog knows about one long dispatch it is watching (timing,
-/// CPU evidence, stack samples). A StaticWatchdog has one per loop by default, or fewer when
-/// RAM is tight (see StaticWatchdog). Free while `owner` is null (as constructed: all zero);
-/// start_watching() sets every other field before it is read.
+/// A watch: what the observer keeps of one long dispatch it is watching (timing and CPU
+/// evidence; its samples go to the assembler, assembler.hpp). A StaticWatchdog has one per loop
+/// by default, or fewer when RAM is tight (see StaticWatchdog). Free while `owner` is null (as
+/// constructed: all zero); start_watching() sets every other field before it is read.
 struct Watch {
   const WatchdogTrack* owner;  // the loop whose dispatch this watches; nullptr when unused
   BlockNote dispatch;         // its seq, begin and event; end: time of the last poll that saw it
@@ -137,10 +131,7 @@ struct Watch {
   // the window [first, last] lies inside the dispatch.
   TimedCpuReading first;
   TimedCpuReading last;
-  // Stack evidence, as the record carries it except for the order of the samples: once full,
-  // samples[oldest_sample] is the oldest.
-  StackEvidence stack;
-  std::uint8_t oldest_sample;
+  std::uint32_t samples_missed;  // sample attempts without a usable stack
 };
 
 /// What the watchdog keeps per loop. Set by Watchdog::add().
@@ -217,11 +208,27 @@ class Watchdog {
  protected:
   using Track = detail::WatchdogTrack;
 
-  /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null) and record slots.
+  /// Where the observer's evidence goes (assembler.hpp), in watchdog context: a watch starts
+  /// (its index), a sample of a watch, a report (false: it was lost, counted in
+  /// WatchdogStats::records_dropped). A StaticWatchdog hands on kAssembler: the assembler,
+  /// the interceptors and the record ring.
+  struct EvidenceSink {
+    void (*watch_started)(Watchdog& self, std::size_t watch) noexcept;
+    void (*sample)(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+    bool (*report)(Watchdog& self, const Observation& observation) noexcept;
+  };
+  static void assemble_watch(Watchdog& self, std::size_t watch) noexcept;
+  static void assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+  static bool assemble_report(Watchdog& self, const Observation& observation) noexcept;
+  static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report};
+
+  /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null), the
+  /// assembler's evidence (one per watch) and record slots.
   struct Storage {
     Track* tracks;
     std::size_t max_loops;
     detail::Watch* watches;
+    WatchEvidence* evidence;
     std::size_t max_watches;
     detail::Slot<BlockRecord>* records;
     std::uint32_t record_capacity;  // a power of two >= 2
@@ -243,7 +250,8 @@ class Watchdog {
 
   /// StaticWatchdog::init(), with the storage it owns (bound on success; the same storage
   /// every time).
-  Status init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, HealthStep health) noexcept;
+  Status init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, const EvidenceSink& sink,
+              HealthStep health) noexcept;
 
  private:
   friend void detail::report_deadline_note(Watchdog&, detail::WatchdogTrack&, const BlockNote&, bool) noexcept;
@@ -258,15 +266,14 @@ class Watchdog {
   void stop_watching(Track& track) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
-  void read_cpu(const Track& track, detail::TimedCpuReading& reading) const noexcept;
-  void count_top(StackEvidence& stack, const Sample& sample) noexcept;
+  void read_cpu(const Track& track, TimedCpuReading& reading) const noexcept;
   void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
   void report_deadline_miss(Track& track, const BlockNote& note, bool suppressed) noexcept;
-  void copy_evidence(BlockRecord& r, const detail::Watch& w) const noexcept;
   std::uint32_t notes_dropped() const noexcept;
-  void begin_record(const Track& track, const BlockNote& note) noexcept;
-  void emit(bool suppressed) noexcept;
+  Observation& observe(const Track& track, const BlockNote& note, Phase phase) noexcept;
+  void add_evidence(Observation& o, const detail::Watch& w) const noexcept;
+  void deliver(bool suppressed) noexcept;
   void start_health(Track& track, tick_t now) noexcept;
   void emit_health(Track& track, tick_t now) noexcept;
 
@@ -274,7 +281,9 @@ class Watchdog {
   Track* tracks_ = nullptr;
   std::size_t max_loops_ = 0;
   detail::Watch* watches_ = nullptr;
+  WatchEvidence* evidence_ = nullptr;
   std::size_t max_watches_ = 0;
+  EvidenceSink sink_{};
   detail::LateBoundSpscRing<BlockRecord> ring_;
   std::size_t loops_ = 0;
   bool initialised_ = false;
@@ -283,7 +292,8 @@ class Watchdog {
   char qualifier_[kQualifierMax + 1] = {};
   Chained chain_[kMaxInterceptors] = {};
   std::size_t chain_size_ = 0;
-  detail::Slot<BlockRecord> scratch_;  // the report being built (off the caller's stack: it is large)
+  detail::Slot<Observation> observed_;  // the report being observed (off the caller's stack: it is large)
+  detail::Slot<BlockRecord> scratch_;   // the record being assembled
   detail::LateBoundSpscRing<HealthRecord> health_ring_;
   struct HealthChained {
     HealthInterceptor function;
@@ -332,6 +342,7 @@ template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches,
 struct WatchdogStorage : HealthStorage<MaxLoops, HealthCapacity> {
   WatchdogTrack tracks[MaxLoops] = {};
   Watch watches[Watches] = {};
+  WatchEvidence evidence[Watches] = {};
   Slot<BlockRecord> records[RecordCapacity];
 };
 }  // namespace detail
@@ -380,11 +391,11 @@ class StaticWatchdog final
   /// status naming the first invalid field (nothing is changed then).
   Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept {
     return Watchdog::init(config, hal,
-                          Storage{Own::tracks, MaxLoops, Own::watches, Watches, Own::records,
+                          Storage{Own::tracks, MaxLoops, Own::watches, Own::evidence, Watches, Own::records,
                                   static_cast<std::uint32_t>(RecordCapacity), Own::health_ring(),
                                   static_cast<std::uint32_t>(HealthCapacity), Own::health_building(),
                                   Own::health_windows()},
-                          health_step_if_any());
+                          kAssembler, health_step_if_any());
   }
 };
 

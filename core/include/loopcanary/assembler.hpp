@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// The watchdog in two halves. The observer (Watchdog::poll) decides: it reads the loops' stamps
+// and notes, arms on a long dispatch, reads the CPU counters, takes stack samples and decides
+// when to report. What it sees goes out as three kinds of evidence: a watch starts, a sample of
+// a watch, an Observation per report (what it saw, raw). The assembler turns that evidence into
+// BlockRecords: it keeps each watch's latest samples and top frames, and computes the stages,
+// the CPU window and shares and the cause.
+//
+//   observer --watch_started(w)--> --add_sample(w, sample)--> --assemble(observation)--> record
+//
+// A StaticWatchdog runs both halves in poll(). Everything the assembler computes depends only
+// on the evidence, so a program that receives the same evidence in the same order (a decoder of
+// a device's packets) builds the same records with these functions.
+#pragma once
+
+#include <cstdint>
+
+#include "loopcanary/config.hpp"
+#include "loopcanary/hal.hpp"
+#include "loopcanary/monitor.hpp"
+#include "loopcanary/record.hpp"
+
+namespace loopcanary {
+
+struct WatchdogConfig;
+
+/// A CPU reading taken `elapsed` ticks into the watched dispatch.
+struct TimedCpuReading {
+  std::uint64_t elapsed;  ///< ticks since the dispatch began (extended past the tick width)
+  CpuReading counters;
+};
+
+/// What the observer saw for one report, raw: everything a BlockRecord holds but the stack
+/// evidence (kept by the assembler per watch) and what is computed from it. The observer fills
+/// every field before it hands one on.
+struct Observation {
+  std::uint32_t report;           ///< BlockRecord::report
+  std::uint32_t records_dropped;  ///< BlockRecord::records_dropped
+  std::uint32_t notes_dropped;    ///< BlockRecord::notes_dropped
+  Phase phase;
+  std::uint8_t flags;             ///< RecordFlag bits; without kFlagUnwatched the CPU readings are valid
+  std::uint8_t loop_index;
+  const char* loop;               ///< MonitorConfig::name
+  std::uint32_t tick_hz;
+  /// The dispatch (odd seq) or, for deadline_miss, the deadline note (even seq: its due time
+  /// and the late dispatch's begin); `end` is the record's end, and the stage marks those that
+  /// started before it (their times are computed up to `end`).
+  BlockNote note;
+  std::uint64_t duration_ticks;   ///< BlockRecord::duration_ticks
+  tick_t threshold_ticks;         ///< BlockRecord::threshold_ticks
+  std::uint32_t delayed_by_dispatch;  ///< BlockRecord::delayed_by_dispatch
+  const Event* delayed_by;            ///< BlockRecord::delayed_by
+  /// The CPU counters at the arming poll and at the last poll that saw the dispatch running
+  /// (not read with kFlagUnwatched).
+  TimedCpuReading first;
+  TimedCpuReading last;
+  MemoryReading memory;           ///< BlockRecord::memory
+  std::uint32_t samples_missed;   ///< StackEvidence::samples_missed
+  /// The watch (its index in the watchdog) whose samples the record carries; kNoWatch: none.
+  std::uint8_t watch;
+};
+
+/// Observation::watch of a report that carries no samples.
+inline constexpr std::uint8_t kNoWatch = 0xFF;
+
+/// The assembler's state of one watch: the samples of the dispatch it watches, latest first
+/// once full (samples[oldest] is the oldest), and its top frames. Zero is a valid empty state.
+struct WatchEvidence {
+  StackEvidence stack;
+  std::uint8_t oldest;
+};
+
+/// A watch starts on a new dispatch: forgets the samples of the last one. Watchdog context (or
+/// the decoder's).
+void watch_started(WatchEvidence& evidence) noexcept;
+
+/// Adds `sample` to a watch: kept among the latest kMaxSamples (the oldest is overwritten and
+/// counted once full) and counted under its top frame (the innermost scope when it has scopes,
+/// else the innermost program counter). `sample` has at least one frame.
+void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept;
+
+/// Builds the record of `observation` into `out` (every field written): its stack evidence from
+/// `evidence` (the watch Observation::watch names; null or kNoWatch: none), `qualifier` (a
+/// static or long-lived string), the cause by derive() with `rule` unless the build sets
+/// LOOPCANARY_HOST_DERIVES. Reads only its arguments.
+void assemble(const Observation& observation, const WatchEvidence* evidence, const char* qualifier,
+              const WatchdogConfig& rule, BlockRecord& out) noexcept;
+
+}  // namespace loopcanary

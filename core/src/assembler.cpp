@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// The assembler: BlockRecords from the observer's evidence (assembler.hpp), and the cause rule.
+#include "loopcanary/assembler.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "loopcanary/watchdog.hpp"
+
+namespace loopcanary {
+namespace {
+
+std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
+  if (whole == 0) return kUnknownPermille;
+  if (part >= whole) return 1000;
+  while ((whole >> 32) != 0) {  // a 32-bit divisor: both halved keep the ratio (to 2^-32)
+    whole >>= 1;
+    part >>= 1;
+  }
+  return static_cast<std::uint16_t>(detail::divide(part * 1000u, static_cast<std::uint32_t>(whole)));
+}
+
+// The growth of CPU counter `which` from `a` to `b` into `out`: false (`out` untouched) unless
+// both readings have it and it did not go backwards.
+bool cpu_delta(const CpuReading& a, const CpuReading& b, CpuValue which, std::uint64_t& out) noexcept {
+  if (!a.has(which) || !b.has(which) || b.value[which] < a.value[which]) return false;
+  out = b.value[which] - a.value[which];
+  return true;
+}
+
+// The CPU window of `o` (armed: its first and last readings) into `r`.
+void set_cpu(BlockRecord& r, const Observation& o) noexcept {
+  const CpuReading& a = o.first.counters;
+  const CpuReading& b = o.last.counters;
+  r.window_ticks = o.last.elapsed - o.first.elapsed;
+  r.has_thread_cpu = cpu_delta(a, b, kCpuThreadUs, r.thread_cpu_us);
+  r.has_thread_wait = cpu_delta(a, b, kCpuWaitUs, r.thread_wait_us);
+  std::uint64_t busy = 0;
+  std::uint64_t total = 0;
+  std::uint64_t process = 0;
+  if (cpu_delta(a, b, kCpuBusy, busy) && cpu_delta(a, b, kCpuTotal, total) && cpu_delta(a, b, kCpuProcess, process)) {
+    r.system_busy_permille = permille(busy, total);
+    r.process_permille = permille(process, total);
+    cpu_delta(a, b, kCpuStealUs, r.steal_us);
+  }
+}
+
+// The stages of `record` from the marks of `note`, each up to the next mark, the last up to
+// the record's end.
+void set_stages(BlockRecord& record, const BlockNote& note) noexcept {
+  if constexpr (kMaxStages > 0) {
+    const std::size_t count = note.stage_count;
+    for (std::size_t i = 0; i < count; ++i) {
+      const tick_t until = i + 1 < count ? note.stages[i + 1].start : record.end;
+      record.stages[i] = StageTime{note.stages[i].name, ticks_between(note.stages[i].start, until)};
+    }
+    record.stage_count = static_cast<std::uint8_t>(count);
+  } else {
+    static_cast<void>(record);
+    static_cast<void>(note);
+  }
+}
+
+// Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
+// else the innermost program counter.
+void count_top(StackEvidence& stack, const Sample& sample) noexcept {
+  const bool is_scope = sample.scope_count > 0;
+  const Frame frame = sample.frames[0];
+  TopFrame* const top = stack.top;
+  for (std::uint8_t i = 0; i < stack.top_count; ++i) {
+    TopFrame& entry = top[i];
+    if (entry.frame == frame && entry.is_scope == is_scope) {
+      ++entry.count;
+      // Keep the table ordered by count, most frequent first.
+      for (std::uint8_t j = i; j > 0 && top[j - 1].count < top[j].count; --j) {
+        const TopFrame swap = top[j - 1];
+        top[j - 1] = top[j];
+        top[j] = swap;
+      }
+      return;
+    }
+  }
+  if (stack.top_count < kTopFrames) {
+    top[stack.top_count++] = TopFrame{frame, is_scope, 1};
+  } else {
+    ++stack.top_other;
+  }
+}
+
+}  // namespace
+
+Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
+  // Stolen time per CPU: what the loop thread's CPU lost on average (at most the whole window).
+  const std::uint64_t wall = us_from_ticks(r.window_ticks, r.tick_hz);
+  const std::uint64_t window = wall - (r.steal_us < wall ? r.steal_us : wall);
+  if (!r.has_thread_cpu || window == 0) return Cause::unknown;
+  // floor(x) >= n exactly when x >= n for a whole n: comparing rounded-down shares is exact.
+  if (permille(r.thread_cpu_us, window) >= rule.running_permille) return Cause::running;
+  if (r.has_thread_wait) {
+    const std::uint64_t off_cpu = window - r.thread_cpu_us;  // > 0: below the running share
+    return permille(r.thread_wait_us, off_cpu) >= rule.starved_wait_permille ? Cause::starved : Cause::waiting;
+  }
+  if (r.system_busy_permille == kUnknownPermille) return Cause::unknown;
+  return r.system_busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
+}
+
+void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept { record.cause = classify(record, rule); }
+
+void watch_started(WatchEvidence& evidence) noexcept {
+  StackEvidence& stack = evidence.stack;
+  stack.samples_taken = 0;
+  stack.samples_overwritten = 0;
+  stack.sample_count = 0;
+  stack.top_count = 0;
+  stack.top_other = 0;
+  evidence.oldest = 0;
+}
+
+void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept {
+  StackEvidence& stack = evidence.stack;
+  std::size_t slot = stack.sample_count;
+  if (slot < kMaxSamples) {
+    ++stack.sample_count;
+  } else {  // full: the newest replaces the oldest (assemble puts them back in order)
+    slot = evidence.oldest;
+    evidence.oldest = static_cast<std::uint8_t>((slot + 1u) % kMaxSamples);
+    ++stack.samples_overwritten;
+  }
+  stack.samples[slot] = sample;
+  ++stack.samples_taken;
+  count_top(stack, sample);
+}
+
+void assemble(const Observation& o, const WatchEvidence* evidence, const char* qualifier, const WatchdogConfig& rule,
+              BlockRecord& out) noexcept {
+  // Placement new: value-initialises the record in its existing storage and allocates nothing
+  // (an assignment from BlockRecord{} would build a temporary on the stack: 448 bytes of a
+  // timer ISR's stack on Cortex-M3). Every field not set below keeps its documented default.
+  BlockRecord& r = *::new (static_cast<void*>(&out)) BlockRecord{};
+  r.report = o.report;
+  r.phase = o.phase;
+  r.flags = o.flags;
+  r.loop_index = o.loop_index;
+  r.qualifier = qualifier;
+  r.loop = o.loop;
+  r.event = o.note.event;
+  r.dispatch = o.note.seq / 2u + 1u;  // seq 2n+1 is dispatch n+1 (a deadline note's 2n: the late one)
+  r.tick_hz = o.tick_hz;
+  r.start = o.note.begin;
+  r.end = o.note.end;
+  r.duration_ticks = o.duration_ticks;
+  r.threshold_ticks = o.threshold_ticks;
+  r.delayed_by_dispatch = o.delayed_by_dispatch;
+  r.delayed_by = o.delayed_by;
+  set_stages(r, o.note);
+  r.memory = o.memory;
+  r.records_dropped = o.records_dropped;
+  r.notes_dropped = o.notes_dropped;
+  if ((o.flags & kFlagUnwatched) == 0) set_cpu(r, o);
+  if constexpr (!kHostDerives) derive(r, rule);
+
+  if (evidence != nullptr && o.watch != kNoWatch) {
+    static_cast<StackEvidence&>(r) = evidence->stack;
+    if (evidence->oldest != 0) {  // the watch's samples wrapped: oldest first in the record
+      const std::size_t older = kMaxSamples - evidence->oldest;
+      std::memcpy(&r.samples[0], &evidence->stack.samples[evidence->oldest], older * sizeof(Sample));
+      std::memcpy(&r.samples[older], &evidence->stack.samples[0], evidence->oldest * sizeof(Sample));
+    }
+  }
+  r.samples_missed = o.samples_missed;
+}
+
+}  // namespace loopcanary
