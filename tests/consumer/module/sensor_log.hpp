@@ -17,7 +17,7 @@ namespace sensor_log {
 namespace simrt = loopcanary::simrt;
 
 /// Message types, indexing kTypes.
-enum Type : simrt::TypeId { kSample, kFlush, kTypeCount };
+enum Type : simrt::TypeId { kSample, kFlush, kVerify, kTypeCount };
 
 /// What each step costs, microseconds of board time.
 struct Costs {
@@ -37,6 +37,9 @@ class Logger {
   [[gnu::noinline]] void on_sample(std::uint32_t reading) noexcept;
   /// Writes the readings kept to flash: CRC, then program.
   [[gnu::noinline]] void on_flush() noexcept;
+  /// Checks the last page: a CRC over a page of readings, `rounds` times. Plain computation
+  /// (no board step): in real time it costs what the CPU takes, in virtual time nothing.
+  [[gnu::noinline]] void on_verify(std::uint32_t rounds) noexcept;
 
   std::uint32_t pending() const noexcept { return pending_; }
   std::uint32_t pages() const noexcept { return pages_; }
@@ -50,6 +53,7 @@ class Logger {
   std::uint32_t pending_ = 0;
   std::uint32_t pages_ = 0;
   std::uint32_t crc_ = 0;
+  std::uint32_t page_[1024] = {};
 };
 
 /// The module's message types for simrt::Runtime (RuntimeConfig::types, app = the Logger).
