@@ -89,8 +89,11 @@ class BlockGuard {
   BlockGuard(const BlockGuard&) = delete;
   BlockGuard& operator=(const BlockGuard&) = delete;
 
-  /// The test's loop: give it to simrt::Runtime, or dispatch through dispatch().
+  /// The test's loop: give it to simrt::Runtime, or dispatch through dispatch(). Initialised
+  /// by the constructor (unless error() says otherwise). Loop thread.
   Monitor& monitor() noexcept { return monitor_; }
+  /// The watchdog watching monitor(); the board polls it once started. Set-up only (before
+  /// start()), e.g. to add an interceptor.
   Watchdog& watchdog() noexcept;
 
   /// Starts the board (its watchdog and record consumer are the guard's; the rest of `extra`,
@@ -98,8 +101,9 @@ class BlockGuard {
   /// when the configuration was refused or the board refused to start.
   bool start(const simrt::BoardStart& extra = simrt::BoardStart{}) noexcept;
 
-  /// One dispatch of `event` on the test's loop: `handler()` between the monitor's begin and
-  /// end stamps, with its CPU time measured in real time. Loop thread, after start().
+  /// One dispatch of `event` (static storage, as every Event) on the test's loop: `handler()`
+  /// between the monitor's begin and end stamps on the board's clock, with its CPU time
+  /// measured in real time. Loop thread, after start(); `handler` must not throw.
   template <typename Handler>
   void dispatch(const Event& event, Handler&& handler) {
     const std::uint32_t number = monitor_.stats().dispatches + 1u;
@@ -114,7 +118,8 @@ class BlockGuard {
   /// callback once per dispatch over budget. Loop thread. Idempotent; the number of failures.
   std::size_t finish();
 
-  /// Every record the watchdog made (in progress, hang, final, deadline miss), in order.
+  /// Every record the watchdog made (in progress, hang, final, deadline miss), in order. After
+  /// finish() (before it the watchdog may still be adding to it).
   const std::vector<BlockRecord>& records() const noexcept { return records_; }
   /// The dispatches over budget, after finish().
   const std::vector<Failure>& failures() const noexcept { return failures_; }
