@@ -81,8 +81,10 @@ using FailureCallback = std::function<void(const Failure& failure)>;
 class BlockGuard {
  public:
   /// Initialises the monitor and the watchdog on `board` (not started yet: call start()).
-  /// `on_failure` may be empty (read failures() or report() instead). A configuration out of
-  /// range leaves the guard unusable: error() says which field, start() returns false.
+  /// `board` must outlive the guard (declare it first). `on_failure` may be empty (read
+  /// failures() or report() instead). A configuration out of range leaves the guard unusable:
+  /// error() says which field, start() returns false. Loop thread (in real time, the thread
+  /// RealBoard::init attached).
   BlockGuard(simrt::Board& board, GuardConfig config, FailureCallback on_failure = {});
   /// finish(), when not called yet.
   ~BlockGuard();
