@@ -132,7 +132,14 @@ std::size_t BlockGuard::finish() {
     const std::lock_guard<std::mutex> lock(records_mutex_);
     records = records_;
   }
-  for (const BlockRecord& record : records) judge(record);
+  for (const BlockRecord& record : records) {
+    // A hung dispatch that ended has a final record too: judge that one only.
+    const bool ended_later = record.phase == Phase::hang &&
+                             std::any_of(records.begin(), records.end(), [&](const BlockRecord& other) {
+                               return other.phase == Phase::final && other.dispatch == record.dispatch;
+                             });
+    if (!ended_later) judge(record);
+  }
   return failures_.size();
 }
 

@@ -116,8 +116,9 @@ class BlockGuard {
     note_cpu(number, thread_cpu_us() - cpu_before);
   }
 
-  /// Finishes the board, judges every record against its budgets and calls the failure
-  /// callback once per dispatch over budget. Loop thread. Idempotent; the number of failures.
+  /// Finishes the board, judges every final record (and the hang record of a dispatch that
+  /// never ended) against its budgets and calls the failure callback once per budget a
+  /// dispatch exceeded. Loop thread. Idempotent; the number of failures.
   std::size_t finish();
 
   /// Every record the watchdog made (in progress, hang, final, deadline miss), in order. After

@@ -126,6 +126,25 @@ TEST(SensorLogBudget, DispatchThroughTheGuard) {
   EXPECT_EQ(guard.failures()[0].function, "sensor_log::Logger::on_sample");
 }
 
+// A flush that holds the loop past the hang limit (5 s) is reported as a hang, then ends: one
+// failure, from its final record (flagged as hung), exactly 6 s long.
+TEST(SensorLogBudget, HungFlushFailsOnce) {
+  sensor_log::Costs costs;
+  costs.flash_program_us = 6'000'000;
+  lct::GuardConfig config;
+  config.budget_us = 5'000;
+  Rig rig(costs, config);
+  ASSERT_TRUE(rig.run(0));
+  ASSERT_EQ(rig.guard.finish(), 1u) << rig.guard.report();
+  const lct::Failure& failure = rig.guard.failures()[0];
+  EXPECT_EQ(failure.record.phase, lc::Phase::final);
+  EXPECT_NE(failure.record.flags & lc::kFlagHung, 0u);
+  EXPECT_EQ(failure.duration_us, 6'000'000u);
+  bool hang_reported = false;
+  for (const lc::BlockRecord& record : rig.guard.records()) hang_reported |= record.phase == lc::Phase::hang;
+  EXPECT_TRUE(hang_reported);
+}
+
 TEST(SensorLogBudget, ConfigurationOutOfRangeIsRefused) {
   simrt::VirtualBoard board;
   lct::GuardConfig config;
