@@ -10,11 +10,13 @@
 #   PRIVATE        private port headers as <port>/<file>, '|'-separated
 #   BOARDS         installed boards, '|'-separated: port/cortex-m/boards/<name>/*.hpp
 #                  under loopcanary/board/<name>/
+#   FOLDERS        host parts installed as in the tree, '|'-separated folders of SOURCE_DIR:
+#                  every <folder>/**/*.hpp under loopcanary/<folder>/ (sim/runtime: simrt)
 # Fails naming every header that is in the tree but not installed, or installed but not in the
 # tree.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(list GENERATED PORTS PRIVATE BOARDS)
+foreach(list GENERATED PORTS PRIVATE BOARDS FOLDERS)
   string(REPLACE "|" ";" ${list} "${${list}}")
 endforeach()
 
@@ -36,6 +38,12 @@ foreach(board IN LISTS BOARDS)
   file(GLOB board_headers RELATIVE ${SOURCE_DIR}/port/cortex-m/boards ${SOURCE_DIR}/port/cortex-m/boards/${board}/*.hpp)
   list(TRANSFORM board_headers PREPEND loopcanary/board/)
   list(APPEND expected ${board_headers})
+endforeach()
+
+foreach(folder IN LISTS FOLDERS)
+  file(GLOB_RECURSE folder_headers RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/${folder}/*.hpp)
+  list(TRANSFORM folder_headers PREPEND loopcanary/)
+  list(APPEND expected ${folder_headers})
 endforeach()
 
 file(GLOB_RECURSE installed RELATIVE ${PREFIX}/${INCLUDEDIR} ${PREFIX}/${INCLUDEDIR}/*)

@@ -34,13 +34,15 @@ function(loopcanary_consumer_install)
   if(TARGET loopcanary_board_mps2)
     set(boards mps2)
   endif()
-  foreach(list installed_ports private_headers boards LOOPCANARY_GENERATED_HEADERS)
+  get_property(folders GLOBAL PROPERTY LOOPCANARY_INSTALLED_FOLDERS)
+  foreach(list installed_ports private_headers boards folders LOOPCANARY_GENERATED_HEADERS)
     list(JOIN ${list} "|" ${list}_joined)
   endforeach()
   add_test(NAME consumer.installed_headers
     COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DPREFIX=${LOOPCANARY_CONSUMER_PREFIX}
       -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR} "-DGENERATED=${LOOPCANARY_GENERATED_HEADERS_joined}"
       "-DPORTS=${installed_ports_joined}" "-DPRIVATE=${private_headers_joined}" "-DBOARDS=${boards_joined}"
+      "-DFOLDERS=${folders_joined}"
       -P ${LOOPCANARY_CONSUMER_DIR}/check_installed_headers.cmake)
   set_tests_properties(consumer.installed_headers PROPERTIES LABELS consumer FIXTURES_REQUIRED consumer_prefix)
 endfunction()
@@ -48,9 +50,9 @@ endfunction()
 # consumer.<name>: the project in tests/consumer/<folder> configured with this build's
 # compiler, build type and flags plus ARGS, built, and RUN (if given) run, under EMULATOR (if
 # given). INSTALLED: it uses the installed package (needs consumer.install). EXPECT_ERROR: its
-# configure step must fail with that message.
+# configure step must fail with that message. CTEST: the project's own tests run (ctest).
 function(loopcanary_consumer_test name folder)
-  cmake_parse_arguments(ARG "INSTALLED" "RUN;EXPECT_ERROR" "ARGS;EMULATOR" ${ARGN})
+  cmake_parse_arguments(ARG "INSTALLED;CTEST" "RUN;EXPECT_ERROR" "ARGS;EMULATOR" ${ARGN})
   set(args -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} "-DCMAKE_CXX_FLAGS=${CMAKE_CXX_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
     -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=${CMAKE_INTERPROCEDURAL_OPTIMIZATION})
@@ -75,6 +77,9 @@ function(loopcanary_consumer_test name folder)
   if(ARG_EMULATOR)
     list(JOIN ARG_EMULATOR "|" emulator)
     list(APPEND command "-DEMULATOR=${emulator}")
+  endif()
+  if(ARG_CTEST)
+    list(APPEND command -DCTEST=ON)
   endif()
   if(DEFINED ARG_EXPECT_ERROR)
     list(APPEND command "-DEXPECT_ERROR=${ARG_EXPECT_ERROR}")

@@ -10,6 +10,7 @@
 #   EMULATOR      optional: command that runs RUN, separated by '|' (QEMU for firmware)
 #   EXPECT_ERROR  optional: the configure step must fail with output matching this regex
 #                 (nothing is built)
+#   CTEST         optional: run the project's own tests (ctest) after the build; they decide
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var SOURCE BINARY GENERATOR)
@@ -49,5 +50,14 @@ if(DEFINED RUN)
   message(STATUS "${RUN}:\n${out}")
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "${RUN} exited with ${status}")
+  endif()
+endif()
+
+if(CTEST)
+  execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${BINARY} --output-on-failure
+    RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  message(STATUS "ctest in ${BINARY}:\n${out}")
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "the tests of ${SOURCE} failed (${status})")
   endif()
 endif()

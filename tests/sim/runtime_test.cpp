@@ -389,4 +389,24 @@ TEST(LongRunReport, TimesCountFromTheStartOfTheRunPastTheWrap) {
   std::fclose(summary);
 }
 
+// Lines and timers name a type of the table, so they are added after init(): before it every
+// type is unknown and both refuse (-1); after it, a type past the table is refused too.
+TEST(RuntimeSetUp, LinesAndTimersNeedTheTableOfInit) {
+  simrt::VirtualBoard board;
+  lc::Monitor monitor;
+  lc::MonitorConfig config;
+  config.tick_hz = board.tick_hz();
+  config.context = board.loop_context();
+  ASSERT_EQ(monitor.init(config), lc::Status::ok);
+  simrt::Runtime runtime(board, monitor);
+  Firmware firmware;
+  EXPECT_EQ(runtime.add_timer(kTick, 1'000), -1);
+  EXPECT_EQ(runtime.add_irq_line(kLine), -1);
+  ASSERT_TRUE(runtime.init(simrt::RuntimeConfig{kTypes, kTypeCount, &firmware}));
+  EXPECT_EQ(runtime.add_timer(kTypeCount, 1'000), -1);
+  EXPECT_EQ(runtime.add_irq_line(kTypeCount), -1);
+  EXPECT_EQ(runtime.add_timer(kTick, 1'000), 0);
+  EXPECT_EQ(runtime.add_irq_line(kLine), 0);
+}
+
 }  // namespace

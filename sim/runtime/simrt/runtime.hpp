@@ -118,14 +118,17 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // ---- Set-up (before run) -----------------------------------------------------------------
+  // ---- Set-up (before run; lines and timers after init()) ------------------------------------
 
   /// False when the table is empty or too large, or the monitor is not initialised.
   bool init(const RuntimeConfig& config) noexcept;
-  /// A new interrupt line posting `type`; its index (for Action::target) or -1 when full.
+  /// A new interrupt line posting `type`; its index (for Action::target), or -1 when the lines
+  /// are full or `type` is not in the table. After init(): before it the table is empty, so
+  /// every type is unknown and the call returns -1.
   int add_irq_line(TypeId type) noexcept;
   /// A timer posting `type`: periodic every `period_us` (any u32: up to 71.6 minutes, exact),
-  /// or one-shot when 0. Inactive until start_timer(). Its id, or -1 when the table is full.
+  /// or one-shot when 0. Inactive until start_timer(). Its id, or -1 when the table is full or
+  /// `type` is not in the table. After init(): before it every type is unknown (-1).
   int add_timer(TypeId type, std::uint32_t period_us) noexcept;
   /// Declares `type`'s period and deadline on the loop (Monitor::init_event on the type's
   /// storage): its messages' post stamps are their due times, so their latency is their
