@@ -42,8 +42,10 @@
 //
 // Threads: write() (the interceptor) runs on the watchdog thread; check(), close() and status()
 // on any thread. The sink allocates its buffers (and a copy of the directory path, any length)
-// at open(), lists the directory into a vector when it cleans up, and loads symbol tables on the
-// first record that needs them (symbol_names).
+// at open(), lists the directory into a vector when it cleans up (at open, each rotation and
+// hourly), reads the module list again for a program counter in no module it knows, and, with
+// symbol_names, loads a module's symbol table when first needed and demangles every function
+// name it writes. Otherwise writing a record allocates nothing (docs/reliability.md).
 //
 // Paths: every file is opened relative to the directory's descriptor with O_NOFOLLOW, and the
 // qualifier is reduced to [A-Za-z0-9._-] with no leading dot, so neither it nor a planted
@@ -152,7 +154,9 @@ struct FileSinkConfig {
   /// reported (sync_failed, on_error) and the record counted in records_unsynced. Off (default):
   /// records still in the page cache when the machine loses power are lost, uncounted.
   bool sync = false;
-  /// Function names next to module + offset (loads symbol tables on the first record).
+  /// Function names next to module + offset (loads symbol tables on the first record). Each
+  /// name is demangled, which allocates on the writing thread (the watchdog's, for the
+  /// interceptor); off, records keep module, offset and build-id for the tool to name.
   bool symbol_names = true;
   /// Called after every failed record or open and when a check finds a file or the directory
   /// gone, on the thread that wrote (or called check() or close(), the destructor included),
