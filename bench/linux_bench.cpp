@@ -14,6 +14,10 @@
 //                             <= 20 us)
 //   BM_LinuxWatchdogPoll/N    one poll over N idle loops with the Linux Hal (debugger check
 //                             included, cached); per_loop = time / N (target <= 100 ns)
+//   BM_FileSinkWrite/sync:S   FileSink::write of one block record (8 samples) to its JSON
+//                             Lines and text logs, without (S = 0) and with (S = 1)
+//                             FileSinkConfig::sync; in LOOPCANARY_BENCH_DIR (default /var/tmp:
+//                             a disk, where tmpfs would make fdatasync free)
 //
 // Built with frame pointers for this file (bench/CMakeLists.txt), so the sampled thread's 32
 // frames are all walked.
@@ -27,6 +31,13 @@
 #include <thread>
 #include <vector>
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "linux_file_sink.hpp"
 #include "linux_platform.hpp"
 #include "loopcanary/loopcanary.hpp"
 // loopcanary_bench links two ports: name this one's header by its folder.
@@ -173,5 +184,51 @@ void BM_LinuxWatchdogPoll(benchmark::State& state) {
       static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_LinuxWatchdogPoll)->Arg(1)->Arg(16)->Arg(64);
+
+void BM_FileSinkWrite(benchmark::State& state) {
+  const char* base = std::getenv("LOOPCANARY_BENCH_DIR");
+  std::string dir = std::string(base != nullptr ? base : "/var/tmp") + "/loopcanary-bench-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
+    state.SkipWithError("mkdtemp failed");
+    return;
+  }
+  lx::FileSinkConfig config;
+  config.directory = dir.c_str();
+  config.symbol_names = false;
+  config.max_file_bytes = 1u << 30;  // no rotation in the timed loop
+  config.sync = state.range(0) != 0;
+  lx::FileSink sink;
+  if (sink.open(config) != lx::SinkError::none) {
+    state.SkipWithError("FileSink::open failed");
+    std::filesystem::remove_all(dir);
+    return;
+  }
+  lc::BlockRecord record;
+  record.qualifier = "bench";
+  record.loop = "main";
+  record.event = &kLinuxEvent;
+  record.phase = lc::Phase::final;
+  record.tick_hz = lx::tick_hz();
+  record.duration_ticks = 250'000;
+  record.sample_count = 8;
+  record.samples_taken = 8;
+  for (std::uint8_t i = 0; i < record.sample_count; ++i) {
+    record.samples[i].pc_count = 4;
+    for (std::uint8_t f = 0; f < 4; ++f) {
+      record.samples[i].frames[f] = reinterpret_cast<lc::Frame>(&BM_FileSinkWrite) + 16u * f + 1u;
+    }
+  }
+  for (auto _ : state) {
+    ++record.report;
+    benchmark::DoNotOptimize(sink.write(record));
+  }
+  const lx::SinkStatus status = sink.status();
+  state.counters["bytes_per_record"] =
+      static_cast<double>(status.bytes_written) / static_cast<double>(status.records_written + status.records_failed);
+  if (status.records_failed != 0 || status.records_unsynced != 0) state.SkipWithError(status.message);
+  sink.close();
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_FileSinkWrite)->ArgName("sync")->Arg(0)->Arg(1)->UseRealTime();
 
 }  // namespace

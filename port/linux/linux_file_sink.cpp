@@ -135,6 +135,8 @@ const char* base_name(const char* path) noexcept {
 }
 
 ssize_t real_write(int fd, const void* data, std::size_t size) { return ::write(fd, data, size); }
+int real_ftruncate(int fd, off_t length) { return ::ftruncate(fd, length); }
+int real_sync(int fd, bool directory) { return directory ? ::fsync(fd) : ::fdatasync(fd); }
 
 // Whether the file `fd` of `size` bytes ends inside a record of its form: a text form's file
 // that does not end with its record end, a .lcb file where the packets, followed by their
@@ -187,6 +189,7 @@ const char* name(SinkError error) noexcept {
     case SinkError::not_open: return "not_open";
     case SinkError::file_vanished: return "file_vanished";
     case SinkError::directory_vanished: return "directory_vanished";
+    case SinkError::sync_failed: return "sync_failed";
   }
   return "unknown_sink_error";
 }
@@ -238,6 +241,8 @@ SinkError FileSink::open(const FileSinkConfig& config) noexcept {
   }
   config_ = config;
   if (config_.fake_write == nullptr) config_.fake_write = &real_write;
+  if (config_.fake_ftruncate == nullptr) config_.fake_ftruncate = &real_ftruncate;
+  if (config_.fake_sync == nullptr) config_.fake_sync = &real_sync;
   const std::size_t directory_length = std::strlen(config.directory);
   directory_ = std::make_unique<char[]>(directory_length + 1);
   std::memcpy(directory_.get(), config.directory, directory_length + 1);
@@ -385,7 +390,15 @@ bool FileSink::open_log(Log& log) noexcept {
   log.fd = fd;
   log.size = static_cast<std::uint64_t>(st.st_size);
   log.torn = false;  // a file that ends inside a record is rotated by open_locked()
+  if (st.st_size == 0) sync_directory();  // its name, created now (or empty anyway), survives a power loss
   return true;
+}
+
+bool FileSink::sync_directory() noexcept {
+  if (!config_.sync) return true;
+  if (config_.fake_sync(dir_fd_, true) == 0) return true;
+  fail(SinkError::sync_failed, errno, "sync (fsync)", nullptr);
+  return false;
 }
 
 bool FileSink::check_locked(bool reopen) noexcept {
@@ -528,6 +541,7 @@ bool FileSink::rotate(Log& log) noexcept {
   log.fd = -1;
   log.size = 0;
   ++status_.rotations;
+  sync_directory();  // the rename
   // The oldest rotated file goes before the new current file is created: the directory never
   // holds more than max_files of this kind (a rename does not add a file).
   cleanup(log, std::time(nullptr));
@@ -612,18 +626,32 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
     log.size += n;
     log.torn = false;
     status_.bytes_written += n;
-    if (config_.sync) fdatasync(log.fd);
+    if (config_.sync && config_.fake_sync(log.fd, false) != 0) {
+      // The record is in the file (readers see it) but may not be on the device.
+      unsynced_ = true;
+      fail(SinkError::sync_failed, errno, "sync (fdatasync)", log.name);
+    }
     return true;
   }
   // A short write to a regular file means the space (or the file size limit) ran out.
   const int error = written < 0 ? errno : ENOSPC;
-  if (written > 0 && ftruncate(log.fd, static_cast<off_t>(log.size)) != 0) {
+  const bool full = error == ENOSPC || error == EDQUOT || error == EFBIG;
+  if (written > 0 && config_.fake_ftruncate(log.fd, static_cast<off_t>(log.size)) != 0) {
     // The fragment stays: in a text form the next record starts on a new line; a reader of
     // packets skips it by their magic and CRC.
+    const int truncate_error = errno;
     log.torn = log.lines;
     log.size += static_cast<std::uint64_t>(written);
+    ++status_.fragments_left;
+    char write_text[128] = {};
+    char truncate_text[128] = {};
+    char detail[320];
+    std::snprintf(detail, sizeof detail, "%s; ftruncate failed (%s): %zd bytes of the record stay in the file",
+                  pick_text(strerror_r(error, write_text, sizeof write_text), write_text),
+                  pick_text(strerror_r(truncate_error, truncate_text, sizeof truncate_text), truncate_text), written);
+    fail(full ? SinkError::disk_full : SinkError::write_failed, error, "write", log.name, detail);
+    return false;
   }
-  const bool full = error == ENOSPC || error == EDQUOT || error == EFBIG;
   fail(full ? SinkError::disk_full : SinkError::write_failed, error, "write", log.name);
   return false;
 }
@@ -909,9 +937,13 @@ bool FileSink::write_record(const Record& record) noexcept {
       ++health_since_check_;
     }
     ++written_since_check_;
+    // In the files but, its fdatasync failed, perhaps not on the device: written, and unsynced.
+    if (unsynced_) ++status_.records_unsynced;
+    ok = !unsynced_;
   } else {
     ++status_.records_failed;
   }
+  unsynced_ = false;
   status_.healthy = ok && status_.open;
   const bool notify = error_pending_;
   error_pending_ = false;

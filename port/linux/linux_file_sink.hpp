@@ -26,11 +26,13 @@
 //
 // Whole or nothing: each record is one write(2) on an O_APPEND descriptor. A short write (disk
 // full) is cut back with ftruncate, so a record is on disk whole or not at all; if even that
-// fails, the torn fragment stays on a line of its own, and read_log() skips it with a warning
-// naming file and line (in a .lcb file it stays as it is: a reader of packets skips it by
-// their magic and CRC). A current file found at open() ending inside a record (the process was
-// killed or power failed mid-write) is rotated, so the torn record stays at the end of a file,
-// where readers report a torn tail, and never lies between whole records.
+// fails, the torn fragment stays on a line of its own (counted in fragments_left), and
+// read_log() skips it with a warning naming file and line (in a .lcb file it stays as it is: a
+// reader of packets skips it by their magic and CRC). A current file found at open() ending
+// inside a record (the process was killed or power failed mid-write) is rotated, so the torn
+// record stays at the end of a file, where readers report a torn tail, and never lies between
+// whole records. What is on the storage device after a power loss is what the kernel had
+// written back: with `sync` every record counted written, without it an unknown, uncounted tail.
 //
 // Faults (directory missing or unwritable, disk full, rotation impossible) never stop
 // monitoring: the record stays in the watchdog's RAM ring (the sink is an interceptor and
@@ -40,8 +42,10 @@
 //
 // Threads: write() (the interceptor) runs on the watchdog thread; check(), close() and status()
 // on any thread. The sink allocates its buffers (and a copy of the directory path, any length)
-// at open(), lists the directory into a vector when it cleans up, and loads symbol tables on the
-// first record that needs them (symbol_names).
+// at open(), lists the directory into a vector when it cleans up (at open, each rotation and
+// hourly), reads the module list again for a program counter in no module it knows, and, with
+// symbol_names, loads a module's symbol table when first needed and demangles every function
+// name it writes. Otherwise writing a record allocates nothing (docs/reliability.md).
 //
 // Paths: every file is opened relative to the directory's descriptor with O_NOFOLLOW, and the
 // qualifier is reduced to [A-Za-z0-9._-] with no leading dot, so neither it nor a planted
@@ -83,6 +87,7 @@ enum class SinkError : std::uint8_t {
   not_open,                  ///< write() before a successful open(), or after close()
   file_vanished,             ///< the current file was deleted, moved or replaced (a new one is opened)
   directory_vanished,        ///< the directory was deleted, moved or replaced (it is recreated)
+  sync_failed,               ///< FileSinkConfig::sync: fdatasync of a file or fsync of the directory failed
 };
 
 /// "directory_not_found", ... Never null.
@@ -100,6 +105,12 @@ struct SinkStatus {
   std::uint64_t records_failed = 0;  ///< records that missed at least one log, lost ones included
   std::uint64_t records_lost = 0;    ///< of records_failed: written, then found to have gone with a
                                      ///< deleted file (those written since the check before it)
+  /// Of records_written (FileSinkConfig::sync): records in the files whose fdatasync failed, so
+  /// they may not survive a power loss.
+  std::uint64_t records_unsynced = 0;
+  /// Short writes whose ftruncate failed too: the torn fragment of the record stays in the file
+  /// (the record itself counts in records_failed; readers skip the fragment with a warning).
+  std::uint32_t fragments_left = 0;
   std::uint64_t bytes_written = 0;
   std::uint32_t rotations = 0;
   std::uint32_t removed_by_count = 0;
@@ -136,9 +147,16 @@ struct FileSinkConfig {
   /// current files are still in place (also before every rotation). 0: before every record.
   /// A deletion is found at most this long (plus the time to the next record) after it happens.
   std::uint32_t check_files_ms = 1000;
-  /// fdatasync after every record (survives power loss, costs a disk flush per record).
+  /// Power loss: fdatasync(2) each file after every record written to it, and fsync(2) the
+  /// directory after a file is created or renamed in it, so a record counted in records_written
+  /// is on the storage device (as far as the device honours a flush) when write() returns.
+  /// Costs a device flush per record and log (docs/benchmarks.md, "File sink"). A failed sync is
+  /// reported (sync_failed, on_error) and the record counted in records_unsynced. Off (default):
+  /// records still in the page cache when the machine loses power are lost, uncounted.
   bool sync = false;
-  /// Function names next to module + offset (loads symbol tables on the first record).
+  /// Function names next to module + offset (loads symbol tables on the first record). Each
+  /// name is demangled, which allocates on the writing thread (the watchdog's, for the
+  /// interceptor); off, records keep module, offset and build-id for the tool to name.
   bool symbol_names = true;
   /// Called after every failed record or open and when a check finds a file or the directory
   /// gone, on the thread that wrote (or called check() or close(), the destructor included),
@@ -148,6 +166,12 @@ struct FileSinkConfig {
   void* on_error_context = nullptr;
   /// Fault-injection seam for tests: used instead of write(2) when not null.
   ssize_t (*fake_write)(int fd, const void* data, std::size_t size) = nullptr;
+  /// Fault-injection seam for tests: used instead of ftruncate(2) (cutting a short write back)
+  /// when not null. Returns 0 or -1 with errno set, as ftruncate does.
+  int (*fake_ftruncate)(int fd, off_t length) = nullptr;
+  /// Fault-injection seam for tests: used instead of fdatasync(2) on a file and fsync(2) on the
+  /// directory (sync) when not null. `directory` tells which. Returns 0 or -1 with errno set.
+  int (*fake_sync)(int fd, bool directory) = nullptr;
 };
 
 /// The sink. Use it as a watchdog interceptor (add_interceptor(&FileSink::interceptor, &sink))
@@ -175,7 +199,8 @@ class FileSink {
   /// reopening it), then closes the files and the directory. Idempotent. Any thread.
   void close() noexcept;
 
-  /// Writes `record` to every enabled log. False when any log missed it (see status()).
+  /// Writes `record` to every enabled log. False when any log missed it, or (sync) its fdatasync
+  /// failed (see status()).
   bool write(const BlockRecord& record) noexcept;
 
   /// Interceptor adapter: `context` is the FileSink.
@@ -213,6 +238,9 @@ class FileSink {
   bool check_locked(bool reopen) noexcept;
   bool rotation_due(const Log& log, std::size_t length) const noexcept;
   bool write_log(Log& log, char* data, std::size_t length) noexcept;
+  // FileSinkConfig::sync: fsyncs the directory (after a file was created or renamed in it);
+  // a failure is reported (sync_failed). False on failure.
+  bool sync_directory() noexcept;
   bool rotate(Log& log) noexcept;
   void cleanup(Log& log, std::time_t now) noexcept;
   void fail(SinkError error, int sys_errno, const char* what, const char* file,
@@ -252,6 +280,7 @@ class FileSink {
   std::uint64_t health_since_check_ = 0;   // of them, health records
   std::uint64_t rotation_serial_ = 0;      // the last serial used or found in the directory
   bool error_pending_ = false;  // notify on_error after unlocking
+  bool unsynced_ = false;       // the record being written missed an fdatasync (sync)
   SinkStatus status_{};
 };
 

@@ -29,6 +29,9 @@
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
 #if defined(LOOPCANARY_SINK_TEST_CAPTURES)
+#include <sstream>
+
+#include "model.hpp"
 #include "packet_reader.hpp"
 #endif
 // This test links two ports; name each port's header by its folder.
@@ -456,6 +459,235 @@ TEST(LinuxFileSink, DiskFullLeavesOnlyWholeRecords) {
       EXPECT_TRUE(ends_with(log, "\n\n")) << "the text log ends with a whole record";
     }
   }
+}
+
+// ---- A short write whose ftruncate fails too; sync (power loss) --------------------------------
+
+namespace {
+
+// Fake ftruncate(2) that always fails (EIO), counting its calls.
+int g_truncate_calls = 0;
+int failing_ftruncate(int /*fd*/, off_t /*length*/) {
+  ++g_truncate_calls;
+  errno = EIO;
+  return -1;
+}
+
+// Fake fdatasync(2) / fsync(2): records what was synced (the file's inode and its size then, or
+// the directory) and fails while g_sync_fails is set.
+struct SyncCall {
+  bool directory;
+  ino_t inode;
+  off_t size;
+};
+std::vector<SyncCall> g_syncs;
+bool g_sync_fails = false;
+int recording_sync(int fd, bool directory) {
+  struct stat st {};
+  fstat(fd, &st);
+  g_syncs.push_back(SyncCall{directory, st.st_ino, st.st_size});
+  if (g_sync_fails) {
+    errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
+struct FileId {
+  ino_t inode = 0;
+  off_t size = 0;
+};
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return {};
+  return FileId{st.st_ino, st.st_size};
+}
+
+std::size_t syncs_of(ino_t inode) {
+  return static_cast<std::size_t>(
+      std::count_if(g_syncs.begin(), g_syncs.end(), [inode](const SyncCall& c) { return !c.directory && c.inode == inode; }));
+}
+std::size_t directory_syncs() {
+  return static_cast<std::size_t>(
+      std::count_if(g_syncs.begin(), g_syncs.end(), [](const SyncCall& c) { return c.directory; }));
+}
+
+}  // namespace
+
+TEST(LinuxFileSink, ShortWriteWhoseTruncateFailsLeavesAFragmentThatReadersSkipAndCount) {
+  TempDir dir;
+  std::vector<std::string> messages;  // every error's message, in order
+  lx::FileSinkConfig config = on_budget(config_for(dir.path()));
+  config.on_error = [](void* context, const lx::SinkStatus& status) {
+    static_cast<std::vector<std::string>*>(context)->emplace_back(status.message);
+  };
+  config.on_error_context = &messages;
+  config.text = false;  // one log, so each failed record's message is its own
+  config.fake_ftruncate = &failing_ftruncate;
+  g_truncate_calls = 0;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);  // records 1 and 2: lines 1 and 2 of the .jsonl file
+  EXPECT_EQ(g_truncate_calls, 0);
+  g_space_left = 700;  // record 3's JSON line is cut after 700 bytes, and cannot be cut back
+  rig.blocks(1);       // records 3 and 4 fail
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(g_truncate_calls, 1);
+  EXPECT_EQ(status.fragments_left, 1u);
+  EXPECT_EQ(status.last_error, lx::SinkError::disk_full);
+  EXPECT_EQ(status.records_written, 2u);
+  EXPECT_EQ(status.records_failed, 2u);
+  const std::string jsonl = dir.sub("loopcanary-fw-1.4.2.jsonl");
+  g_space_left = kPlentyOfSpace;
+  rig.blocks(1);  // records 5 and 6: the first starts on a line of its own
+  status = sink.status();
+  EXPECT_TRUE(status.healthy) << status.message;
+  EXPECT_EQ(status.records_written, 4u);
+  EXPECT_EQ(status.records_failed, 2u);
+  EXPECT_EQ(status.fragments_left, 1u);
+  rig.expect_ring_holds_every_report();
+
+  // The fragment: 700 bytes on line 3, closed by the newline the next record starts with.
+  const std::string text = slurp(jsonl);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = text.find('\n', at);
+    ASSERT_NE(end, std::string::npos) << "the file ends with a whole line";
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[2].size(), 700u);
+  EXPECT_EQ(lines[2].front(), '{');
+  EXPECT_NE(lines[3].find("\"report\":5,"), std::string::npos) << lines[3].substr(0, 80);
+
+  // read_log(): four records, the fragment skipped with one warning naming the file and line 3.
+  Lines read;
+  const lx::LogReadResult result = read_all(jsonl, read);
+  EXPECT_EQ(result.records, 4u);
+  EXPECT_EQ(result.malformed, 1u);
+  EXPECT_FALSE(result.torn_tail);
+  ASSERT_EQ(read.warnings.size(), 1u);
+  EXPECT_NE(read.warnings[0].find(jsonl + ":3: "), std::string::npos) << read.warnings[0];
+
+#if defined(LOOPCANARY_SINK_TEST_CAPTURES)
+  // The tool: the same four records, the fragment one malformed_json warning at file:3.
+  std::ostringstream warnings;
+  lt::Reader reader(warnings);
+  std::vector<std::uint32_t> reports;
+  ASSERT_TRUE(reader.read_file(jsonl, [&](lt::LogRecord& r) { reports.push_back(static_cast<std::uint32_t>(r.report)); }));
+  EXPECT_EQ(reports, (std::vector<std::uint32_t>{1, 2, 5, 6}));
+  EXPECT_EQ(reader.stats().warnings_of(lt::WarningKind::malformed_json), 1u);
+  EXPECT_EQ(reader.stats().warnings_total(), 1u);
+  EXPECT_NE(warnings.str().find(jsonl + ":3:"), std::string::npos) << warnings.str();
+#endif
+
+  // Record 3's error names the file, the write's error, the failed ftruncate and the fragment;
+  // record 4 found no space at all (nothing to cut back).
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0], "write '" + jsonl + "': No space left on device; ftruncate failed (Input/output error): " +
+                             "700 bytes of the record stay in the file");
+  EXPECT_EQ(messages[1], "write '" + jsonl + "': No space left on device");
+}
+
+TEST(LinuxFileSink, SyncFlushesEachFileAfterEveryRecordAndTheDirectoryAfterEachNewName) {
+  TempDir dir;
+  lx::FileSinkConfig config = config_for(dir.path());
+  config.fake_sync = &recording_sync;
+  config.max_file_bytes = 8192;  // a few records per file: rotations
+  g_syncs.clear();
+  g_sync_fails = false;
+
+  {  // Off (the default): never called.
+    TempDir other;
+    lx::FileSinkConfig off = config_for(other.path());
+    off.fake_sync = &recording_sync;
+    lx::FileSink sink;
+    ASSERT_EQ(sink.open(off), lx::SinkError::none);
+    SimRig rig(&sink);
+    rig.blocks(2);
+    EXPECT_EQ(sink.status().records_written, 4u);
+    EXPECT_TRUE(g_syncs.empty());
+  }
+
+  config.sync = true;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  EXPECT_EQ(directory_syncs(), 2u) << "the two new files' names";
+  const std::string jsonl = dir.sub("loopcanary-fw-1.4.2.jsonl");
+  const std::string log = dir.sub("loopcanary-fw-1.4.2.log");
+  SimRig rig(&sink);
+  rig.blocks(1);
+  // Each record flushed each file, after it was written: the last flush saw the file whole.
+  const FileId json_id = file_id(jsonl);
+  const FileId log_id = file_id(log);
+  EXPECT_EQ(syncs_of(json_id.inode), 2u);
+  EXPECT_EQ(syncs_of(log_id.inode), 2u);
+  ASSERT_FALSE(g_syncs.empty());
+  EXPECT_EQ(g_syncs.back().inode, log_id.inode);
+  EXPECT_EQ(g_syncs.back().size, log_id.size);
+  const auto last_json =
+      std::find_if(g_syncs.rbegin(), g_syncs.rend(), [&](const SyncCall& c) { return c.inode == json_id.inode; });
+  EXPECT_EQ(last_json->size, json_id.size);
+
+  // Rotations: every rename and every new file is followed by a flush of the directory.
+  rig.blocks(6);
+  const lx::SinkStatus status = sink.status();
+  EXPECT_GT(status.rotations, 0u);
+  EXPECT_EQ(directory_syncs(), 2u + 2u * status.rotations);  // the rename, then the new file
+  std::size_t file_syncs = g_syncs.size() - directory_syncs();
+  EXPECT_EQ(file_syncs, 2u * status.records_written);
+  EXPECT_EQ(status.records_written, 14u);
+  EXPECT_EQ(status.records_unsynced, 0u);
+  EXPECT_TRUE(status.healthy);
+}
+
+TEST(LinuxFileSink, FailedSyncIsReportedAndTheRecordCountedUnsynced) {
+  TempDir dir;
+  ErrorLog errors;
+  lx::FileSinkConfig config = config_for(dir.path(), &errors);
+  config.fake_sync = &recording_sync;
+  config.sync = true;
+  g_syncs.clear();
+  g_sync_fails = false;
+  lx::FileSink sink;
+  ASSERT_EQ(sink.open(config), lx::SinkError::none);
+  SimRig rig(&sink);
+  rig.blocks(1);
+  EXPECT_EQ(errors.calls, 0);
+
+  g_sync_fails = true;  // the device reports an I/O error on flush
+  lc::BlockRecord record{};
+  record.qualifier = "sink-test";
+  record.loop = "main";
+  record.event = &kEvent;
+  record.tick_hz = sim::kTickHz;
+  record.report = 99;
+  EXPECT_FALSE(sink.write(record)) << "write() says the record may not be on the device";
+  lx::SinkStatus status = sink.status();
+  EXPECT_EQ(status.last_error, lx::SinkError::sync_failed);
+  EXPECT_EQ(status.last_errno, EIO);
+  const std::string jsonl = dir.sub("loopcanary-fw-1.4.2.jsonl");
+  EXPECT_NE(std::strstr(status.message, ("sync (fdatasync) '" + dir.sub("loopcanary-fw-1.4.2.log")).c_str()), nullptr)
+      << status.message;  // the last of the two files that failed
+  EXPECT_NE(std::strstr(status.message, "Input/output error"), nullptr) << status.message;
+  EXPECT_FALSE(status.healthy);
+  EXPECT_EQ(status.records_written, 3u) << "in the files: readers see it";
+  EXPECT_EQ(status.records_unsynced, 1u);
+  EXPECT_EQ(status.records_failed, 0u);
+  EXPECT_EQ(status.errors, 2u) << "one per file";
+  EXPECT_EQ(errors.calls, 1);
+  Lines lines;
+  EXPECT_EQ(read_all(jsonl, lines).records, 3u);
+
+  g_sync_fails = false;  // the flush works again
+  rig.blocks(1);
+  status = sink.status();
+  EXPECT_TRUE(status.healthy);
+  EXPECT_EQ(status.records_written, 5u);
+  EXPECT_EQ(status.records_unsynced, 1u);
+  EXPECT_EQ(errors.calls, 1);
 }
 
 TEST(LinuxFileSink, RecordLargerThanTheLimitIsReported) {

@@ -30,6 +30,24 @@
 #define LOOPCANARY_X86_PLAIN_ADD 0
 #endif
 
+// LOOPCANARY_TEST_HOOKS (test builds only, never the library's: tests/CMakeLists.txt,
+// loopcanary_preemption_test): every store and load below calls a function the test defines
+// right after it, so a test can stop the writer after each store of its update and run a
+// reader there (an interrupt on the same core), or let the writer move between a reader's
+// loads. Without the macro the hooks are not compiled: the helpers are the same code.
+#if defined(LOOPCANARY_TEST_HOOKS)
+namespace loopcanary::detail {
+/// Defined by the test: called after each store (`word` is the atomic written) and each load.
+void test_after_store(const void* word) noexcept;
+void test_after_load(const void* word) noexcept;
+}  // namespace loopcanary::detail
+#define LOOPCANARY_AFTER_STORE(word) ::loopcanary::detail::test_after_store(&(word))
+#define LOOPCANARY_AFTER_LOAD(word) ::loopcanary::detail::test_after_load(&(word))
+#else
+#define LOOPCANARY_AFTER_STORE(word) static_cast<void>(0)
+#define LOOPCANARY_AFTER_LOAD(word) static_cast<void>(0)
+#endif
+
 namespace loopcanary::detail {
 
 /// Orders every load and store before it ahead of every store after it.
@@ -61,6 +79,7 @@ LOOPCANARY_INLINE void store_release(std::atomic<T>& word, V value) noexcept {
   } else {
     word.store(static_cast<T>(value), std::memory_order_release);
   }
+  LOOPCANARY_AFTER_STORE(word);
 }
 
 /// Acquire load: pairs with store_release.
@@ -69,20 +88,26 @@ LOOPCANARY_INLINE T load_acquire(const std::atomic<T>& word) noexcept {
   if constexpr (kSingleCore) {
     const T value = word.load(std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_acquire);
+    LOOPCANARY_AFTER_LOAD(word);
     return value;
   } else {
-    return word.load(std::memory_order_acquire);
+    const T value = word.load(std::memory_order_acquire);
+    LOOPCANARY_AFTER_LOAD(word);
+    return value;
   }
 }
 
 /// Plain relaxed accessors, named so the protocol code reads as what it is.
 template <class T>
 LOOPCANARY_INLINE T load_relaxed(const std::atomic<T>& word) noexcept {
-  return word.load(std::memory_order_relaxed);
+  const T value = word.load(std::memory_order_relaxed);
+  LOOPCANARY_AFTER_LOAD(word);
+  return value;
 }
 template <class T, class V>
 LOOPCANARY_INLINE void store_relaxed(std::atomic<T>& word, V value) noexcept {
   word.store(static_cast<T>(value), std::memory_order_relaxed);
+  LOOPCANARY_AFTER_STORE(word);
 }
 
 /// Single-writer increment: a load and a store, never a read-modify-write. Only the word's one
@@ -98,10 +123,12 @@ LOOPCANARY_INLINE void bump(std::atomic<T>& word, T by = 1) noexcept {
 #if LOOPCANARY_X86_PLAIN_ADD
   if constexpr (sizeof(T) == 4 && sizeof(std::atomic<T>) == 4) {
     asm("addl %1, %0" : "+m"(word) : "ri"(static_cast<std::uint32_t>(by)));
+    LOOPCANARY_AFTER_STORE(word);
     return;
   }
 #endif
   word.store(static_cast<T>(word.load(std::memory_order_relaxed) + by), std::memory_order_relaxed);
+  LOOPCANARY_AFTER_STORE(word);
 }
 
 }  // namespace loopcanary::detail
