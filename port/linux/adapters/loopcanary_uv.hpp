@@ -1,27 +1,37 @@
 // SPDX-License-Identifier: MIT
 // libuv adapter: one object makes the calling thread a loop of a port_linux::Setup and watches
-// the uv_loop_t it runs. libuv calls no hook around each callback; its prepare and check
-// handles bracket the poll phase, where the loop waits for I/O. A prepare handle ends the
-// dispatch before the poll, a check handle begins the next one after it:
+// the uv_loop_t it runs. libuv calls no hook around each callback, and the callbacks of the
+// descriptors it finds ready run inside its poll phase, right after its wait. So the adapter
+// brackets the wait itself: a prepare handle ends the dispatch before the poll phase, and the
+// wait in the loop's own epoll instance (libuv's epoll_wait and epoll_pwait, on Linux), which
+// the adapter interposes, begins the next one as it returns; a check handle begins it instead
+// when the poll phase did not wait:
 //
 //   loopcanary::port_linux::Setup canary;
 //   canary.start();
 //   loopcanary::port_linux::ScopedUvLoop watch(canary, uv_default_loop(), "uv");
 //   uv_run(uv_default_loop(), UV_RUN_DEFAULT);
 //
-// What is a dispatch (event "uv.iteration", one per turn of the loop): from the check phase of
-// one turn to the prepare phase of the next, that is the check callbacks, the close callbacks,
-// the timers, the pending callbacks (deferred write and connect completions, errors), the idle
-// and the prepare callbacks. The reports' stacks name the callback; the event does not.
-// What is not: the poll phase, which is the wait and also the I/O callbacks libuv runs inside
-// it as epoll reports the descriptors ready (uv_read_start's, uv_poll_start's, uv_udp_recv's,
-// a listener's connection callback): libuv has no hook between its epoll_wait and those. Check
-// and prepare handles the program started before this object run on the far side of its own
-// (libuv runs the handles of a phase newest first) and are outside too. The wait itself is
-// never a block.
+// What is a dispatch (event "uv.iteration", one per turn of the loop): everything from the end
+// of one wait to the prepare phase of the next turn, that is the I/O callbacks of the poll
+// phase (reads, a listener's connections, uv_poll and uv_udp callbacks, async wake-ups,
+// signals), the check callbacks, the close callbacks, the timers, the pending callbacks, the
+// idle and the prepare callbacks. Several callbacks of one turn share the dispatch; the
+// reports' stacks name the callback, the event does not. What is not: the wait, never a block,
+// and check and prepare handles the program started before this object, which libuv runs on the
+// far side of its own (it runs the handles of a phase newest first).
+//
+// The interposition: the adapter's epoll_wait and epoll_pwait replace the C library's for the
+// whole process where the executable links the adapter (as a symbol of the executable they
+// come first in the dynamic linker's search). On a thread whose watched loop is in its poll
+// phase, a wait on that loop's epoll descriptor ends the running dispatch first unless it does
+// not block (timeout 0) and begins one when it returns without error; every other call goes
+// straight to the C library's, after one thread-local read. Where the adapter is linked into a
+// shared library instead, the interposition may not take: the I/O callbacks then run outside
+// the dispatch (in the poll phase, with the wait), and the check handle begins the next one.
 //
 // The handles are unreferenced: they never keep uv_run from returning. Cost per turn: one
-// begin/end pair, two handle callbacks.
+// begin/end pair, two handle callbacks, the interposed wait's thread-local read.
 #pragma once
 
 #include <uv.h>
@@ -30,6 +40,10 @@
 #include "loopcanary/event.hpp"
 
 namespace loopcanary::port_linux {
+
+namespace detail {
+struct UvWait;  // the interposed epoll waits (loopcanary_uv.cpp)
+}  // namespace detail
 
 /// The Event of every libuv dispatch: "uv.iteration".
 extern const Event kUvIteration;
@@ -58,6 +72,7 @@ class ScopedUvLoop {
   ScopedLoop& loop() noexcept { return scoped_; }
 
  private:
+  friend struct detail::UvWait;
   static void on_prepare(uv_prepare_t* handle);
   static void on_check(uv_check_t* handle);
 

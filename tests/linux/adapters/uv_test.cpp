@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The libuv adapter (port/linux/adapters/loopcanary_uv.hpp): real uv loops run by loop threads of
-// a port_linux::Setup, timer callbacks that compute, wait on a lock or never return until
-// released, and a loop idle in its poll for six thresholds.
+// a port_linux::Setup, timer and I/O callbacks that compute, a timer callback that waits on a
+// lock or never returns until released, and a loop idle in its poll for six thresholds.
 #include <uv.h>
 
 #include <atomic>
@@ -62,6 +62,28 @@ TEST(UvAdapter, ComputingCallbackIsARunningBlock) {
   EXPECT_STREQ(final.loop, "uv");
   EXPECT_GE(us_of(final, final.duration_ticks), 199'000u);
   EXPECT_LT(us_of(final, final.duration_ticks), 5'000'000u);
+  expect_running_in(final, "lc_test_spin_for");
+}
+
+// An I/O callback (an async handle's, which libuv runs in its poll phase, right after its wait)
+// computing 200 ms: a final record too, the callback's function in the samples.
+TEST(UvAdapter, ComputingIoCallbackIsARunningBlock) {
+  AdapterRig rig;
+  rig.start();
+  TimerLoop uv([] {});
+  uv_async_t wake{};
+  ASSERT_EQ(uv_async_init(&uv.loop, &wake,
+                          [](uv_async_t* a) {
+                            lc_test_spin_for(200'000'000);
+                            uv_close(reinterpret_cast<uv_handle_t*>(a), nullptr);
+                          }),
+            0);
+  ASSERT_EQ(uv_async_send(&wake), 0);
+  uv.run(rig, true).join();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  EXPECT_EQ(final.event, &lx::kUvIteration);
+  EXPECT_GE(us_of(final, final.duration_ticks), 199'000u);
   expect_running_in(final, "lc_test_spin_for");
 }
 
