@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Every public header compiles on its own (twice in a row: include guards), with the core's
 # flags: the core's, the generated ones included, each port's (LOOPCANARY_PUBLIC_HEADERS of its
-# target, against that port's include path) and the board's. Included by tests/ and
+# target, against that port's include path), each adapter's and the board's. Included by tests/ and
 # tests/device/, so it runs for the host and for the device.
 function(loopcanary_header_check target)
   cmake_parse_arguments(ARG "" "PREFIX" "HEADERS;LIBS" ${ARGN})
@@ -23,6 +23,11 @@ get_property(ports GLOBAL PROPERTY LOOPCANARY_PORTS)
 foreach(port IN LISTS ports)
   get_target_property(headers loopcanary_port_${port} LOOPCANARY_PUBLIC_HEADERS)
   loopcanary_header_check(loopcanary_port_${port}_header_check HEADERS ${headers} LIBS loopcanary::port_${port})
+endforeach()
+get_property(adapters GLOBAL PROPERTY LOOPCANARY_ADAPTERS)
+foreach(adapter IN LISTS adapters)
+  get_target_property(headers loopcanary_adapter_${adapter} LOOPCANARY_PUBLIC_HEADERS)
+  loopcanary_header_check(loopcanary_adapter_${adapter}_header_check HEADERS ${headers} LIBS loopcanary::adapter_${adapter})
 endforeach()
 if(TARGET loopcanary_board_mps2)
   loopcanary_header_check(loopcanary_board_mps2_header_check HEADERS loopcanary_board.hpp LIBS loopcanary::board_mps2)

@@ -8,6 +8,8 @@
 #   PORTS          installed ports, '|'-separated: every header of port/<name>/ is expected
 #                  under loopcanary/port/<name>/ unless it is listed in PRIVATE
 #   PRIVATE        private port headers as <port>/<file>, '|'-separated
+#   ADAPTERS       headers of the adapters built, as linux/adapters/<file>, '|'-separated:
+#                  expected under loopcanary/port/
 #   BOARDS         installed boards, '|'-separated: port/cortex-m/boards/<name>/*.hpp
 #                  under loopcanary/board/<name>/
 #   FOLDERS        host parts installed as in the tree, '|'-separated folders of SOURCE_DIR:
@@ -16,7 +18,7 @@
 # tree.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(list GENERATED PORTS PRIVATE BOARDS FOLDERS)
+foreach(list GENERATED PORTS PRIVATE ADAPTERS BOARDS FOLDERS)
   string(REPLACE "|" ";" ${list} "${${list}}")
 endforeach()
 
@@ -33,6 +35,12 @@ foreach(port IN LISTS PORTS)
       list(APPEND expected loopcanary/port/${header})
     endif()
   endforeach()
+endforeach()
+foreach(header IN LISTS ADAPTERS)
+  if(NOT EXISTS ${SOURCE_DIR}/port/${header})
+    message(FATAL_ERROR "adapter header port/${header} is not in the tree")
+  endif()
+  list(APPEND expected loopcanary/port/${header})
 endforeach()
 foreach(board IN LISTS BOARDS)
   file(GLOB board_headers RELATIVE ${SOURCE_DIR}/port/cortex-m/boards ${SOURCE_DIR}/port/cortex-m/boards/${board}/*.hpp)

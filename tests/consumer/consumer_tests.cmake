@@ -30,19 +30,26 @@ function(loopcanary_consumer_install)
       list(APPEND private_headers ${port}/${header})
     endforeach()
   endforeach()
+  get_property(adapters GLOBAL PROPERTY LOOPCANARY_ADAPTERS)
+  set(adapter_headers)
+  foreach(adapter IN LISTS adapters)
+    get_target_property(headers loopcanary_adapter_${adapter} LOOPCANARY_PUBLIC_HEADERS)
+    list(TRANSFORM headers PREPEND linux/adapters/)
+    list(APPEND adapter_headers ${headers})
+  endforeach()
   set(boards)
   if(TARGET loopcanary_board_mps2)
     set(boards mps2)
   endif()
   get_property(folders GLOBAL PROPERTY LOOPCANARY_INSTALLED_FOLDERS)
-  foreach(list installed_ports private_headers boards folders LOOPCANARY_GENERATED_HEADERS)
+  foreach(list installed_ports private_headers adapter_headers boards folders LOOPCANARY_GENERATED_HEADERS)
     list(JOIN ${list} "|" ${list}_joined)
   endforeach()
   add_test(NAME consumer.installed_headers
     COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DPREFIX=${LOOPCANARY_CONSUMER_PREFIX}
       -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR} "-DGENERATED=${LOOPCANARY_GENERATED_HEADERS_joined}"
-      "-DPORTS=${installed_ports_joined}" "-DPRIVATE=${private_headers_joined}" "-DBOARDS=${boards_joined}"
-      "-DFOLDERS=${folders_joined}"
+      "-DPORTS=${installed_ports_joined}" "-DPRIVATE=${private_headers_joined}"
+      "-DADAPTERS=${adapter_headers_joined}" "-DBOARDS=${boards_joined}" "-DFOLDERS=${folders_joined}"
       -P ${LOOPCANARY_CONSUMER_DIR}/check_installed_headers.cmake)
   set_tests_properties(consumer.installed_headers PROPERTIES LABELS consumer FIXTURES_REQUIRED consumer_prefix)
 endfunction()

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "linux_rig.hpp"
+#include "workloads.hpp"
 
 using namespace lctest;
 
@@ -29,63 +30,7 @@ constexpr lc::Event kCompute{"compute"};
 constexpr lc::Event kSleep{"sleep"};
 constexpr lc::Event kLock{"lock"};
 
-std::int64_t monotonic_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
-std::uint64_t us_of(const lc::BlockRecord& r, std::uint64_t ticks) { return lc::us_from_ticks(ticks, r.tick_hz); }
-
-std::string evidence(const lc::BlockRecord& r) {
-  return "thread CPU " + std::to_string(r.thread_cpu_us) + " us over a " + std::to_string(us_of(r, r.window_ticks)) +
-         " us window, machine busy " + std::to_string(r.system_busy_permille) + " permille, cause " +
-         lc::to_string(r.cause);
-}
-
-// Best effort: lift the loop thread above other load on the machine (other jobs may share
-// it), so "running" means what the handler did, not what the scheduler allowed: a real-time
-// priority when there is another core for the watchdog, else a better nice value. Both need
-// CAP_SYS_NICE; without it the test runs at normal priority and skips the cause check when
-// the machine starved the thread.
-void prefer_this_thread() {
-  sched_param param{};
-  param.sched_priority = 1;
-  if (std::thread::hardware_concurrency() >= 2 && pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0) {
-    return;
-  }
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), -10);
-}
-
-bool machine_starved_the_thread(const lc::BlockRecord& r) {
-  return r.has_thread_cpu && r.thread_cpu_us * 1000 < us_of(r, r.window_ticks) * 700 &&
-         r.system_busy_permille != lc::kUnknownPermille && r.system_busy_permille >= 900;
-}
-
 }  // namespace
-
-// The named workloads the samples must point at. Not static, not inlined: each is a frame.
-__attribute__((noinline)) void lc_test_spin_for(std::int64_t ns) {
-  const std::int64_t end = monotonic_ns() + ns;
-  volatile std::uint64_t x = 1;
-  do {
-    for (int i = 0; i < 4096; ++i) x = x * 6364136223846793005u + 1442695040888963407u;
-  } while (monotonic_ns() < end);
-}
-
-__attribute__((noinline)) void lc_test_sleep_until(std::int64_t deadline_ns) {
-  timespec t{};
-  t.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000);
-  t.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000);
-  // The sample signal interrupts the sleep (clock_nanosleep is never restarted): sleep on.
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR) {
-  }
-}
-
-__attribute__((noinline)) void lc_test_wait_on_lock(std::mutex& mutex) {
-  mutex.lock();
-  mutex.unlock();
-}
 
 // Test 1: 200 ms in a named function, threshold 50 ms.
 TEST(LinuxBlock, RunningHandlerIsReportedWhileRunningAndSymbolised) {
@@ -113,34 +58,9 @@ TEST(LinuxBlock, RunningHandlerIsReportedWhileRunningAndSymbolised) {
   EXPECT_GE(us_of(final, final.duration_ticks), 199'000u);
   EXPECT_LT(us_of(final, final.duration_ticks), 5'000'000u);
   EXPECT_EQ(final.event, &kCompute);
-  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer defers signals: sample placement is not meaningful";
-  EXPECT_GE(final.sample_count, 5u) << "missed " << final.samples_missed;
-  EXPECT_GE(share_of_top_in(final, "lc_test_spin_for"), 0.8) << describe_stacks(final);
-  if (machine_starved_the_thread(final)) {
-    GTEST_SKIP() << "other processes kept the loop thread off the CPU (no CAP_SYS_NICE to prefer it): "
-                 << evidence(final);
-  }
-  EXPECT_EQ(final.cause, lc::Cause::running) << evidence(final);
+  expect_running_in(final, "lc_test_spin_for");
 }
 
-
-// The last check of an off-CPU block: its cause is waiting. Skipped only where other processes
-// saturated the machine (every CPU busy), since then neither rule can tell waiting from starved
-// (docs/porting-linux.md): without a run-queue wait the load rule reads starved, and with one
-// the wait includes the sampler's own doing, as each sample's signal wakes the sleeping loop
-// thread, which then queues for a CPU behind the others. Call it last: a skip ends only this
-// helper.
-namespace {
-
-void expect_waiting(const lc::BlockRecord& final) {
-  if (final.system_busy_permille != lc::kUnknownPermille && final.system_busy_permille >= 900) {
-    GTEST_SKIP() << "other processes saturated the machine: the cause rule cannot tell waiting from starved: "
-                 << evidence(final);
-  }
-  EXPECT_EQ(final.cause, lc::Cause::waiting) << evidence(final);
-}
-
-}  // namespace
 
 // Test 2a: the loop thread sleeps 200 ms.
 TEST(LinuxBlock, SleepingHandlerIsWaiting) {
