@@ -5,6 +5,7 @@
 #include "pprof.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -142,7 +143,10 @@ class PprofWriter final : public Writer {
     const std::uint64_t labels[6] = {intern(label_value(r.loop)), intern(label_value(r.event)), intern(to_string(r.cause)),
                                      intern(label_value(r.qualifier)), intern(to_string(r.phase)), intern(id)};
     const std::uint64_t kept = r.stacks.size();
-    const std::uint64_t duration_ns = r.duration_us * 1000;
+    // Values are int64 in profile.proto: a duration past 2^63 ns (292 years: a damaged record)
+    // is clamped there.
+    constexpr std::uint64_t kMaxUs = static_cast<std::uint64_t>(INT64_MAX) / 1000;
+    const std::uint64_t duration_ns = std::min(r.duration_us, kMaxUs) * 1000;
     std::uint64_t given_ns = 0;
     std::size_t left = stacks_.size();
     for (const auto& [stack, count] : stacks_) {
@@ -284,7 +288,10 @@ class PprofWriter final : public Writer {
     std::string loc;
     put_varint_field(loc, 1, id);
     if (!frame.is_scope()) {
-      if (frame.has_module()) put_varint_field(loc, 2, mapping(frame));
+      // A module offset past the PC (a damaged record) gives no load address: no mapping then.
+      if (frame.has_module() && frame.module_offset <= frame.pc && frame.pc != UINT64_MAX) {
+        put_varint_field(loc, 2, mapping(frame));
+      }
       put_varint_field(loc, 3, frame.pc);
     }
     std::string line;

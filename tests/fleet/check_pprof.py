@@ -150,6 +150,22 @@ def main():
     with_lines = [text for text in locations.values() if re.search(r"thermostat::\S+ \S+\.cpp:[1-9][0-9]* ", text)]
     check(with_lines, f"no location of a thermostat:: function with file and line: {locations}")
 
+    # A damaged record: a module offset past its PC, a duration past 2^63 ns. The profile still
+    # parses: no mapping for that PC, the blocked value clamped to int64.
+    with open(seed, encoding="utf-8") as f:
+        record = next(r for r in map(json.loads, f) if r.get("phase") == "final" and r["stacks"] and r.get("linux"))
+    for frame in record["linux"]["frames"]:
+        frame["offset"] = "0xffffffffffffffff"
+    record["duration_us"] = 2**64 - 1
+    damaged = os.path.join(args.work, "damaged.jsonl")
+    with open(damaged, "w", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+    profile = os.path.join(args.work, "damaged.pb.gz")
+    run([args.tool, "export", "--format", "pprof", damaged, "-o", profile])
+    _, samples, _ = parse_raw(pprof("-raw", profile))
+    blocked = sum(s["values"][1] for s in samples)
+    check(blocked == (2**63 - 1) // 1000 * 1000, f"damaged record: {blocked} ns blocked, want the int64 clamp")
+
     # A device capture (binary packets) exports the same way.
     profile = os.path.join(args.work, "device.pb.gz")
     run([args.tool, "export", "--format", "pprof", args.capture, "-o", profile])
