@@ -6,17 +6,30 @@
 #
 #   bench/tool_bench.sh BUILD_DIR [MB] [WORK_DIR]
 #   bench/tool_bench.sh BUILD_DIR --packets [RECORDS] [WORK_DIR]
+#   bench/tool_bench.sh BUILD_DIR --engines [MB] [WORK_DIR]
 #
 # --packets: the decode rate of binary captures instead: a capture of RECORDS (default 100000)
 # typical device records (8 samples of 4 PCs, loopcanary_capture_corpus) read by `loopcanary
 # decode` and `loopcanary report`, one core: records/s and peak RSS.
+# --engines: the fleet engines (docs/fleet.md) on the same corpus: `loopcanary report` and
+# `loopcanary export --format pprof` on one core (MB/s of input, output bytes, peak RSS), and the
+# SQL of docs/fleet.md on DuckDB (tests/fleet/duckdb_report.mjs, --by culprit and qualifier) on
+# one core and on every core (nproc): the load and each query's seconds, wall time and peak RSS. Needs
+# node and @duckdb/node-api: in LOOPCANARY_DUCKDB_MODULES (a directory holding node_modules,
+# e.g. build/test/tests/fleet/node after fleet.duckdb ran), else installed there by npm ci from
+# tests/fleet/package-lock.json.
 # BUILD_DIR: a build of this project with the targets loopcanary-sim, loopcanary and
 # loopcanary_tool_corpus (e.g. the bench preset). MB: corpus size in 10^6 bytes (default 1100).
 # WORK_DIR: where the corpus goes (default a new directory under /tmp), removed at the end.
 # Needs jq, GNU time (/usr/bin/time) and taskset (Debian: jq, time, util-linux).
 set -eu
 
-build=${1:?usage: tool_bench.sh BUILD_DIR [MB] [WORK_DIR] | BUILD_DIR --packets [RECORDS] [WORK_DIR]}
+build=${1:?usage: tool_bench.sh BUILD_DIR [MB] [WORK_DIR] | BUILD_DIR --packets [RECORDS] [WORK_DIR] | BUILD_DIR --engines [MB] [WORK_DIR]}
+engines=
+if [ "${2:-}" = "--engines" ]; then
+  engines=yes
+  shift
+fi
 if [ "${2:-}" = "--packets" ]; then
   records=${3:-100000}
   work=${4:-$(mktemp -d /tmp/loopcanary-tool-bench.XXXXXX)}
@@ -51,7 +64,9 @@ corpus_gen=$build/bench/loopcanary_tool_corpus
 for program in "$sim" "$tool" "$corpus_gen" /usr/bin/time; do
   [ -x "$program" ] || { echo "tool_bench.sh: $program is missing" >&2; exit 1; }
 done
-command -v jq >/dev/null || { echo "tool_bench.sh: jq is missing (apt-get install jq)" >&2; exit 1; }
+if [ -z "$engines" ]; then
+  command -v jq >/dev/null || { echo "tool_bench.sh: jq is missing (apt-get install jq)" >&2; exit 1; }
+fi
 command -v taskset >/dev/null || { echo "tool_bench.sh: taskset is missing" >&2; exit 1; }
 
 mkdir -p "$work"
@@ -78,6 +93,33 @@ measure() {  # NAME COMMAND...: one line "NAME  MB/s  peak RSS"
 
 echo "corpus: $bytes bytes, $(wc -l <"$work/corpus.jsonl") records"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+if [ -n "$engines" ]; then
+  source_dir=$(cd "$(dirname "$0")/.." && pwd)
+  modules=${LOOPCANARY_DUCKDB_MODULES:-$work/node}
+  if [ ! -d "$modules/node_modules/@duckdb/node-api" ]; then
+    mkdir -p "$modules"
+    cp "$source_dir/tests/fleet/package.json" "$source_dir/tests/fleet/package-lock.json" "$modules"
+    (cd "$modules" && npm ci --prefer-offline --no-audit --no-fund >/dev/null)
+  fi
+  cp "$source_dir/tests/fleet/duckdb_report.mjs" "$modules/"
+  measure "loopcanary report" "$tool" report "$work/corpus.jsonl"
+  measure "loopcanary export pprof" "$tool" export --format pprof "$work/corpus.jsonl" -o "$work/corpus.pb.gz"
+  echo "pprof: $(stat -c %s "$work/corpus.pb.gz") bytes; $(tail -n 1 "$work/stderr")"
+  for cores in 1 "$(nproc)"; do
+    pin="taskset -c 0"
+    [ "$cores" != 1 ] && pin=
+    /usr/bin/time -f '%e %M' -o "$work/time" $pin node "$modules/duckdb_report.mjs" "$source_dir/docs/fleet.md" "$work" \
+      culprit qualifier >"$work/duckdb.json" 2>"$work/stderr" || {
+      echo "tool_bench.sh: duckdb_report.mjs failed:" >&2
+      tail -n 5 "$work/stderr" >&2
+      exit 1
+    }
+    read -r seconds rss_kb <"$work/time"
+    echo "duckdb ($cores cores): $seconds s wall, $((rss_kb / 1024)) MB peak RSS, load average $(cut -d' ' -f1 /proc/loadavg);" \
+      "$(node -e 'const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(JSON.stringify(o.seconds))' "$work/duckdb.json")"
+  done
+  exit 0
+fi
 measure "loopcanary report" "$tool" report "$work/corpus.jsonl"
 measure "loopcanary report --by event" "$tool" report --by event "$work/corpus.jsonl"
 measure "jq -c .event" jq -c .event "$work/corpus.jsonl"

@@ -649,10 +649,11 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
   const Json doc = json_of(hand_record());
   ASSERT_EQ(doc.kind, Json::Kind::object);
   EXPECT_EQ(doc.keys(), (std::vector<std::string>{
-                            "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch", "tick_hz",
-                            "start", "end", "duration_ticks", "duration_us", "threshold_us", "delayed_by", "cause", "flags",
-                            "stages", "cpu", "memory", "samples", "top", "top_other", "stacks", "records_dropped",
-                            "notes_dropped"}));
+                            "format_version", "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch",
+                            "tick_hz", "start", "end", "duration_ticks", "duration_us", "threshold_us", "delayed_by",
+                            "cause", "flags", "stages", "cpu", "memory", "samples", "top", "top_other", "stacks",
+                            "records_dropped", "notes_dropped"}));
+  EXPECT_EQ(u64_of(doc["format_version"]), loopcanary::kJsonFormatVersion);
   EXPECT_EQ(u64_of(doc["report"]), 7u);
   EXPECT_EQ(string_of(doc["phase"]), "final");
   EXPECT_EQ(string_of(doc["qualifier"]), "fw-2.1.0");
@@ -832,12 +833,14 @@ TEST(FormatHealth, JsonIsOneObjectKindHealthWithEveryField) {
   ASSERT_EQ(text.back(), '\n');
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
   Json doc = parse_json(text);
-  EXPECT_EQ(doc.keys(), (std::vector<std::string>{"kind", "number", "qualifier", "loop", "loop_index", "tick_hz",
-                                                   "start", "end", "window_us", "dispatches", "rate_mhz", "busy_us",
+  EXPECT_EQ(doc.keys(), (std::vector<std::string>{"kind", "format_version", "number", "qualifier", "loop",
+                                                   "loop_index", "tick_hz", "start", "end", "window_us",
+                                                   "dispatches", "rate_mhz", "busy_us",
                                                    "load_permille", "idle_us", "idle_permille", "blocks", "hangs",
                                                    "max_duration_us", "histogram", "memory", "events",
                                                    "health_dropped"}));
   EXPECT_EQ(string_of(doc["kind"]), "health");
+  EXPECT_EQ(u64_of(doc["format_version"]), loopcanary::kJsonFormatVersion);
   EXPECT_EQ(u64_of(doc["number"]), 3u);
   EXPECT_EQ(u64_of(doc["window_us"]), 1'000'000u);
   EXPECT_EQ(u64_of(doc["rate_mhz"]), 1'234'000u);

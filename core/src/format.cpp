@@ -310,7 +310,9 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
 
 FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
   TextWriter w(buffer, size);
-  w.puts("{\"report\":");
+  w.puts("{\"format_version\":");
+  w.u64(kJsonFormatVersion);
+  w.puts(",\"report\":");
   w.u64(r.report);
   w.puts(",\"phase\":");
   w.json_string(to_string(r.phase));
@@ -544,7 +546,9 @@ FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t
 FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t size) noexcept {
   TextWriter w(buffer, size);
   const tick_t window = ticks_between(r.start, r.end);
-  w.puts("{\"kind\":\"health\",\"number\":");
+  w.puts("{\"kind\":\"health\",\"format_version\":");
+  w.u64(kJsonFormatVersion);
+  w.puts(",\"number\":");
   w.u64(r.number);
   w.puts(",\"qualifier\":");
   w.json_string(name_or(r.qualifier, ""));

@@ -29,7 +29,7 @@ struct Options {
   GroupBy by = GroupBy::culprit;
   std::size_t top = 0;              ///< --top N: the N largest groups (by blocks); 0: all
   /// --format: report and health: "text" (default) or "json"; export: "folded", "chrome" or
-  /// "html" (required there).
+  /// "html" or "pprof" (required there).
   std::string format;
   // show
   std::string id;                   ///< --id: a block ID or a prefix of one (6+ hex digits)
@@ -45,7 +45,7 @@ struct Options {
 int run_report(const Options& options, std::ostream& out, std::ostream& err);
 /// `loopcanary show --id ID`: every report of the matching dispatches, stacks and evidence.
 int run_show(const Options& options, std::ostream& out, std::ostream& err);
-/// `loopcanary export --format folded|chrome|html [-o FILE]`. Implemented in export*.cpp.
+/// `loopcanary export --format folded|chrome|html|pprof [-o FILE]`. Implemented in export*.cpp.
 int run_export(const Options& options, std::ostream& out, std::ostream& err);
 /// `loopcanary symbolize [--elf FILE | --debug-dir DIR] [-o FILE]`. Implemented in symbolize*.cpp.
 int run_symbolize(const Options& options, std::ostream& out, std::ostream& err);

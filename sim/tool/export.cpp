@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `loopcanary export`: reads the blocks like `report` and hands them to one format writer
-// (export_folded.cpp, export_chrome.cpp, export_html.cpp); what the formats share.
+// (export_folded.cpp, export_chrome.cpp, export_html.cpp, pprof.cpp); what the formats share.
 #include "export.hpp"
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "commands.hpp"
+#include "pprof.hpp"
 
 namespace loopcanary::tool {
 namespace exporting {
@@ -139,8 +140,10 @@ int run_export(const Options& options, std::ostream& out, std::ostream& err) {
     factory = exporting::make_chrome_writer;
   } else if (options.format == "html") {
     factory = exporting::make_html_writer;
+  } else if (options.format == "pprof") {
+    factory = exporting::make_pprof_writer;
   } else {
-    err << "loopcanary: --format: export needs folded, chrome or html"
+    err << "loopcanary: --format: export needs folded, chrome, html or pprof"
         << (options.format.empty() ? std::string() : ", not '" + options.format + "'") << "\n";
     return 2;
   }
@@ -159,6 +162,7 @@ int run_export(const Options& options, std::ostream& out, std::ostream& err) {
   Reader reader(err);
   OtherRecords others;
   others.on_health = [&](const HealthLog& health) { writer->add_health(health); };
+  others.on_deadline_miss = [&](const LogRecord& miss) { writer->add_deadline_miss(miss); };
   const BlockStats blocks = read_blocks(reader, options.paths, options.rules, options.filter,
                                         [&](const Block& block) { writer->add(block); }, others);
   writer->finish(reader.stats(), blocks);

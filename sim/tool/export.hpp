@@ -26,6 +26,9 @@ class Writer {
   /// Called once per kept health record, in input order (formats without health charts ignore
   /// them).
   virtual void add_health(const HealthLog& record) { static_cast<void>(record); }
+  /// Called once per kept deadline-miss record (its samples are the evidence of the dispatch
+  /// that ran at the due time), in input order (formats that show blocks only ignore them).
+  virtual void add_deadline_miss(const LogRecord& record) { static_cast<void>(record); }
   virtual void finish(const ReadStats& read, const BlockStats& blocks) = 0;
   /// One line for the summary on the error stream: what the export holds and what it left out.
   virtual std::string summary() const = 0;

@@ -138,7 +138,7 @@ void print_text(std::ostream& out, const HealthCollector& health, const Filter& 
 
 void print_json(std::ostream& out, const HealthCollector& health, const Filter& filter, const ReadStats& stats,
                 std::uint64_t filtered) {
-  out << "{\"series\":[";
+  out << "{\"format_version\":" << kFormatVersion << ",\"series\":[";
   bool first = true;
   for (const HealthSeries& s : health.series()) {
     out << (first ? "" : ",") << "{\"source\":" << json_string(s.source) << ",\"qualifier\":" << json_string(s.qualifier)

@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "loopcanary/format.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary::tool {
@@ -257,10 +258,11 @@ constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::coun
 /// "unknown record kind".
 const char* to_string(WarningKind kind) noexcept;
 
-/// The format version this reader reads. Records of docs/report-format.md carry no version
-/// field: a record without "format_version" is version 1. A record whose "format_version" is
-/// another number is skipped with an unknown_version warning.
-constexpr std::uint64_t kFormatVersion = 1;
+/// The format version this reader reads: the one the core writes (kJsonFormatVersion,
+/// loopcanary/format.hpp). A record without "format_version" (written before the field existed)
+/// is version 1. A record whose "format_version" is another number is skipped with an
+/// unknown_version warning.
+constexpr std::uint64_t kFormatVersion = loopcanary::kJsonFormatVersion;
 /// JSON nesting limit (objects and arrays); deeper lines are skipped (too_deep).
 constexpr int kMaxJsonDepth = 64;
 

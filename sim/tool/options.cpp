@@ -252,11 +252,12 @@ bool parse_command_line(const std::vector<std::string>& args, Options& options, 
   }
   if (bit == kExport) {
     if (options.format.empty()) {
-      error = "option --format: export needs --format folded, chrome or html";
+      error = "option --format: export needs --format folded, chrome, html or pprof";
       return false;
     }
-    if (options.format != "folded" && options.format != "chrome" && options.format != "html") {
-      error = "option --format: expected folded, chrome or html for export, got \"" + options.format + "\"";
+    if (options.format != "folded" && options.format != "chrome" && options.format != "html" &&
+        options.format != "pprof") {
+      error = "option --format: expected folded, chrome, html or pprof for export, got \"" + options.format + "\"";
       return false;
     }
   }
@@ -281,7 +282,7 @@ const char* usage() noexcept {
          "  report PATH...        blocks grouped: count, hangs, worst/p50/p95 ms, causes, events,\n"
          "                        qualifiers, first and last seen\n"
          "  show PATH... --id ID  every report of one block (ID from report), stacks and evidence\n"
-         "  export PATH... --format folded|chrome|html [-o FILE]\n"
+         "  export PATH... --format folded|chrome|html|pprof [-o FILE]\n"
          "  symbolize PATH... [--elf FILE | --debug-dir DIR] [-o FILE]\n"
          "  decode CAPTURE... [--elf FIRMWARE] [-o FILE]   binary captures as JSON Lines\n"
          "  health PATH... [--loop L] [--event E] [--format text|json]\n"

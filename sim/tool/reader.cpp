@@ -688,6 +688,16 @@ bool other_kind(Scanner& s, std::string& kind_value, const char* reading) {
   return false;
 }
 
+// A record's "format_version" (kFormatVersion when absent): false with an unknown_version
+// warning for any other.
+bool known_version(std::uint64_t version, WarningKind& kind, std::string& what) {
+  if (version == kFormatVersion) return true;
+  kind = WarningKind::unknown_version;
+  what = "format_version " + std::to_string(version) + " is unknown (this reader reads version " +
+         std::to_string(kFormatVersion) + ")";
+  return false;
+}
+
 bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
                  bool want_stacks, std::string& kind_value) {
   // Keep the reused parts (samples are refilled in place); reset the rest.
@@ -961,12 +971,7 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
     what = std::move(s.what);
     return false;
   }
-  if (version != kFormatVersion) {
-    kind = WarningKind::unknown_version;
-    what = "format_version " + std::to_string(version) + " is unknown (this reader reads version " +
-           std::to_string(kFormatVersion) + ")";
-    return false;
-  }
+  if (!known_version(version, kind, what)) return false;
   if (seen != (kReport | kPhase | kLoop | kDispatch | kDuration)) {
     static const char* const names[] = {"report", "phase", "loop", "dispatch", "duration_us"};
     std::string missing;
@@ -1013,6 +1018,7 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
   std::string& text = sc.text;
   enum : unsigned { kKind = 1, kNumber = 2, kLoop = 4, kEnd = 8, kWindow = 16 };
   unsigned seen = 0;
+  std::uint64_t version = kFormatVersion;
   std::string kind_value;
   Scanner s(data, length);
   const auto event_entry = [&]() {
@@ -1052,6 +1058,7 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
       seen |= kKind;
       return true;
     }
+    if (is(key, "format_version")) return s.u64("format_version", version);
     if (is(key, "number")) return seen |= kNumber, s.u64("number", out.number);
     if (is(key, "qualifier")) return s.str("qualifier", out.qualifier);
     if (is(key, "loop")) return seen |= kLoop, s.str("loop", out.loop);
@@ -1104,6 +1111,7 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
     what = std::move(s.what);
     return false;
   }
+  if (!known_version(version, kind, what)) return false;
   constexpr unsigned kAll = kKind | kNumber | kLoop | kEnd | kWindow;
   if (seen != kAll) {
     static const char* const names[] = {"kind", "number", "loop", "end", "window_us"};

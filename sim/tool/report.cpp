@@ -450,7 +450,7 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
   const char* by = to_string(options.by);
 
   if (options.format == "json") {
-    out << "{\"by\":" << json_string(by) << ",\"groups\":[";
+    out << "{\"format_version\":" << kFormatVersion << ",\"by\":" << json_string(by) << ",\"groups\":[";
     for (std::size_t i = 0; i < shown; ++i) {
       Group& g = *order[i];
       out << (i == 0 ? "" : ",") << "{\"key\":" << json_string(g.key) << ",\"blocks\":" << g.blocks

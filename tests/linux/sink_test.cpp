@@ -356,7 +356,7 @@ TEST(LinuxFileSink, SizeLimitRotatesAndBoundsTheFiles) {
       Lines lines;
       on_disk += read_all(path, lines).records;
       EXPECT_TRUE(lines.warnings.empty()) << name;
-      for (const std::string& line : lines.records) newest_kept |= line.rfind("{\"report\":80,", 0) == 0;
+      for (const std::string& line : lines.records) newest_kept |= line.find(",\"report\":80,") != std::string::npos;
     } else if (ends_with(name, ".log")) {
       ++logs;
     }
@@ -848,7 +848,9 @@ std::vector<std::string> records_in(const std::string& path) {
     const std::size_t q = line.find("\"qualifier\":\"");
     const std::size_t q_end = line.find('"', q + 13);
     const std::string qualifier = q == std::string::npos ? "?" : line.substr(q + 13, q_end - q - 13);
-    ids.push_back(qualifier + "#" + std::to_string(std::strtoul(line.c_str() + 10, nullptr, 10)));  // {"report":N
+    const std::size_t r = line.find("\"report\":");  // {"format_version":1,"report":N
+    ids.push_back(qualifier + "#" + (r == std::string::npos ? std::string("?")
+                                                            : std::to_string(std::strtoul(line.c_str() + r + 9, nullptr, 10))));
   }
   return ids;
 }

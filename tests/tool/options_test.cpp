@@ -58,7 +58,7 @@ TEST(ToolOptions, BadCommandLinesNameTheOption) {
       {{"report", "--by", "event"}, "report: no PATH given"},
       {{"show", "x"}, "option --id: show needs --id"},
       {{"export", "x"}, "option --format: export needs --format"},
-      {{"export", "x", "--format", "svg"}, "option --format: expected folded, chrome or html"},
+      {{"export", "x", "--format", "svg"}, "option --format: expected folded, chrome, html or pprof"},
       {{"symbolize", "x", "--elf", "a", "--debug-dir", "d"}, "option --elf: give --elf or --debug-dir, not both"},
       {{"symbolize", "x", "--by", "event"}, "option --by does not apply to symbolize"},
   };

@@ -1264,7 +1264,7 @@ TEST(PacketReader, DecodesEveryFieldOfAHealthPacket) {
   EXPECT_EQ(h.events[1].deadline_ticks, 0u);
   // Decoded: the core's format_health_json line, "kind":"health" first.
   const std::string line = json(dr);
-  EXPECT_EQ(line.rfind("{\"kind\":\"health\",\"number\":5,\"qualifier\":\"fw-1.0\",\"loop\":\"main\",\"loop_index\":1,", 0), 0u)
+  EXPECT_EQ(line.rfind("{\"kind\":\"health\",\"format_version\":1,\"number\":5,\"qualifier\":\"fw-1.0\",\"loop\":\"main\",\"loop_index\":1,", 0), 0u)
       << line;
   EXPECT_EQ(line.back(), '}');
   // Without idle time: idle unknown.

@@ -69,14 +69,20 @@ class TextWriter {
 /// counters print as hex (symbolise on the host). Any context; reentrant.
 FormatResult format_text(const BlockRecord& record, char* buffer, std::size_t size) noexcept;
 
-/// One JSON object on one line, ending with '\n'. Any context; reentrant.
+/// The JSON Lines format version that format_json and format_health_json write in every record
+/// ("format_version", docs/report-format.md "Format version"; schemas in docs/schema/). Fields
+/// are added within a version, never renamed, retyped or removed; such a change takes the next.
+inline constexpr unsigned kJsonFormatVersion = 1;
+
+/// One JSON object on one line ("format_version" first), ending with '\n'. Any context; reentrant.
 FormatResult format_json(const BlockRecord& record, char* buffer, std::size_t size) noexcept;
 
 /// A health record as text lines (docs/report-format.md, "Health records"). Any context;
 /// reentrant.
 FormatResult format_health_text(const HealthRecord& record, char* buffer, std::size_t size) noexcept;
 
-/// A health record as one JSON object on one line ("kind":"health" first), ending with '\n'.
+/// A health record as one JSON object on one line ("kind":"health" first, then "format_version"),
+/// ending with '\n'.
 /// Any context; reentrant.
 FormatResult format_health_json(const HealthRecord& record, char* buffer, std::size_t size) noexcept;
 
