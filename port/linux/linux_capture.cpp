@@ -14,7 +14,9 @@
 // Timeouts: requested -> idle (requester, CAS: no handler will answer this generation) or,
 // when the handler already claimed it, writing -> abandoned; the handler then ends the slot
 // with abandoned -> idle itself. So the requester never waits past its deadline, and nobody
-// reuses the answer buffer while a handler writes into it.
+// reuses the answer buffer while a handler writes into it. The requester spins on `done` for a
+// few microseconds before it sleeps on the semaphore (an answer then costs it no wake-up); a
+// post it did not wait for is drained when it next owns the slot.
 #include "linux_capture.hpp"
 
 #include <link.h>
@@ -355,6 +357,42 @@ timespec deadline_after(std::uint32_t us) noexcept {
   return t;
 }
 
+std::int64_t ns_of(const timespec& t) noexcept {
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<std::int64_t>(t.tv_nsec);
+}
+
+// How long a requester spins on the answer before it sleeps on the semaphore, nanoseconds. A
+// handler on another CPU answers within a few microseconds of the signal (the walk of a
+// 32-frame stack takes about 1 us), and a requester asleep pays the scheduler's wake-up on top
+// (10-20 us on a VM): bench/linux_bench.cpp, BM_StackSample. A thread that is not running
+// answers later, and then the spin is lost time, bounded by this.
+constexpr std::int64_t kAnswerSpinNs = 20'000;
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ volatile("yield");
+#endif
+}
+
+// Waits for `done` in the slot's state, spinning, for at most kAnswerSpinNs and never past
+// `deadline`. True when the answer came.
+bool spin_for_answer(const Slot& s, std::uint32_t done, const timespec& deadline) noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  std::int64_t until = ns_of(t) + kAnswerSpinNs;
+  if (ns_of(deadline) < until) until = ns_of(deadline);
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {  // the clock read (vDSO, tens of ns) every 32 looks
+      if (s.state.load(std::memory_order_acquire) == done) return true;
+      cpu_relax();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (ns_of(t) >= until) return false;
+  }
+}
+
 std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size_t max) noexcept {
   std::size_t n = s.count.load(std::memory_order_relaxed);
   if (n > max) n = max;
@@ -506,6 +544,7 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
   }
 
   const timespec deadline = deadline_after(request.timeout_us);
+  if (request.spin) spin_for_answer(s, generation | kDone, deadline);  // answered: no sleep below
   for (;;) {
     const int waited = sem_clockwait(&s.done, CLOCK_MONOTONIC, &deadline);
     const std::uint32_t now = s.state.load(std::memory_order_acquire);
