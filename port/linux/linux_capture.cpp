@@ -15,8 +15,9 @@
 // when the handler already claimed it, writing -> abandoned; the handler then ends the slot
 // with abandoned -> idle itself. So the requester never waits past its deadline, and nobody
 // reuses the answer buffer while a handler writes into it. The requester spins on `done` for a
-// few microseconds before it sleeps on the semaphore (an answer then costs it no wake-up); a
-// post it did not wait for is drained when it next owns the slot.
+// few microseconds before it sleeps on the semaphore (an answer then costs it no wake-up), and
+// stops spinning while its spins keep missing; a post it did not wait for is drained when it
+// next owns the slot.
 #include "linux_capture.hpp"
 
 #include <link.h>
@@ -85,6 +86,8 @@ struct Slot {
   std::atomic<std::uintptr_t> pcs[kMaxCapturePcs] = {};
   CodeMap code;
   sem_t done;
+  // Requester side only (the slot's owner): consecutive spins that ended without the answer.
+  std::uint32_t spins_missed = 0;
 };
 
 Slot g_slot;
@@ -376,6 +379,13 @@ void cpu_relax() noexcept {
 #endif
 }
 
+// Whether to spin, after `missed` spins in a row that ended without the answer: a loop thread
+// that is not running when sampled (more runnable threads than CPUs) answers only after the
+// scheduler runs it, and a requester that spins then only burns its CPU share, which the
+// scheduler charges against its next wake-up. After two misses it spins once in 16 captures,
+// to find out when spinning pays again.
+bool should_spin(std::uint32_t missed) noexcept { return missed < 2u || missed % 16u == 0u; }
+
 // Waits for `done` in the slot's state, spinning, for at most kAnswerSpinNs and never past
 // `deadline`. True when the answer came.
 bool spin_for_answer(const Slot& s, std::uint32_t done, const timespec& deadline) noexcept {
@@ -544,7 +554,10 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
   }
 
   const timespec deadline = deadline_after(request.timeout_us);
-  if (request.spin) spin_for_answer(s, generation | kDone, deadline);  // answered: no sleep below
+  if (request.spin && should_spin(s.spins_missed)) {
+    // Answered: the semaphore below returns at once.
+    s.spins_missed = spin_for_answer(s, generation | kDone, deadline) ? 0u : s.spins_missed + 1u;
+  }
   for (;;) {
     const int waited = sem_clockwait(&s.done, CLOCK_MONOTONIC, &deadline);
     const std::uint32_t now = s.state.load(std::memory_order_acquire);

@@ -50,7 +50,8 @@ bool handler_in_progress() noexcept;
 /// the signal's action first (one sigaction query) and sends nothing unless it is the sample
 /// handler: another handler would take the signal for its own, SIG_DFL would end the process.
 /// With `request.spin` it spins on the answer for at most 20 us before it sleeps on the
-/// semaphore; it never waits past `request.timeout_us`.
+/// semaphore (after two spins in a row without the answer, once in 16 captures); it never
+/// waits past `request.timeout_us`.
 CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept;
 
 /// A sample of thread `request.tid` taken without the signal, from the registers the kernel

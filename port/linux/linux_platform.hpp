@@ -59,8 +59,10 @@ struct PlatformConfig {
   /// Sleep on the answer at once instead of spinning on it first. By default the watchdog thread
   /// spins up to 20 us (never past sample_timeout_us) before it sleeps: a loop thread running on
   /// another CPU answers within a few microseconds, and a sleeping watchdog pays the scheduler's
-  /// wake-up on top (docs/benchmarks.md, BM_StackSample). Set it where the watchdog shares its
-  /// only CPU with the loops, or where its CPU time matters more than the round trip.
+  /// wake-up on top (docs/benchmarks.md, BM_StackSample). After two spins in a row without the
+  /// answer (the loop thread was not running: more runnable threads than CPUs) it spins once in
+  /// 16 samples until a spin is answered again. Set it where the watchdog shares its only CPU
+  /// with the loops, or where its CPU time matters more than the round trip.
   bool no_sample_spin = false;
   /// Re-read TracerPid at most once per this many milliseconds; 0 picks 100.
   std::uint32_t debugger_check_ms = 0;
