@@ -382,8 +382,8 @@ void cpu_relax() noexcept {
 // Whether to spin, after `missed` spins in a row that ended without the answer: a loop thread
 // that is not running when sampled (more runnable threads than CPUs) answers only after the
 // scheduler runs it, and a requester that spins then only burns its CPU share, which the
-// scheduler charges against its next wake-up. After two misses it spins once in 16 captures,
-// to find out when spinning pays again.
+// scheduler charges against its next wake-up. After two misses it spins once in 16 captures
+// (`missed` counts the captures that did not spin too), to find out when spinning pays again.
 bool should_spin(std::uint32_t missed) noexcept { return missed < 2u || missed % 16u == 0u; }
 
 // Waits for `done` in the slot's state, spinning, for at most kAnswerSpinNs and never past
@@ -554,9 +554,11 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
   }
 
   const timespec deadline = deadline_after(request.timeout_us);
-  if (request.spin && should_spin(s.spins_missed)) {
-    // Answered: the semaphore below returns at once.
-    s.spins_missed = spin_for_answer(s, generation | kDone, deadline) ? 0u : s.spins_missed + 1u;
+  if (request.spin) {
+    // Answered in the spin: the semaphore below returns at once. A capture that does not spin
+    // counts as a miss too, so that every 16th one tries again.
+    const bool spun = should_spin(s.spins_missed);
+    s.spins_missed = spun && spin_for_answer(s, generation | kDone, deadline) ? 0u : s.spins_missed + 1u;
   }
   for (;;) {
     const int waited = sem_clockwait(&s.done, CLOCK_MONOTONIC, &deadline);
