@@ -47,10 +47,10 @@ namespace detail {
 // x86: a dispatch's duration is counted in the histogram at the loop's next end, not at its own.
 // The counter's address depends on the clock read that ended the dispatch, and on AMD Zen a
 // RDTSC does not start before every older store has its address: counted at once, the count
-// holds the next dispatch's first clock read until this one's result is in (on an EPYC, 25 ns
-// for begin+end instead of 19.3, and 15.5 ns for a back-to-back dispatch instead of 9.7:
-// docs/benchmarks.md, "The pair on AMD"). Elsewhere the clock is a load or a system register,
-// and the count stays where it is, two instructions cheaper.
+// holds the next dispatch's first clock read until this one's result is in (on an AMD EPYC,
+// 1.30 x two clock reads for begin+end instead of 1.00, and 1.6 x one read for a back-to-back
+// dispatch instead of 1.00: docs/benchmarks.md, "Linux port"). Elsewhere the clock is a load or
+// a system register, and the count stays where it is, two instructions cheaper.
 #if defined(__x86_64__) || defined(__i386__)
 inline constexpr bool kHistogramCountsLater = true;
 #else
