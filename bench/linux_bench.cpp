@@ -8,10 +8,21 @@
 //   BM_LinuxClockRead         one read of the port's hot-tier clock (Clock::now()): the floor
 //   BM_LinuxBeginEnd          begin() + end() on a PortMonitor: two clock reads and the stamps;
 //                             target: median <= 1.10 x 2 x median of BM_LinuxClockRead
+//   BM_LinuxBackToBack        one dispatch of a back-to-back stream (next() on a PortMonitor):
+//                             one clock read and the stamps; target: median <= 1.10 x median of
+//                             BM_LinuxClockRead
+//   BM_LinuxZone              a peer: a zone of a trace profiler written here (two raw TSC reads
+//                             and a 16-byte record into a ring, as Tracy-style profilers do)
+//   BM_LinuxPairHistogramAtOnce / BM_LinuxPairHistogramLater
+//                             two clock reads and their difference counted in a log2 histogram
+//                             at once, or at the next count (why the monitor counts later on x86)
 //   BM_LinuxTscRead           the raw TSC (x86-64), for reference
 //   BM_LinuxMonotonicRead     clock_gettime(CLOCK_MONOTONIC) in microseconds (the vDSO fallback)
 //   BM_StackSample            one signal round trip sampling a thread 32 frames deep (target
-//                             <= 20 us)
+//                             <= 20 us wall); counter loop_us: the sampled thread's own loss per
+//                             sample (the median gap the signal leaves in its spin)
+//   BM_StackSampleNoSpin      the same with PlatformConfig::no_sample_spin: the watchdog sleeps
+//                             on the answer at once
 //   BM_LinuxWatchdogPoll/N    one poll over N idle loops with the Linux Hal (debugger check
 //                             included, cached); per_loop = time / N (target <= 100 ns)
 //   BM_FileSinkWrite/sync:S   FileSink::write of one block record (8 samples) to its JSON
@@ -23,6 +34,7 @@
 // frames are all walked.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -90,7 +102,81 @@ void BM_LinuxBeginEnd(benchmark::State& state) {
 }
 BENCHMARK(BM_LinuxBeginEnd);
 
+void BM_LinuxBackToBack(benchmark::State& state) {
+  add_clock_context(state);
+  auto monitor = std::make_unique<lx::PortMonitor>();
+  if (monitor->init(linux_config()) != lc::Status::ok) {
+    state.SkipWithError("Monitor::init failed");
+    return;
+  }
+  monitor->begin(kLinuxEvent);
+  for (auto _ : state) {
+    monitor->next(kLinuxEvent);  // ends the running dispatch, begins the next: one clock read
+    benchmark::ClobberMemory();
+  }
+  monitor->end();
+  if (monitor->stats().dispatches != static_cast<std::uint32_t>(state.iterations() + 1)) {
+    state.SkipWithError("dispatch count does not match the iterations");
+  }
+}
+BENCHMARK(BM_LinuxBackToBack);
+
+// Why the monitor counts a duration in its histogram at the next end on x86 (monitor.hpp,
+// kHistogramCountsLater): two clock reads and their difference counted in the histogram, at
+// once (the counter's address depends on the second read) or at the next count (the address
+// of the previous difference). Not the monitor's cost: the experiment behind its layout.
+template <bool CountsLater>
+void histogram_pair(benchmark::State& state) {
+  auto histogram = std::make_unique<lc::detail::HistogramCounters<true, CountsLater>>();
+  for (auto _ : state) {
+    const lc::tick_t a = lx::Clock::now();
+    const lc::tick_t b = lx::Clock::now();
+    histogram->count(b - a);
+  }
+  benchmark::DoNotOptimize(histogram->bucket(0));
+}
+void BM_LinuxPairHistogramAtOnce(benchmark::State& state) { histogram_pair<false>(state); }
+BENCHMARK(BM_LinuxPairHistogramAtOnce);
+void BM_LinuxPairHistogramLater(benchmark::State& state) { histogram_pair<true>(state); }
+BENCHMARK(BM_LinuxPairHistogramLater);
+
 #if LOOPCANARY_LINUX_HAS_TSC
+// The peer: what a zone of a trace profiler costs (written here, after the way Tracy-style
+// profilers instrument a scope): a raw TSC read at the start and at the end and one 16-byte
+// record (site, start, duration) into a ring a consumer thread would drain, the write index
+// published with a release store. No statistics, no threshold, no reader protocol: the work
+// is left to the consumer.
+struct ZoneRecord {
+  const char* site;
+  std::uint32_t start;     // low 32 bits of the TSC
+  std::uint32_t duration;  // TSC ticks
+};
+static_assert(sizeof(ZoneRecord) == 16, "a 16-byte record");
+
+struct ZoneRing {
+  static constexpr std::uint32_t kSize = 4096;  // a power of two
+  ZoneRecord records[kSize];
+  std::atomic<std::uint32_t> written{0};
+};
+
+void BM_LinuxZone(benchmark::State& state) {
+  auto ring = std::make_unique<ZoneRing>();
+  static const char kSite[] = "sensor_read";
+  for (auto _ : state) {
+    const std::uint64_t start = lx::detail::read_tsc();
+    const std::uint64_t end = lx::detail::read_tsc();
+    const std::uint32_t i = ring->written.load(std::memory_order_relaxed);
+    ring->records[i & (ZoneRing::kSize - 1u)] =
+        ZoneRecord{kSite, static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end - start)};
+    ring->written.store(i + 1u, std::memory_order_release);
+    benchmark::ClobberMemory();
+  }
+  if (ring->written.load() != static_cast<std::uint32_t>(state.iterations())) {
+    state.SkipWithError("record count does not match the iterations");
+  }
+}
+BENCHMARK(BM_LinuxZone);
+
 void BM_LinuxTscRead(benchmark::State& state) {
   for (auto _ : state) {
     std::uint64_t t = lx::detail::read_tsc();
@@ -108,31 +194,49 @@ void BM_LinuxMonotonicRead(benchmark::State& state) {
 }
 BENCHMARK(BM_LinuxMonotonicRead);
 
-// A thread 32 frames deep, spinning at the bottom until told to stop.
-__attribute__((noinline)) int deep_spin(int depth, const std::atomic<bool>& stop, std::atomic<bool>& ready) {
+// The gaps a spinning thread sees in its own clock: each sample's signal stops it for the
+// kernel's delivery, the handler and the return. Written by the spinning thread only.
+struct SpinGaps {
+  static constexpr std::size_t kMax = 1u << 16;
+  std::uint64_t gaps[kMax];  // TSC cycles, each over 1 us
+  std::size_t count = 0;
+};
+
+// A thread 32 frames deep, spinning at the bottom until told to stop, noting the gaps over 1 us
+// in its spin (x86-64: none elsewhere, where read_tsc() is 0).
+__attribute__((noinline)) int deep_spin(int depth, const std::atomic<bool>& stop, std::atomic<bool>& ready,
+                                        SpinGaps& gaps) {
   if (depth == 0) {
     ready.store(true);
+    std::uint64_t last = lx::detail::read_tsc();
+    const std::uint64_t min_gap = lx::clock_info().tsc_hz / 1'000'000u;
     while (!stop.load(std::memory_order_relaxed)) {
+      const std::uint64_t now = lx::detail::read_tsc();
+      if (now - last > min_gap && gaps.count < SpinGaps::kMax) gaps.gaps[gaps.count++] = now - last;
+      last = now;
     }
     return 0;
   }
-  const int r = deep_spin(depth - 1, stop, ready);
+  const int r = deep_spin(depth - 1, stop, ready, gaps);
   benchmark::ClobberMemory();  // no tail call: every level keeps its frame
   return r + 1;
 }
 
-void BM_StackSample(benchmark::State& state) {
+void stack_sample(benchmark::State& state, bool spin) {
   lx::Platform platform;
-  if (!platform.init().ok()) {
+  lx::PlatformConfig config;
+  config.no_sample_spin = !spin;
+  if (!platform.init(config).ok()) {
     state.SkipWithError("Platform::init failed");
     return;
   }
   lx::LoopThread loop_thread;
   std::atomic<bool> stop{false};
   std::atomic<bool> ready{false};
+  auto gaps = std::make_unique<SpinGaps>();
   std::thread deep([&] {
     lx::ScopedLoopThread attach(loop_thread);
-    deep_spin(32, stop, ready);
+    deep_spin(32, stop, ready, *gaps);
   });
   while (!ready.load()) std::this_thread::yield();
   lc::Frame pcs[64];
@@ -149,9 +253,20 @@ void BM_StackSample(benchmark::State& state) {
   // machine); each miss costs the full timeout (5 ms) and shows in the mean.
   state.counters["frames"] = static_cast<double>(fewest);
   state.counters["missed"] = static_cast<double>(s.samples_requested - s.samples_answered);
+  // The sampled thread's own loss per sample: the median gap in its spin (preemptions by other
+  // work are the rare long gaps the median leaves out). TSC cycles to microseconds.
+  const lx::ClockInfo& clock = lx::clock_info();
+  if (gaps->count != 0 && clock.source == lx::ClockSource::tsc) {
+    std::nth_element(gaps->gaps, gaps->gaps + gaps->count / 2, gaps->gaps + gaps->count);
+    state.counters["loop_us"] = static_cast<double>(gaps->gaps[gaps->count / 2]) * 1e6 / static_cast<double>(clock.tsc_hz);
+    state.counters["gaps"] = static_cast<double>(gaps->count);
+  }
   if (s.samples_answered == 0 || fewest < 33) state.SkipWithError("no sample walked all 32 frames");
 }
+void BM_StackSample(benchmark::State& state) { stack_sample(state, true); }
 BENCHMARK(BM_StackSample)->UseRealTime();
+void BM_StackSampleNoSpin(benchmark::State& state) { stack_sample(state, false); }
+BENCHMARK(BM_StackSampleNoSpin)->UseRealTime();
 
 void BM_LinuxWatchdogPoll(benchmark::State& state) {
   constexpr std::size_t kMaxLoops = 64;

@@ -19,8 +19,11 @@ namespace lc = loopcanary;
 
 // Without the histogram its base is empty, so it takes no byte of the Monitor (empty base).
 static_assert(std::is_empty_v<lc::detail::HistogramCounters<false>>, "no histogram, no bytes");
-static_assert(sizeof(lc::detail::HistogramCounters<true>) == lc::kHistogramBuckets * 4u,
-              "the histogram is 32 counters of 4 bytes");
+// With it, 32 counters of 4 bytes; where it counts each duration at the next end (x86), a
+// 33rd for the count before the first duration, and the pending bucket.
+static_assert(sizeof(lc::detail::HistogramCounters<true>) ==
+                  (lc::kHistogramBuckets + (lc::detail::kHistogramCountsLater ? 2u : 0u)) * 4u,
+              "the histogram is 32 counters of 4 bytes (and two words on x86)");
 
 // Without stages the monitor's board and the notes' marks are empty: no byte either.
 static_assert(std::is_empty_v<lc::detail::StageBoard<0>>, "no stages, no bytes in the monitor");

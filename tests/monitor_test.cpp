@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -548,6 +549,30 @@ TEST(Monitor, LimitsForCapAnEventThresholdAndHangAtHalfTheWrap) {
 
 // A static Monitor is constant-initialised (no start-up code): this only compiles if it can be.
 constexpr Monitor kUnconfigured;
+
+// The two ways the monitor counts its duration histogram (monitor.hpp, kHistogramCountsLater:
+// at each end, or at the next end with the latest duration pending) read the same after every
+// count, from the first (nothing pending yet) on, for durations in every bucket and zero.
+TEST(MonitorHistogram, CountingAtOnceAndAtTheNextEndReadTheSame) {
+  auto at_once = std::make_unique<lc::detail::HistogramCounters<true, false>>();
+  auto later = std::make_unique<lc::detail::HistogramCounters<true, true>>();
+  std::array<std::uint32_t, lc::kHistogramBuckets> expected{};
+  for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+    EXPECT_EQ(later->bucket(i), 0u) << "bucket " << i << " before the first count";
+  }
+  std::vector<tick_t> durations{0u, 1u, 2u, 3u, 1000u, 1000u, 0xFFFF'FFFFu, 0u};
+  for (std::uint32_t bit = 0; bit < 32; ++bit) durations.push_back(tick_t{1} << bit);
+  for (const tick_t d : durations) {
+    at_once->count(d);
+    later->count(d);
+    ++expected[lc::histogram_bucket(d)];
+    for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+      ASSERT_EQ(later->bucket(i), expected[i]) << "bucket " << i << " after counting " << d;
+      ASSERT_EQ(at_once->bucket(i), expected[i]) << "bucket " << i << " after counting " << d;
+    }
+  }
+  EXPECT_EQ(later->bucket(lc::kHistogramBuckets), 0u) << "past the last bucket";
+}
 
 TEST(Monitor, UninitialisedMonitorIsAllZero) {
   constexpr lc::Event kOwn{"own", 1'000};

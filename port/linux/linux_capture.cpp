@@ -14,7 +14,10 @@
 // Timeouts: requested -> idle (requester, CAS: no handler will answer this generation) or,
 // when the handler already claimed it, writing -> abandoned; the handler then ends the slot
 // with abandoned -> idle itself. So the requester never waits past its deadline, and nobody
-// reuses the answer buffer while a handler writes into it.
+// reuses the answer buffer while a handler writes into it. The requester spins on `done` for a
+// few microseconds before it sleeps on the semaphore (an answer then costs it no wake-up), and
+// stops spinning while its spins keep missing; a post it did not wait for is drained when it
+// next owns the slot.
 #include "linux_capture.hpp"
 
 #include <link.h>
@@ -83,6 +86,8 @@ struct Slot {
   std::atomic<std::uintptr_t> pcs[kMaxCapturePcs] = {};
   CodeMap code;
   sem_t done;
+  // Requester side only (the slot's owner): consecutive spins that ended without the answer.
+  std::uint32_t spins_missed = 0;
 };
 
 Slot g_slot;
@@ -355,6 +360,49 @@ timespec deadline_after(std::uint32_t us) noexcept {
   return t;
 }
 
+std::int64_t ns_of(const timespec& t) noexcept {
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<std::int64_t>(t.tv_nsec);
+}
+
+// How long a requester spins on the answer before it sleeps on the semaphore, nanoseconds. A
+// handler on another CPU answers within a few microseconds of the signal (the walk of a
+// 32-frame stack takes about 1 us), and a requester asleep pays the scheduler's wake-up on top
+// (10-20 us on a VM): bench/linux_bench.cpp, BM_StackSample. A thread that is not running
+// answers later, and then the spin is lost time, bounded by this.
+constexpr std::int64_t kAnswerSpinNs = 20'000;
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ volatile("yield");
+#endif
+}
+
+// Whether to spin, after `missed` spins in a row that ended without the answer: a loop thread
+// that is not running when sampled (more runnable threads than CPUs) answers only after the
+// scheduler runs it, and a requester that spins then only burns its CPU share, which the
+// scheduler charges against its next wake-up. After two misses it spins once in 16 captures
+// (`missed` counts the captures that did not spin too), to find out when spinning pays again.
+bool should_spin(std::uint32_t missed) noexcept { return missed < 2u || missed % 16u == 0u; }
+
+// Waits for `done` in the slot's state, spinning, for at most kAnswerSpinNs and never past
+// `deadline`. True when the answer came.
+bool spin_for_answer(const Slot& s, std::uint32_t done, const timespec& deadline) noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  std::int64_t until = ns_of(t) + kAnswerSpinNs;
+  if (ns_of(deadline) < until) until = ns_of(deadline);
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {  // the clock read (vDSO, tens of ns) every 32 looks
+      if (s.state.load(std::memory_order_acquire) == done) return true;
+      cpu_relax();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (ns_of(t) >= until) return false;
+  }
+}
+
 std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size_t max) noexcept {
   std::size_t n = s.count.load(std::memory_order_relaxed);
   if (n > max) n = max;
@@ -506,6 +554,12 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
   }
 
   const timespec deadline = deadline_after(request.timeout_us);
+  if (request.spin) {
+    // Answered in the spin: the semaphore below returns at once. A capture that does not spin
+    // counts as a miss too, so that every 16th one tries again.
+    const bool spun = should_spin(s.spins_missed);
+    s.spins_missed = spun && spin_for_answer(s, generation | kDone, deadline) ? 0u : s.spins_missed + 1u;
+  }
   for (;;) {
     const int waited = sem_clockwait(&s.done, CLOCK_MONOTONIC, &deadline);
     const std::uint32_t now = s.state.load(std::memory_order_acquire);

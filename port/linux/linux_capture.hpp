@@ -29,6 +29,7 @@ struct CaptureRequest {
   bool scan = true;               // recover frames without frame pointers
   int signal = 0;
   std::uint32_t timeout_us = 0;
+  bool spin = true;               // spin on the answer a few microseconds before sleeping
 };
 
 enum class CaptureOutcome : std::uint8_t {
@@ -48,6 +49,9 @@ bool handler_in_progress() noexcept;
 /// One signal round trip. Watchdog side; thread-safe (concurrent callers get `busy`). Looks at
 /// the signal's action first (one sigaction query) and sends nothing unless it is the sample
 /// handler: another handler would take the signal for its own, SIG_DFL would end the process.
+/// With `request.spin` it spins on the answer for at most 20 us before it sleeps on the
+/// semaphore (after two spins in a row without the answer, once in 16 captures); it never
+/// waits past `request.timeout_us`.
 CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept;
 
 /// A sample of thread `request.tid` taken without the signal, from the registers the kernel

@@ -56,6 +56,14 @@ struct PlatformConfig {
   /// pointers) between the interrupted instruction and the first frame-pointer frame, by
   /// scanning that stretch of stack for return addresses that follow a call instruction.
   bool no_stack_scan = false;
+  /// Sleep on the answer at once instead of spinning on it first. By default the watchdog thread
+  /// spins up to 20 us (never past sample_timeout_us) before it sleeps: a loop thread running on
+  /// another CPU answers within a few microseconds, and a sleeping watchdog pays the scheduler's
+  /// wake-up on top (docs/benchmarks.md, BM_StackSample). After two spins in a row without the
+  /// answer (the loop thread was not running: more runnable threads than CPUs) it spins once in
+  /// 16 samples until a spin is answered again. Set it where the watchdog shares its only CPU
+  /// with the loops, or where its CPU time matters more than the round trip.
+  bool no_sample_spin = false;
   /// Re-read TracerPid at most once per this many milliseconds; 0 picks 100.
   std::uint32_t debugger_check_ms = 0;
   /// Take over sample_signal even when another handler is installed for it.
@@ -209,6 +217,7 @@ class Platform {
   bool initialised_ = false;
   int signal_ = 0;
   std::uint32_t timeout_us_ = 5'000;
+  bool spin_ = true;  // PlatformConfig::no_sample_spin, inverted
   std::uint32_t debugger_check_ms_ = 100;
   std::uint64_t us_per_clock_tick_ = 10'000;  // /proc/stat unit (USER_HZ), from sysconf at init
   std::uint64_t cpus_ = 1;                    // online CPUs, from sysconf at init (steal per CPU)

@@ -387,6 +387,7 @@ Result Platform::init(const PlatformConfig& config) noexcept {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   cpus_ = cpus > 0 ? static_cast<std::uint64_t>(cpus) : 1u;
   scan_ = !config.no_stack_scan;
+  spin_ = !config.no_sample_spin;
   memory_.set_heap_reading(config.heap_reading);
   initialised_ = true;
   return Result{};
@@ -433,6 +434,7 @@ std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t 
   request.scan = scan_;
   request.signal = signal_;
   request.timeout_us = timeout_us_;
+  request.spin = spin_;
   std::size_t count = 0;
   int sys_errno = 0;
   switch (detail::capture(request, pcs, count, sys_errno)) {

@@ -69,6 +69,7 @@ bool Runtime::run_for(std::uint64_t duration_us) noexcept {
       dispatch(message);
       continue;
     }
+    end_dispatch(now());  // the queue is empty: the last dispatch of the drain ends before the wait
     std::uint64_t deadline = end;
     std::uint64_t timer_due = 0;
     if (next_deadline(timer_due) && timer_due < deadline) deadline = timer_due;
@@ -78,8 +79,10 @@ bool Runtime::run_for(std::uint64_t duration_us) noexcept {
     board_.idle_until(static_cast<tick_t>(t + (idle < kMaxIntervalTicks ? idle : kMaxIntervalTicks)));
     monitor_.add_idle(static_cast<tick_t>(now() - idle_from));  // under one wrap: at most half a wrap and a poll
   }
+  const std::uint64_t stop = now();
+  end_dispatch(stop);
   drain_lines();  // what is left is counted as pending
-  fold_totals(now());
+  fold_totals(stop);
   return true;
 }
 
@@ -162,32 +165,48 @@ bool Runtime::dequeue(Message& out) noexcept {
   return true;
 }
 
+// Back to back: the stamp that begins this dispatch ends the one before it (Monitor::next_at),
+// so the loop reads its clock once per dispatch while it drains the queue.
 void Runtime::dispatch(const Message& message) noexcept {
-  TypeStats& stats = stats_[message.type];
   const std::uint64_t begin = now();
+  const bool back_to_back = open_.active;
+  close_span(begin);  // the previous dispatch's block span, before this message is attributed
   attribute_delay(message, begin);
-  const std::uint32_t overflows_before = irq_overflows();
   if (message.timer < timer_count_) timers_[message.timer].pending = false;
 
   // The core records the queue latency begin - posted into the type's EventHealth.
-  monitor_.begin_at(events_[message.type], static_cast<tick_t>(begin), static_cast<tick_t>(message.posted));
-  types_[message.type].handler(app_, message);
-  const std::uint64_t end = now();
-  monitor_.end_at(static_cast<tick_t>(end));
-  ++dispatches_;
-
-  if (end - begin > threshold_[message.type]) {
-    ++stats.blocks;
-    if (span_count_ >= kMaxBlockSpans) ++spans_overwritten_;
-    BlockSpan& span = spans_[span_count_ % kMaxBlockSpans];
-    span = BlockSpan{};
-    span.dispatch = dispatches_;
-    span.type = message.type;
-    span.begin = begin;
-    span.end = end;
-    span.irqs_lost = irq_overflows() - overflows_before;
-    ++span_count_;
+  const Event& event = events_[message.type];
+  if (back_to_back) {
+    monitor_.next_at(event, static_cast<tick_t>(begin), static_cast<tick_t>(message.posted));
+  } else {
+    monitor_.begin_at(event, static_cast<tick_t>(begin), static_cast<tick_t>(message.posted));
   }
+  open_ = OpenDispatch{true, message.type, dispatches_ + 1u, irq_overflows(), begin};
+  types_[message.type].handler(app_, message);
+  ++dispatches_;
+}
+
+void Runtime::end_dispatch(std::uint64_t at) noexcept {
+  if (!open_.active) return;
+  monitor_.end_at(static_cast<tick_t>(at));
+  close_span(at);
+}
+
+// The open dispatch ended at `at`: a block gets its span.
+void Runtime::close_span(std::uint64_t at) noexcept {
+  if (!open_.active) return;
+  open_.active = false;
+  if (at - open_.begin <= threshold_[open_.type]) return;
+  ++stats_[open_.type].blocks;
+  if (span_count_ >= kMaxBlockSpans) ++spans_overwritten_;
+  BlockSpan& span = spans_[span_count_ % kMaxBlockSpans];
+  span = BlockSpan{};
+  span.dispatch = open_.dispatch;
+  span.type = open_.type;
+  span.begin = open_.begin;
+  span.end = at;
+  span.irqs_lost = irq_overflows() - open_.overflows_before;
+  ++span_count_;
 }
 
 // Spans are kept in the order their blocks ended. A message posted before a block ended and

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Hot-path cost on the device: instructions executed per begin()+end() pair, counted under QEMU
+// Hot-path cost on the device: instructions executed per begin()+end() pair and per back-to-back
+// dispatch (next()), counted under QEMU
 // -icount (virtual time = instructions x 2^shift ns, so a loop timed with SysTick counts
 // instructions). Built once per clock configuration (LOOPCANARY_CORTEX_M_CLOCK):
 //   DETECT   the default: both paths are counted, SysTick (what QEMU runs, since its CYCCNT does
@@ -7,7 +8,7 @@
 //   DWT      CYCCNT only, no source branch (the cheapest)
 //   SYSTICK  SysTick only (the ARMv6-M clock)
 // Prints "hot-path <what> = <n> instructions"; count_instructions.cmake prints the static
-// disassembly of lc_bench_begin_end. Also prints the sizes of the core's objects.
+// disassembly of lc_bench_begin_end and lc_bench_next. Also prints the sizes of the core's objects.
 #include "device_test.hpp"
 #include "icount_stopwatch.hpp"
 #include "loopcanary/loopcanary.hpp"
@@ -29,6 +30,9 @@ extern "C" __attribute__((noinline)) void lc_bench_begin_end(cm::PortMonitor& mo
   monitor.begin(kBenchEvent);
   monitor.end();
 }
+// One back-to-back dispatch: ends the running one and begins the next with one clock read (the
+// monitor is inside a dispatch around the measurement).
+extern "C" __attribute__((noinline)) void lc_bench_next(cm::PortMonitor& monitor) { monitor.next(kBenchEvent); }
 extern "C" __attribute__((noinline)) void lc_bench_clock(cm::PortMonitor& monitor) {
   __asm__ volatile("" ::"r"(cm::Clock::now()), "r"(&monitor) : "memory");
 }
@@ -50,6 +54,16 @@ std::uint64_t instructions_x100(void (*body)(cm::PortMonitor&)) {
 
 void print_figure(const char* what, std::uint64_t x100) { lc::device_test::print_instructions("hot-path", what, x100); }
 
+// Instructions per back-to-back dispatch, measured inside one stream of them.
+void print_next(const char* what) {
+  const std::uint32_t before = g_monitor.stats().dispatches;
+  g_monitor.begin(kBenchEvent);
+  const std::uint64_t x100 = instructions_x100(&lc_bench_next);
+  g_monitor.end();
+  DT_EXPECT(g_monitor.stats().dispatches - before > kIterations);  // every next() ended one
+  print_figure(what, x100);
+}
+
 }  // namespace
 
 DT_TEST(HotPath, begin_end_instruction_count) {
@@ -60,9 +74,11 @@ DT_TEST(HotPath, begin_end_instruction_count) {
 #if LOOPCANARY_CORTEX_M_CLOCK == LOOPCANARY_CORTEX_M_CLOCK_DWT
   print_figure("clock read (CYCCNT only)", instructions_x100(&lc_bench_clock));
   print_figure("begin+end (CYCCNT only)", instructions_x100(&lc_bench_begin_end));
+  print_next("next, back to back (CYCCNT only)");
 #elif LOOPCANARY_CORTEX_M_CLOCK == LOOPCANARY_CORTEX_M_CLOCK_SYSTICK || !LOOPCANARY_CORTEX_M_HAS_DWT
   print_figure("clock read (SysTick only)", instructions_x100(&lc_bench_clock));
   print_figure("begin+end (SysTick only)", instructions_x100(&lc_bench_begin_end));
+  print_next("next, back to back (SysTick only)");
 #else
   cm::detail::g_clock.use_dwt = false;
   print_figure("clock read (detect: SysTick)", instructions_x100(&lc_bench_clock));
@@ -70,6 +86,7 @@ DT_TEST(HotPath, begin_end_instruction_count) {
   cm::detail::g_clock.use_dwt = true;  // the path silicon with a cycle counter takes
   print_figure("clock read (detect: CYCCNT)", instructions_x100(&lc_bench_clock));
   print_figure("begin+end (detect: CYCCNT)", instructions_x100(&lc_bench_begin_end));
+  print_next("next, back to back (detect: CYCCNT)");
   cm::detail::g_clock.use_dwt = false;
 #endif
   DT_EXPECT_EQ(g_monitor.stats().blocks, 0u);

@@ -5,11 +5,13 @@
 //   timers (fixed table, periodic and one-shot) ──┼─▶ event queue (fixed FIFO) ─▶ dispatch
 //   post() from handlers ─────────────────────────┘          one message at a time
 //
-// Every dispatch is stamped with loopcanary (begin_at/end_at around the handler) with the
-// message's post stamp, so the core measures what a user perceives as lag: for each event type,
-// how long messages waited between post and dispatch (the runtime gives each type core
-// storage, loopcanary::EventHealth), and, for a type declared periodic (init_event), its
-// lateness, missed periods and deadline misses. The runtime adds, for each block, which
+// Every dispatch is stamped with loopcanary with the message's post stamp, back to back while
+// the loop drains its queue (Monitor::next_at: the stamp that begins a dispatch ends the one
+// before it, one clock read per dispatch; the last one ends before the loop waits). So the
+// core measures what a user perceives as lag: for each event type, how long messages waited
+// between post and dispatch (the runtime gives each type core storage,
+// loopcanary::EventHealth), and, for a type declared periodic (init_event), its lateness,
+// missed periods and deadline misses. The runtime adds, for each block, which
 // messages it held up ("events delayed by this block"), and reports the loop's idle waits
 // (Monitor::add_idle). Nothing allocates: every table is fixed at compile time.
 //
@@ -82,8 +84,10 @@ struct TypeStats {
 /// The loop's time and dispatches over every run_for() so far, in 64 bits (a run outlasts the
 /// 32-bit counters of LoopStats, and its window the tick wrap): the core's counters
 /// (Monitor::stats()), folded in every second of loop time and at the end of each run_for().
-/// busy_ticks + idle_ticks is window_ticks less the loop's own time between dispatches (none
-/// in virtual time).
+/// busy_ticks + idle_ticks is window_ticks less the loop's own time from the end of a drain to
+/// its idle wait (none in virtual time): its time between two dispatches of a drain belongs to
+/// the dispatch before (Monitor::next_at), and so does its time from the last handler of a
+/// drain to the end stamp.
 struct LoopTotals {
   std::uint64_t window_ticks = 0;  ///< time spent in run_for(), ticks
   std::uint64_t busy_ticks = 0;    ///< LoopStats::busy_ticks over it: dispatches
@@ -198,6 +202,8 @@ class Runtime {
   bool enqueue(const Message& message) noexcept;
   bool dequeue(Message& out) noexcept;
   void dispatch(const Message& message) noexcept;
+  void end_dispatch(std::uint64_t at) noexcept;
+  void close_span(std::uint64_t at) noexcept;
   void attribute_delay(const Message& message, std::uint64_t dispatched_at) noexcept;
   std::uint32_t irq_overflows() const noexcept;
   void fold_totals(std::uint64_t now) noexcept;
@@ -229,6 +235,17 @@ class Runtime {
   std::uint32_t spans_overwritten_ = 0;
 
   std::uint32_t dispatches_ = 0;
+
+  // The dispatch the monitor has open: it ends when the next one begins (back to back) or when
+  // the loop goes idle or returns from run_for().
+  struct OpenDispatch {
+    bool active = false;
+    TypeId type = 0;
+    std::uint32_t dispatch = 0;          // its number (BlockSpan::dispatch)
+    std::uint32_t overflows_before = 0;  // irq_overflows() when it began
+    std::uint64_t begin = 0;             // now() terms
+  };
+  OpenDispatch open_;
 
   LoopTotals totals_;
   LoopStats folded_;             // the core's counters at the latest fold
