@@ -248,13 +248,15 @@ enum class WarningKind : std::uint8_t {
   unknown_config,   ///< a packet of a configuration this reader does not know or whose counts do not fit this build
   malformed_packet, ///< a whole packet whose body does not decode (bad varint, cut field, bad index, trailing bytes)
   unknown_kind,     ///< a line whose "kind" is not one this reader knows ("health"; none: a block record)
+  orphan_evidence,  ///< an evidence packet for a watch that has not started (its watch packet lost or dropped)
+  box_discarded,    ///< a device found its evidence ring (crash box) damaged at boot and discarded it
   count_            ///< number of kinds (not a kind)
 };
 constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::count_);
 /// A short name for summaries: "unreadable", "torn tail", "malformed JSON", "too deep",
 /// "too long", "wrong type", "missing field", "unknown format version", "garbage",
 /// "CRC mismatch", "unknown packet type", "unknown configuration", "malformed packet",
-/// "unknown record kind".
+/// "unknown record kind", "evidence out of order", "crash box discarded".
 const char* to_string(WarningKind kind) noexcept;
 
 /// The format version this reader reads. Records of docs/report-format.md carry no version
