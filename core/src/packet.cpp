@@ -40,35 +40,6 @@ constexpr unsigned kConfiguration = detail::kPacketConfiguration;
 
 }  // namespace
 
-void ByteWriter::uv(std::uint64_t v) noexcept {
-  for (; v >= 0x80u; v >>= 7) u8(static_cast<unsigned>(v & 0x7Fu) | 0x80u);
-  u8(static_cast<unsigned>(v));
-}
-
-void ByteWriter::uv_flagged(std::uint64_t value, bool flag) noexcept {
-  const std::uint64_t rest = value >> 6;
-  u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
-  if (rest != 0) uv(rest);
-}
-
-void ByteWriter::memory(const MemoryReading& m) noexcept {
-  u8(m.valid & ((1u << kMemoryValues) - 1u));
-  for (unsigned i = 0; i < kMemoryValues; ++i) {
-    if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
-  }
-}
-
-void ByteWriter::str(const char* s) noexcept {
-  std::size_t length = 0;
-  if (s != nullptr) {
-    while (length <= kPacketNameMax && s[length] != '\0') ++length;
-  }
-  const bool cut = length > kPacketNameMax;
-  if (cut) length = kPacketNameMax;
-  u8(static_cast<unsigned>(length << 1) | (cut ? 1u : 0u));  // uv (L << 1) | cut: one byte
-  for (std::size_t i = 0; i < length; ++i) u8(static_cast<unsigned char>(s[i]));
-}
-
 std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc) noexcept {
   crc = ~crc;
   for (std::size_t i = 0; i < size; ++i) {

@@ -720,17 +720,17 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
       return b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6"), failed();
     }
     std::uint8_t discarded = 0;
-    std::uint32_t damaged = 0;
-    if (boot_kind == 1 && (!b.u8("discarded", discarded) || !b.uv("damaged", 32, damaged))) return failed();
+    at = b.offset();
+    if (boot_kind == 1 && !b.u8("discarded", discarded)) return failed();
+    if (discarded > 1) return b.malformed(at, "discarded", std::to_string(discarded) + " is not 0 or 1"), failed();
     if (!end("the boot packet")) return failed();
     st.previous_boot = boot_kind == 0;
     st.reset_cause = static_cast<ResetCause>(cause);
     if (boot_kind == 1) {
       st.watches.clear();  // a new boot: no watch has started
-      if (discarded != 0 || damaged != 0) {
+      if (discarded != 0) {
         kind = WarningKind::box_discarded;
-        warning = discarded != 0 ? "the device found no valid evidence ring at boot (power-on or damage): discarded"
-                                 : std::to_string(damaged) + " damaged runs of bytes in the device's evidence ring, dropped";
+        warning = "the device found no valid evidence ring at boot (power-on or damage): its contents discarded";
       }
     }
     return true;

@@ -1532,10 +1532,7 @@ Bytes boot_packet(unsigned kind, unsigned cause, unsigned discarded = 0) {
   Bytes b;
   put_u8(b, kind);
   put_u8(b, cause);
-  if (kind == 1) {
-    put_u8(b, discarded);
-    put_uv(b, 0);
-  }
+  if (kind == 1) put_u8(b, discarded);
   return make_packet(b, 7);
 }
 

@@ -53,7 +53,7 @@ struct EvidenceRingStats {
   std::uint32_t drained;         ///< packets drain() sent this boot (a boot packet included)
   std::uint32_t refused;         ///< packets drain() could not send: larger than its buffer (lost)
   std::uint32_t carried_bytes;   ///< bytes open() found from before the reset (this boot)
-  std::uint32_t damaged;         ///< runs of damaged bytes among them, dropped (this boot)
+  std::uint32_t damaged;         ///< runs of damaged bytes drain() skipped (this boot)
   std::uint32_t boxes_discarded; ///< 1 when open() found no valid ring this boot, else 0
   ResetCause reset_cause;        ///< cause of the reset before this boot, as open() decided it
 };
@@ -90,10 +90,10 @@ class EvidenceRing {
 
  protected:
   /// Validates the ring at boot: magic, layout, capacity and header CRC, and the unread span
-  /// within the capacity; then walks the span packet by packet (framing and CRC) and counts the
-  /// runs of damaged bytes (drain() skips them). A ring that fails discards its contents
-  /// (counted). The bytes kept are the previous boot's; a `boot` packet of this boot (kind 1,
-  /// the reset cause, what was discarded) is appended after them. `board_cause`: the board's
+  /// within the capacity. A ring that fails discards its contents (counted). The bytes kept are
+  /// the previous boot's (each packet is checked when drain() sends it: framing and CRC; damaged
+  /// bytes are skipped and counted); a `boot` packet of this boot (kind 1, the reset cause,
+  /// whether the ring was discarded) is appended after them. `board_cause`: the board's
   /// reset cause (ResetCause::unknown: the one set_reset_cause() recorded is used).
   CrashBoxStatus open(std::uint8_t* bytes, std::uint32_t capacity, ResetCause board_cause) noexcept;
 
@@ -121,6 +121,7 @@ class EvidenceRing {
   std::uint32_t refused_;
   std::uint32_t carried_bytes_;
   std::uint32_t damaged_;
+  bool in_damage_;
   std::uint32_t discarded_;
   ResetCause cause_;
 };

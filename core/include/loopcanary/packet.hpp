@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "loopcanary/config.hpp"
+#include "loopcanary/hal.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary {
@@ -154,14 +155,35 @@ struct ByteWriter {
     ++pos;
   }
   /// Unsigned LEB128.
-  void uv(std::uint64_t v) noexcept;
+  void uv(std::uint64_t v) noexcept {
+    for (; v >= 0x80u; v >>= 7) u8(static_cast<unsigned>(v & 0x7Fu) | 0x80u);
+    u8(static_cast<unsigned>(v));
+  }
   /// uv of (value << 1) | flag without the 65th bit a 64-bit value would need: the first byte
   /// holds the flag and the value's low 6 bits, the rest is uv(value >> 6).
-  void uv_flagged(std::uint64_t value, bool flag) noexcept;
+  void uv_flagged(std::uint64_t value, bool flag) noexcept {
+    const std::uint64_t rest = value >> 6;
+    u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
+    if (rest != 0) uv(rest);
+  }
   /// Memory presence byte, then each known value.
-  void memory(const MemoryReading& m) noexcept;
+  void memory(const MemoryReading& m) noexcept {
+    u8(m.valid & ((1u << kMemoryValues) - 1u));
+    for (unsigned i = 0; i < kMemoryValues; ++i) {
+      if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
+    }
+  }
   /// str: uv (L << 1) | cut, then L bytes (at most kPacketNameMax); a null name is length 0.
-  void str(const char* s) noexcept;
+  void str(const char* s) noexcept {
+    std::size_t length = 0;
+    if (s != nullptr) {
+      while (length <= kPacketNameMax && s[length] != '\0') ++length;
+    }
+    const bool cut = length > kPacketNameMax;
+    if (cut) length = kPacketNameMax;
+    u8(static_cast<unsigned>(length << 1) | (cut ? 1u : 0u));  // uv (L << 1) | cut: one byte
+    for (std::size_t i = 0; i < length; ++i) u8(static_cast<unsigned char>(s[i]));
+  }
 };
 
 /// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian, bit 2
