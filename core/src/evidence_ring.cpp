@@ -69,23 +69,26 @@ CrashBoxStatus EvidenceRing::open(std::uint8_t* bytes, std::uint32_t capacity, R
     head_.store(0, std::memory_order_relaxed);
     tail_.store(0, std::memory_order_relaxed);
     dropped_.store(0, std::memory_order_relaxed);
+    boots_ = 0;
     discarded_ = 1;
   } else if (board_cause == ResetCause::unknown && reset_check_ == ~reset_cause_ &&
              reset_cause_ <= static_cast<std::uint32_t>(ResetCause::brown_out)) {
     cause_ = static_cast<ResetCause>(reset_cause_);
   }
   set_reset_cause(ResetCause::unknown);
-  // The previous boot's bytes (drain() sends them after a `boot` packet marking them).
+  // The bytes of earlier boots (drain() sends them after a `boot` packet marking them).
   const std::uint32_t from = tail_.load(std::memory_order_relaxed);
   const std::uint32_t to = head_.load(std::memory_order_relaxed);
   carried_ = to - from;
   carried_bytes_ = carried_;
   marked_ = false;
   // This boot starts here.
-  std::uint8_t packet[kPacketHeaderBytes + 3 + kPacketTrailerBytes];
+  ++boots_;
+  std::uint8_t packet[kPacketHeaderBytes + 3 + detail::varint_bytes(32) + kPacketTrailerBytes];
   ByteWriter w{packet, sizeof packet, kPacketHeaderBytes};
   w.u8(kBootStarts);
   w.u8(static_cast<unsigned>(cause_));
+  w.uv(boots_);
   w.u8(discarded_);
   push(packet, detail::seal_packet(packet, PacketType::boot, w.pos - kPacketHeaderBytes));
   if (discarded_ != 0) return CrashBoxStatus::discarded;
@@ -119,6 +122,7 @@ std::uint32_t EvidenceRing::drain(const PacketSink& sink, std::uint8_t* buffer, 
       ByteWriter w{buffer, size, kPacketHeaderBytes};
       w.u8(kBootPrevious);
       w.u8(static_cast<unsigned>(cause_));
+      w.uv(boots_);
       sink.write(sink.context, buffer, detail::seal_packet(buffer, PacketType::boot, w.pos - kPacketHeaderBytes));
       marked_ = true;
       ++sent;
@@ -145,7 +149,7 @@ void EvidenceRing::set_reset_cause(ResetCause cause) noexcept {
 
 EvidenceRingStats EvidenceRing::stats() const noexcept {
   return EvidenceRingStats{detail::load_relaxed(pushed_), detail::load_relaxed(dropped_), drained_, refused_,
-                           carried_bytes_, damaged_, discarded_, cause_};
+                           carried_bytes_, damaged_, discarded_, boots_, cause_};
 }
 
 }  // namespace loopcanary

@@ -274,7 +274,7 @@ struct ReadStats {
   std::uint64_t records = 0;       ///< well-formed records passed to the callbacks (block and health records)
   std::uint64_t health_records = 0;  ///< of `records`: health records
   std::uint64_t captures = 0;      ///< files read as binary captures (also in `files`)
-  std::uint64_t packets = 0;       ///< packets of the captures decoded into records (also in `records`)
+  std::uint64_t packets = 0;       ///< packets of the captures decoded: into records, or evidence packets
   std::uint64_t skipped_bytes = 0; ///< bytes of the captures not part of a decoded packet (each in a warning)
   std::array<std::uint64_t, kWarningKinds> warnings{};  ///< by WarningKind
   std::uint64_t warnings_total() const noexcept;

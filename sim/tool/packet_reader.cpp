@@ -619,7 +619,8 @@ struct EvidenceState {
   };
   std::map<std::uint8_t, Watch> watches;
   std::shared_ptr<EvidencePool> pool = std::make_shared<EvidencePool>();
-  bool previous_boot = false;  // between a `boot` packet of kind 0 and the next of kind 1
+  bool previous_boot = false;  // from a `boot` packet of kind 0 to the kind 1 of its boot number
+  std::uint32_t until_boot = 0;
   ResetCause reset_cause = ResetCause::unknown;
 };
 
@@ -719,15 +720,20 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
     if (cause > static_cast<std::uint8_t>(ResetCause::brown_out)) {
       return b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6"), failed();
     }
+    std::uint32_t boot = 0;
     std::uint8_t discarded = 0;
+    if (!b.uv("boot", 32, boot)) return failed();
     at = b.offset();
     if (boot_kind == 1 && !b.u8("discarded", discarded)) return failed();
     if (discarded > 1) return b.malformed(at, "discarded", std::to_string(discarded) + " is not 0 or 1"), failed();
     if (!end("the boot packet")) return failed();
-    st.previous_boot = boot_kind == 0;
-    st.reset_cause = static_cast<ResetCause>(cause);
-    if (boot_kind == 1) {
-      st.watches.clear();  // a new boot: no watch has started
+    if (boot_kind == 0) {  // what follows was recorded before boot `boot`
+      st.previous_boot = true;
+      st.until_boot = boot;
+      st.reset_cause = static_cast<ResetCause>(cause);
+    } else {
+      st.watches.clear();  // a boot starts: no watch has started
+      if (st.previous_boot && boot == st.until_boot) st.previous_boot = false;  // the boot that sent them
       if (discarded != 0) {
         kind = WarningKind::box_discarded;
         warning = "the device found no valid evidence ring at boot (power-on or damage): its contents discarded";
@@ -1107,9 +1113,9 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
         skipped.report(kind, p, length, what + ": packet skipped");
       } else {
         ++stats_.evidence;
+        ++stats_.decoded;
         if (!warning.empty() && on_problem) on_problem(kind, p, warning);
         if (produced) {
-          ++stats_.decoded;
           record_.offset = p;
           if (on_record) on_record(record_);
         }

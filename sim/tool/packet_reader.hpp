@@ -123,9 +123,9 @@ struct CaptureStats {
   std::uint64_t captures = 0;       ///< captures read
   std::uint64_t bytes = 0;          ///< bytes read
   std::uint64_t packets = 0;        ///< whole packets (CRC correct), decoded or not
-  std::uint64_t decoded = 0;        ///< packets decoded into records
+  std::uint64_t decoded = 0;        ///< packets decoded: into records, or evidence fed to the assembler
   std::uint64_t skipped_bytes = 0;  ///< bytes not part of a decoded packet (every problem's bytes)
-  std::uint64_t evidence = 0;       ///< evidence packets (types 4..7) decoded
+  std::uint64_t evidence = 0;       ///< evidence packets (types 4..7) decoded (also in `decoded`)
 };
 
 /// Reads captures: scans for packets, checks them, decodes them. Evidence packets (types 4..7,

@@ -1528,10 +1528,11 @@ Bytes observation_packet(unsigned watch, std::uint32_t report = 1) {
   return make_packet(b, 6);
 }
 
-Bytes boot_packet(unsigned kind, unsigned cause, unsigned discarded = 0) {
+Bytes boot_packet(unsigned kind, unsigned cause, unsigned boot, unsigned discarded = 0) {
   Bytes b;
   put_u8(b, kind);
   put_u8(b, cause);
+  put_uv(b, boot);
   if (kind == 1) put_u8(b, discarded);
   return make_packet(b, 7);
 }
@@ -1563,7 +1564,7 @@ TEST(EvidenceReader, AssemblesARecordFromAWatchItsSamplesAndAnObservation) {
   EXPECT_EQ(r.top[0].count, 2u);
   EXPECT_FALSE(d.records[0].previous_boot);
   EXPECT_EQ(d.stats.evidence, 4u);
-  EXPECT_EQ(d.stats.decoded, 1u);
+  EXPECT_EQ(d.stats.decoded, 4u);  // every packet decoded, one record
 }
 
 TEST(EvidenceReader, KeepsTheDevicesSampleCapacity) {
@@ -1626,8 +1627,11 @@ TEST(EvidenceReader, CapacitiesOverThisBuildsAreAConfigurationItDoesNotKnow) {
 }
 
 TEST(EvidenceReader, BootPacketsMarkThePreviousBootsRecordsAndStartANewBoot) {
-  const Decoded d = decode(boot_packet(0, 3) + watch_packet(0) + sample_packet(0, 12000, 0x800) +
-                           observation_packet(0, 7) + boot_packet(1, 3) + observation_packet(0, 1));
+  // Boot 2 sends what boot 1 left in the ring (which starts with boot 1's own boot packet), then
+  // its own boot packet.
+  const Decoded d = decode(boot_packet(0, 3, 2) + boot_packet(1, 1, 1) + watch_packet(0) +
+                           sample_packet(0, 12000, 0x800) + observation_packet(0, 7) + boot_packet(1, 3, 2) +
+                           observation_packet(0, 1));
   ASSERT_EQ(d.records.size(), 2u);
   EXPECT_TRUE(d.records[0].previous_boot);
   EXPECT_EQ(d.records[0].reset_cause, loopcanary::ResetCause::software);
@@ -1640,7 +1644,7 @@ TEST(EvidenceReader, BootPacketsMarkThePreviousBootsRecordsAndStartANewBoot) {
 }
 
 TEST(EvidenceReader, ADiscardedBoxIsWarned) {
-  const Decoded d = decode(boot_packet(1, 1, 1));
+  const Decoded d = decode(boot_packet(1, 1, 1, 1));
   ASSERT_EQ(d.problems.size(), 1u);
   EXPECT_EQ(d.problems[0].kind, WarningKind::box_discarded);
   EXPECT_TRUE(d.records.empty());

@@ -55,6 +55,7 @@ struct EvidenceRingStats {
   std::uint32_t carried_bytes;   ///< bytes open() found from before the reset (this boot)
   std::uint32_t damaged;         ///< runs of damaged bytes drain() skipped (this boot)
   std::uint32_t boxes_discarded; ///< 1 when open() found no valid ring this boot, else 0
+  std::uint32_t boot;            ///< this boot's number: boots since the ring was last discarded (1..)
   ResetCause reset_cause;        ///< cause of the reset before this boot, as open() decided it
 };
 
@@ -91,9 +92,9 @@ class EvidenceRing {
  protected:
   /// Validates the ring at boot: magic, layout, capacity and header CRC, and the unread span
   /// within the capacity. A ring that fails discards its contents (counted). The bytes kept are
-  /// the previous boot's (each packet is checked when drain() sends it: framing and CRC; damaged
-  /// bytes are skipped and counted); a `boot` packet of this boot (kind 1, the reset cause,
-  /// whether the ring was discarded) is appended after them. `board_cause`: the board's
+  /// earlier boots' (each packet is checked when drain() sends it: framing and CRC; damaged
+  /// bytes are skipped and counted); a `boot` packet of this boot (kind 1, the reset cause, this
+  /// boot's number, whether the ring was discarded) is appended after them. `board_cause`: the board's
   /// reset cause (ResetCause::unknown: the one set_reset_cause() recorded is used).
   CrashBoxStatus open(std::uint8_t* bytes, std::uint32_t capacity, ResetCause board_cause) noexcept;
 
@@ -112,6 +113,7 @@ class EvidenceRing {
   std::uint32_t reset_cause_;        // set_reset_cause(), read by the next open()
   std::uint32_t reset_check_;        // ~reset_cause_: a cause is only believed when both agree
   std::atomic<std::uint32_t> dropped_;
+  std::uint32_t boots_;  // open() calls since the ring was last discarded: this boot's number
   // This boot.
   std::uint8_t* bytes_;
   std::uint32_t carried_;  // bytes of the previous boot not yet sent
