@@ -32,11 +32,12 @@ void cpu_reading(ByteWriter& w, const TimedCpuReading& r) noexcept {
 // ---- The evidence sink ------------------------------------------------------------------------
 
 Status EvidenceWatchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, EvidenceRing& ring,
-                              std::uint8_t* scratch) noexcept {
+                              std::uint8_t* scratch, bool* announced) noexcept {
   const Status status = Watchdog::init(config, hal, storage, kStream, nullptr);
   if (status != Status::ok) return status;
   ring_ = &ring;
   scratch_ = scratch;
+  announced_ = announced;
   rule_[0] = config.running_permille;
   rule_[1] = config.starved_busy_permille;
   rule_[2] = config.starved_wait_permille;
@@ -44,15 +45,22 @@ Status EvidenceWatchdog::init(const WatchdogConfig& config, const Hal& hal, cons
 }
 
 void EvidenceWatchdog::send_watch(Watchdog& self, std::size_t watch) noexcept {
-  auto& me = static_cast<EvidenceWatchdog&>(self);
-  ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
+  static_cast<EvidenceWatchdog&>(self).announced_[watch] = false;  // sent with its first evidence
+}
+
+// The `watch` packet of `watch`, once per dispatch it watches, before its first evidence.
+void EvidenceWatchdog::announce(std::size_t watch) noexcept {
+  if (announced_[watch]) return;
+  announced_[watch] = true;
+  ByteWriter w{scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
   configuration(w);
   w.u8(static_cast<unsigned>(watch));
-  me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
+  ring_->push(scratch_, detail::seal_packet(scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
 }
 
 void EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Sample& s) noexcept {
   auto& me = static_cast<EvidenceWatchdog&>(self);
+  me.announce(watch);
   ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
   w.u8(static_cast<unsigned>(watch));
   w.uv(s.at);
@@ -66,6 +74,7 @@ void EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Samp
 
 bool EvidenceWatchdog::send_observation(Watchdog& self, const Observation& o) noexcept {
   auto& me = static_cast<EvidenceWatchdog&>(self);
+  if (o.watch != kNoWatch) me.announce(o.watch);
   ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
   configuration(w);
   for (std::uint16_t permille : me.rule_) w.uv(permille);

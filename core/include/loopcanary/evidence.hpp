@@ -150,15 +150,18 @@ class StaticEvidenceRing : public EvidenceRing {
 
 /// A watchdog whose observer sends its evidence to an EvidenceRing as packets instead of
 /// assembling records: pop() finds nothing and the interceptors are never called (the host
-/// decoder builds the records). Instantiate StaticEvidenceWatchdog.
+/// decoder builds the records). A watch's `watch` packet is sent with its first sample or
+/// report, so a dispatch that ends before the watchdog arms costs no byte. Instantiate
+/// StaticEvidenceWatchdog.
 class EvidenceWatchdog : public Watchdog {
  protected:
   constexpr EvidenceWatchdog() noexcept = default;
   ~EvidenceWatchdog() = default;
   Status init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, EvidenceRing& ring,
-              std::uint8_t* scratch) noexcept;
+              std::uint8_t* scratch, bool* announced) noexcept;
 
  private:
+  void announce(std::size_t watch) noexcept;
   static void send_watch(Watchdog& self, std::size_t watch) noexcept;
   static void send_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
   static bool send_observation(Watchdog& self, const Observation& observation) noexcept;
@@ -166,6 +169,7 @@ class EvidenceWatchdog : public Watchdog {
 
   EvidenceRing* ring_ = nullptr;
   std::uint8_t* scratch_ = nullptr;  // kMaxEvidencePacketBytes: the packet being encoded
+  bool* announced_ = nullptr;        // per watch: its `watch` packet was sent for its dispatch
   std::uint16_t rule_[3] = {};       // running, starved_busy, starved_wait permille
 };
 
@@ -175,6 +179,7 @@ struct EvidenceWatchdogStorage {
   WatchdogTrack tracks[MaxLoops] = {};
   Watch watches[Watches] = {};
   std::uint8_t scratch[kMaxEvidencePacketBytes] = {};
+  bool announced[Watches] = {};
 };
 }  // namespace detail
 
@@ -196,7 +201,7 @@ class StaticEvidenceWatchdog final : private detail::EvidenceWatchdogStorage<Max
     return EvidenceWatchdog::init(config, hal,
                                   Storage{Own::tracks, MaxLoops, Own::watches, nullptr, Watches, nullptr, 0, nullptr, 0,
                                           nullptr, nullptr},
-                                  ring, Own::scratch);
+                                  ring, Own::scratch, Own::announced);
   }
 };
 
