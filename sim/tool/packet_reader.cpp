@@ -624,6 +624,8 @@ struct EvidenceState {
   ResetCause reset_cause = ResetCause::unknown;
 };
 
+std::shared_ptr<EvidenceState> make_evidence_state() { return std::make_shared<EvidenceState>(); }
+
 namespace {
 
 // The device's configuration and capacities that head `watch` and `observation` bodies; each
@@ -1105,7 +1107,7 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
                          "): " + std::to_string(length) + "-byte packet skipped");
     } else if (version >= 2 && type >= static_cast<std::uint8_t>(PacketType::watch) &&
                type <= static_cast<std::uint8_t>(PacketType::boot)) {
-      if (!evidence_) evidence_ = std::make_shared<EvidenceState>();
+      if (!evidence_) evidence_ = make_evidence_state();
       bool produced = false;
       std::string warning;
       if (!decode_evidence(packet + kPacketHeaderBytes, length - kPacketMin, type, *evidence_, record_, produced, kind,
@@ -1114,6 +1116,7 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
       } else {
         ++stats_.evidence;
         ++stats_.decoded;
+        stats_.decoded_bytes += length;
         if (!warning.empty() && on_problem) on_problem(kind, p, warning);
         if (produced) {
           record_.offset = p;
@@ -1134,6 +1137,7 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
       skipped.report(kind, p, length, what + ": packet skipped");
     } else {
       ++stats_.decoded;
+      stats_.decoded_bytes += length;
       record_.offset = p;
       if (on_record) on_record(record_);
     }

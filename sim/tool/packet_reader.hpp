@@ -95,6 +95,9 @@ bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t
 bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, DecodedRecord& out,
                         WarningKind& kind, std::string& what);
 
+/// A fresh evidence state (no watch started, this boot's), for decode_evidence.
+std::shared_ptr<EvidenceState> make_evidence_state();
+
 /// Decodes the body of an evidence packet of `type` (4..7; docs/report-format.md, "Evidence
 /// packets") into `state`; for an observation (type 6), assembles its record into `out` and
 /// sets `produced`. Returns false with `kind` and `what` as decode_packet_body gives them for a
@@ -125,6 +128,7 @@ struct CaptureStats {
   std::uint64_t packets = 0;        ///< whole packets (CRC correct), decoded or not
   std::uint64_t decoded = 0;        ///< packets decoded: into records, or evidence fed to the assembler
   std::uint64_t skipped_bytes = 0;  ///< bytes not part of a decoded packet (every problem's bytes)
+  std::uint64_t decoded_bytes = 0;  ///< bytes of the decoded packets (with skipped_bytes: every byte read)
   std::uint64_t evidence = 0;       ///< evidence packets (types 4..7) decoded (also in `decoded`)
 };
 
