@@ -6,6 +6,11 @@
 // `host_derives.records_equal` (host_derives_compare.cmake) requires both outputs to be
 // identical apart from their first line, which names the build.
 //
+// Built a third time with LC_EVIDENCE_STREAM=1 (against the host's core and the tool's reader):
+// the watchdog is a StaticEvidenceWatchdog that sends its evidence as packets into an evidence
+// ring, and the records printed are those the tool's CaptureReader assembles from the drained
+// bytes. `host_derives.records_equal` requires that output to be identical too.
+//
 // The scenario covers every cause (running, waiting, starved with and without a run-queue
 // counter, unknown without counters), in-progress, hang and final reports, and a rule other than
 // the defaults.
@@ -14,6 +19,16 @@
 
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary_port.hpp"  // port/sim
+
+#ifndef LC_EVIDENCE_STREAM
+#define LC_EVIDENCE_STREAM 0
+#endif
+#if LC_EVIDENCE_STREAM
+#include <vector>
+
+#include "loopcanary/evidence.hpp"
+#include "packet_reader.hpp"  // sim/tool
+#endif
 
 namespace lc = loopcanary;
 namespace sim = loopcanary::sim;
@@ -60,16 +75,26 @@ void print(const lc::BlockRecord& r) {
   print_u("sample_count", r.sample_count);
   print_u("top_count", r.top_count);
   print_u("top_other", r.top_other);
+  // Scope frames are names (their addresses differ between a device and the decoder).
+  const auto frame = [](lc::Frame f, bool is_scope) {
+    if (is_scope) {
+      std::printf("%s", reinterpret_cast<const char*>(f));
+    } else {
+      std::printf("%llx", static_cast<unsigned long long>(f));
+    }
+  };
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    std::printf(" top=%llx/%d/%lu", static_cast<unsigned long long>(r.top[i].frame), r.top[i].is_scope ? 1 : 0,
-                static_cast<unsigned long>(r.top[i].count));
+    std::printf(" top=");
+    frame(r.top[i].frame, r.top[i].is_scope);
+    std::printf("/%d/%lu", r.top[i].is_scope ? 1 : 0, static_cast<unsigned long>(r.top[i].count));
   }
   for (std::uint8_t i = 0; i < r.sample_count; ++i) {
     const lc::Sample& s = r.samples[i];
     std::printf(" sample=%lu/%lu/%d/%d", static_cast<unsigned long>(s.at), static_cast<unsigned long>(s.seq),
                 s.scope_count, s.pc_count);
     for (std::uint8_t f = 0; f < s.scope_count + s.pc_count; ++f) {
-      std::printf(":%llx", static_cast<unsigned long long>(s.frames[f]));
+      std::printf(":");
+      frame(s.frames[f], f < s.scope_count);
     }
   }
   std::printf("\n");
@@ -84,7 +109,13 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
   thread.pc = 0x1234;
   machine.set_pc_capture(true);
   sim::PortMonitor monitor{sim::Clock{time}};
+#if LC_EVIDENCE_STREAM
+  static lc::StaticEvidenceRing<1u << 16> ring;  // zero at the first case: discarded, then valid
+  ring.open(lc::ResetCause::unknown);
+  lc::StaticEvidenceWatchdog<1> watchdog;
+#else
   lc::StaticWatchdog<1, 16> watchdog;
+#endif
   sim::Scheduler scheduler(time, machine, watchdog, sim::ms(5));
   lc::MonitorConfig config;
   config.name = "main";
@@ -93,7 +124,12 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
   config.sample_interval_us = 5'000;
   config.hang_limit_us = 300'000;
   config.context = &thread;
-  if (monitor.init(config) != lc::Status::ok || watchdog.init(rule, machine.hal()) != lc::Status::ok ||
+#if LC_EVIDENCE_STREAM
+  const lc::Status watchdog_status = watchdog.init(rule, machine.hal(), ring);
+#else
+  const lc::Status watchdog_status = watchdog.init(rule, machine.hal());
+#endif
+  if (monitor.init(config) != lc::Status::ok || watchdog_status != lc::Status::ok ||
       watchdog.add(monitor) != lc::Status::ok) {
     std::printf("%s: init failed\n", name);
     ++g_failures;
@@ -102,6 +138,29 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
   std::printf("case %s\n", name);
   run(machine, thread, monitor, scheduler);
   scheduler.idle(sim::ms(20));
+#if LC_EVIDENCE_STREAM
+  // What the device sends, read by the tool as `loopcanary decode` reads a capture.
+  std::vector<std::uint8_t> capture;
+  std::uint8_t buffer[lc::kMaxEvidencePacketBytes];
+  const lc::PacketSink sink{[](void* context, const std::uint8_t* packet, std::size_t size) {
+                              auto& bytes = *static_cast<std::vector<std::uint8_t>*>(context);
+                              bytes.insert(bytes.end(), packet, packet + size);
+                            },
+                            &capture};
+  ring.drain(sink, buffer, sizeof buffer);
+  if (ring.stats().dropped != 0) {
+    std::printf("%s: the evidence ring dropped packets\n", name);
+    ++g_failures;
+  }
+  lc::tool::CaptureReader reader;
+  reader.read(
+      capture.data(), capture.size(), [](lc::tool::DecodedRecord& decoded) { print(decoded.record); },
+      [name](lc::tool::WarningKind kind, std::uint64_t offset, const std::string& what) {
+        if (kind == lc::tool::WarningKind::box_discarded) return;  // the ring's first open
+        std::printf("%s: capture offset %llu: %s\n", name, static_cast<unsigned long long>(offset), what.c_str());
+        ++g_failures;
+      });
+#else
   lc::BlockRecord r;
   while (watchdog.pop(r)) {
     if constexpr (lc::kHostDerives) {
@@ -114,12 +173,14 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
     }
     print(r);
   }
+#endif
 }
 
 }  // namespace
 
 int main() {
-  std::printf("LOOPCANARY_HOST_DERIVES=%d (the output below must not depend on it)\n", LOOPCANARY_HOST_DERIVES);
+  std::printf("LOOPCANARY_HOST_DERIVES=%d LC_EVIDENCE_STREAM=%d (the output below must not depend on them)\n",
+              LOOPCANARY_HOST_DERIVES, LC_EVIDENCE_STREAM);
   const lc::WatchdogConfig defaults;
   run_case("compute", defaults, [](sim::Machine&, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
     monitor.begin(kCompute);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "loopcanary/crash_box.hpp"
+#include "loopcanary/evidence.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
 #include "loopcanary_port.hpp"
@@ -388,6 +389,69 @@ TEST(NoAlloc, WatchdogScenarioAllocatesNothing) {
   EXPECT_EQ(reopened, lc::CrashBoxStatus::kept);
   EXPECT_GT(box.stored, 0u);
   EXPECT_EQ(sent, box.kept);
+  EXPECT_EQ(drained.packets, sent);
+  EXPECT_GT(drained.bytes, 0u);
+}
+
+// The evidence stream (evidence.hpp): an evidence watchdog's observer encoding its evidence into
+// an evidence ring, reopened as after a reset and drained.
+lc::StaticEvidenceRing<8192> g_evidence_ring;
+
+TEST(NoAlloc, EvidenceStreamAllocatesNothing) {
+  lc::sim::VirtualTime time(0u - 250'000u);  // crosses the tick counter's wrap
+  lc::sim::Machine machine;
+  lc::sim::Thread thread;
+  auto monitor = std::make_unique<lc::sim::PortMonitor>(lc::sim::Clock{time});
+  auto watchdog = std::make_unique<lc::StaticEvidenceWatchdog<1>>();
+  struct Drained {
+    std::size_t packets = 0;
+    std::size_t bytes = 0;
+  } drained;
+  static std::uint8_t buffer[lc::kMaxEvidencePacketBytes];
+
+  MeasuredSection section;
+  machine.set_pc_capture(true);
+  g_evidence_ring.open(lc::ResetCause::power_on);
+  const lc::Status monitor_status = monitor->init(monitor_config(thread));
+  const lc::Status dog_status = watchdog->init(lc::WatchdogConfig{}, machine.hal(), g_evidence_ring);
+  const lc::Status add_status = watchdog->add(*monitor);
+  {
+    lc::sim::Scheduler scheduler(time, machine, *watchdog, lc::sim::ms(5));
+    for (int i = 0; i < 20; ++i) {
+      LOOPCANARY_DISPATCH(*monitor, kTick);
+      scheduler.compute(thread, lc::sim::ms(2));
+    }
+    {
+      LOOPCANARY_DISPATCH(*monitor, kSlow);
+      LOOPCANARY_SCOPE(*monitor, "update");
+      thread.pc = 0x2000;
+      scheduler.compute(thread, lc::sim::ms(450));  // in progress, hang
+    }
+    scheduler.idle(lc::sim::ms(20));
+  }
+  g_evidence_ring.set_reset_cause(lc::ResetCause::software);
+  const lc::CrashBoxStatus reopened = g_evidence_ring.open(lc::ResetCause::unknown);
+  const std::uint32_t sent = g_evidence_ring.drain(
+      {[](void* context, const std::uint8_t*, std::size_t size) {
+         auto* d = static_cast<Drained*>(context);
+         ++d->packets;
+         d->bytes += size;
+       },
+       &drained},
+      buffer, sizeof buffer);
+  const lc::EvidenceRingStats stats = g_evidence_ring.stats();
+  section.stop();
+
+  EXPECT_EQ(section.allocations(), 0u);
+  EXPECT_EQ(section.deallocations(), 0u);
+  // The section did what it claims.
+  ASSERT_EQ(monitor_status, lc::Status::ok);
+  ASSERT_EQ(dog_status, lc::Status::ok);
+  ASSERT_EQ(add_status, lc::Status::ok);
+  EXPECT_EQ(reopened, lc::CrashBoxStatus::kept);
+  EXPECT_EQ(watchdog->stats().reports, 3u);  // in progress, hang, final
+  EXPECT_EQ(stats.dropped, 0u);
+  EXPECT_GT(sent, 10u);  // the boot packets, a watch, its samples, three observations
   EXPECT_EQ(drained.packets, sent);
   EXPECT_GT(drained.bytes, 0u);
 }

@@ -63,7 +63,7 @@ void set_stages(BlockRecord& record, const BlockNote& note) noexcept {
 
 // Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
 // else the innermost program counter.
-void count_top(StackEvidence& stack, const Sample& sample) noexcept {
+void count_top(StackEvidence& stack, const Sample& sample, std::size_t capacity) noexcept {
   const bool is_scope = sample.scope_count > 0;
   const Frame frame = sample.frames[0];
   TopFrame* const top = stack.top;
@@ -80,12 +80,15 @@ void count_top(StackEvidence& stack, const Sample& sample) noexcept {
       return;
     }
   }
-  if (stack.top_count < kTopFrames) {
+  if (stack.top_count < capacity) {
     top[stack.top_count++] = TopFrame{frame, is_scope, 1};
   } else {
     ++stack.top_other;
   }
 }
+
+// A watch's capacity: `own` when it is 1..`build`, else `build` (0 in a zeroed WatchEvidence).
+std::size_t capacity_of(std::size_t own, std::size_t build) noexcept { return own != 0 && own < build ? own : build; }
 
 }  // namespace
 
@@ -106,7 +109,7 @@ Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
 
 void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept { record.cause = classify(record, rule); }
 
-void watch_started(WatchEvidence& evidence) noexcept {
+void watch_started(WatchEvidence& evidence, std::size_t max_samples, std::size_t top_frames) noexcept {
   StackEvidence& stack = evidence.stack;
   stack.samples_taken = 0;
   stack.samples_overwritten = 0;
@@ -114,21 +117,24 @@ void watch_started(WatchEvidence& evidence) noexcept {
   stack.top_count = 0;
   stack.top_other = 0;
   evidence.oldest = 0;
+  evidence.max_samples = static_cast<std::uint8_t>(capacity_of(max_samples, kMaxSamples));
+  evidence.top_frames = static_cast<std::uint8_t>(capacity_of(top_frames, kTopFrames));
 }
 
 void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept {
   StackEvidence& stack = evidence.stack;
+  const std::size_t capacity = capacity_of(evidence.max_samples, kMaxSamples);
   std::size_t slot = stack.sample_count;
-  if (slot < kMaxSamples) {
+  if (slot < capacity) {
     ++stack.sample_count;
   } else {  // full: the newest replaces the oldest (assemble puts them back in order)
     slot = evidence.oldest;
-    evidence.oldest = static_cast<std::uint8_t>((slot + 1u) % kMaxSamples);
+    evidence.oldest = static_cast<std::uint8_t>((slot + 1u) % capacity);
     ++stack.samples_overwritten;
   }
   stack.samples[slot] = sample;
   ++stack.samples_taken;
-  count_top(stack, sample);
+  count_top(stack, sample, capacity_of(evidence.top_frames, kTopFrames));
 }
 
 void assemble(const Observation& o, const WatchEvidence* evidence, const char* qualifier, const WatchdogConfig& rule,
@@ -162,7 +168,7 @@ void assemble(const Observation& o, const WatchEvidence* evidence, const char* q
   if (evidence != nullptr && o.watch != kNoWatch) {
     static_cast<StackEvidence&>(r) = evidence->stack;
     if (evidence->oldest != 0) {  // the watch's samples wrapped: oldest first in the record
-      const std::size_t older = kMaxSamples - evidence->oldest;
+      const std::size_t older = evidence->stack.sample_count - evidence->oldest;  // full: the capacity
       std::memcpy(&r.samples[0], &evidence->stack.samples[evidence->oldest], older * sizeof(Sample));
       std::memcpy(&r.samples[older], &evidence->stack.samples[0], evidence->oldest * sizeof(Sample));
     }

@@ -9,48 +9,7 @@ namespace {
 
 static_assert(kPacketNameMax < 64, "a name's length varint (L << 1 | cut) must stay one byte");
 
-// Appends bytes to a fixed buffer, never at or past `size`, and counts them all: `pos` is the
-// length of everything written so far, whether it fitted or not.
-struct ByteWriter {
-  std::uint8_t* buffer;
-  std::size_t size;
-  std::size_t pos;
-
-  void u8(unsigned v) noexcept {
-    if (pos < size) buffer[pos] = static_cast<std::uint8_t>(v);
-    ++pos;
-  }
-  // Unsigned LEB128.
-  void uv(std::uint64_t v) noexcept {
-    for (; v >= 0x80u; v >>= 7) u8(static_cast<unsigned>(v & 0x7Fu) | 0x80u);
-    u8(static_cast<unsigned>(v));
-  }
-  // uv of (value << 1) | flag without the 65th bit a 64-bit value would need: the first byte
-  // holds the flag and the value's low 6 bits, the rest is uv(value >> 6).
-  void uv_flagged(std::uint64_t value, bool flag) noexcept {
-    const std::uint64_t rest = value >> 6;
-    u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
-    if (rest != 0) uv(rest);
-  }
-  // Memory presence byte, then each known value.
-  void memory(const MemoryReading& m) noexcept {
-    u8(m.valid & ((1u << kMemoryValues) - 1u));
-    for (unsigned i = 0; i < kMemoryValues; ++i) {
-      if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
-    }
-  }
-  // str: uv (L << 1) | cut, then L bytes; a null name is length 0.
-  void str(const char* s) noexcept {
-    std::size_t length = 0;
-    if (s != nullptr) {
-      while (length <= kPacketNameMax && s[length] != '\0') ++length;
-    }
-    const bool cut = length > kPacketNameMax;
-    if (cut) length = kPacketNameMax;
-    u8(static_cast<unsigned>(length << 1) | (cut ? 1u : 0u));  // uv (L << 1) | cut: one byte
-    for (std::size_t i = 0; i < length; ++i) u8(static_cast<unsigned char>(s[i]));
-  }
-};
+using detail::ByteWriter;
 
 // Zigzag form of a two's complement value of T's width: 0, -1, 1, -2 ... -> 0, 1, 2, 3 ...
 // Equal to the spec's 64-bit zigzag of the value sign-extended from T's width.
@@ -77,11 +36,7 @@ struct StringTable {
 };
 using ScopeStrings = StringTable<detail::kPacketStringsMax - 3, 3>;
 
-constexpr unsigned kConfiguration = (sizeof(Frame) == 8 ? 1u : 0u) | (kHostDerives ? 4u : 0u)
-#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-                                    | 2u
-#endif
-    ;
+constexpr unsigned kConfiguration = detail::kPacketConfiguration;
 
 }  // namespace
 

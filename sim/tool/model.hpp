@@ -249,13 +249,15 @@ enum class WarningKind : std::uint8_t {
   unknown_config,   ///< a packet of a configuration this reader does not know or whose counts do not fit this build
   malformed_packet, ///< a whole packet whose body does not decode (bad varint, cut field, bad index, trailing bytes)
   unknown_kind,     ///< a line whose "kind" is not one this reader knows ("health"; none: a block record)
+  orphan_evidence,  ///< an evidence packet for a watch that has not started (its watch packet lost or dropped)
+  box_discarded,    ///< a device found its evidence ring (crash box) damaged at boot and discarded it
   count_            ///< number of kinds (not a kind)
 };
 constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::count_);
 /// A short name for summaries: "unreadable", "torn tail", "malformed JSON", "too deep",
 /// "too long", "wrong type", "missing field", "unknown format version", "garbage",
 /// "CRC mismatch", "unknown packet type", "unknown configuration", "malformed packet",
-/// "unknown record kind".
+/// "unknown record kind", "evidence out of order", "crash box discarded".
 const char* to_string(WarningKind kind) noexcept;
 
 /// The format version this reader reads: the one the core writes (kJsonFormatVersion,
@@ -274,7 +276,7 @@ struct ReadStats {
   std::uint64_t records = 0;       ///< well-formed records passed to the callbacks (block and health records)
   std::uint64_t health_records = 0;  ///< of `records`: health records
   std::uint64_t captures = 0;      ///< files read as binary captures (also in `files`)
-  std::uint64_t packets = 0;       ///< packets of the captures decoded into records (also in `records`)
+  std::uint64_t packets = 0;       ///< packets of the captures decoded: into records, or evidence packets
   std::uint64_t skipped_bytes = 0; ///< bytes of the captures not part of a decoded packet (each in a warning)
   std::array<std::uint64_t, kWarningKinds> warnings{};  ///< by WarningKind
   std::uint64_t warnings_total() const noexcept;

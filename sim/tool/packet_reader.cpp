@@ -7,9 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "loopcanary/format.hpp"
 #include "loopcanary/packet.hpp"
+#include "loopcanary/assembler.hpp"
 #include "loopcanary/watchdog.hpp"
 
 namespace loopcanary::tool {
@@ -21,7 +24,23 @@ using CoreSample = loopcanary::Sample;
 
 // What a decoded record points into: its event descriptor and its names, on the heap so that
 // moving the DecodedRecord keeps every pointer valid.
+// The names and event descriptors of evidence packets (one per distinct name, stable addresses):
+// a watch's samples span packets, so their scope names live as long as the reader, and every
+// record assembled from them keeps the pool alive.
+struct EvidencePool {
+  std::set<std::string> names;
+  std::map<std::string, Event> events;
+  const char* name(const std::string& s) { return s.empty() ? nullptr : names.insert(s).first->c_str(); }
+  const Event* event(const std::string& s) {
+    auto it = events.find(s);
+    if (it == events.end()) it = events.emplace(s, Event{nullptr, 0}).first;
+    it->second.name = it->first.c_str();
+    return &it->second;
+  }
+};
+
 struct DecodedRecord::Storage {
+  std::shared_ptr<const EvidencePool> pool;  // an assembled record's names
   Event event{nullptr, 0};
   Event delayed_by{nullptr, 0};     // a deadline miss's delaying event
   std::vector<Event> health_events;  // a health record's events (sized before pointers are taken)
@@ -589,6 +608,263 @@ bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   return true;
 }
 
+// ---- Evidence packets (docs/report-format.md, "Evidence packets").
+
+struct EvidenceState {
+  struct Watch {
+    bool started = false;
+    bool wide = false;            // 64-bit program counters (configuration bit 0)
+    std::uint8_t max_frames = 0;  // the device's
+    WatchEvidence evidence{};
+  };
+  std::map<std::uint8_t, Watch> watches;
+  std::shared_ptr<EvidencePool> pool = std::make_shared<EvidencePool>();
+  bool previous_boot = false;  // from a `boot` packet of kind 0 to the kind 1 of its boot number
+  std::uint32_t until_boot = 0;
+  ResetCause reset_cause = ResetCause::unknown;
+};
+
+std::shared_ptr<EvidenceState> make_evidence_state() { return std::make_shared<EvidenceState>(); }
+
+namespace {
+
+// The device's configuration and capacities that head `watch` and `observation` bodies; each
+// capacity must fit this build's.
+struct EvidenceConfig {
+  std::uint8_t config = 0;
+  std::uint8_t max_samples = 0;
+  std::uint8_t max_frames = 0;
+  std::uint8_t top_frames = 0;
+  std::uint8_t max_stages = 0;
+};
+
+bool read_capacity(Body& b, const char* field, std::uint8_t& v, unsigned least, std::size_t build, const char* limit) {
+  const std::size_t at = b.offset();
+  if (!b.u8(field, v)) return false;
+  if (v < least) return b.malformed(at, field, std::to_string(v) + " is less than " + std::to_string(least));
+  if (v > build) {
+    return b.fail(WarningKind::unknown_config, at, field,
+                  std::to_string(v) + " is over this build's " + limit + " " + std::to_string(build));
+  }
+  return true;
+}
+
+bool read_evidence_config(Body& b, EvidenceConfig& c) {
+  return read_configuration(b, c.config) &&
+         read_capacity(b, "max samples", c.max_samples, 1, kMaxSamples, "LOOPCANARY_MAX_SAMPLES") &&
+         read_capacity(b, "max frames", c.max_frames, 1, kMaxFrames, "LOOPCANARY_MAX_FRAMES") &&
+         read_capacity(b, "top frames", c.top_frames, 1, kTopFrames, "LOOPCANARY_TOP_FRAMES") &&
+         read_capacity(b, "max stages", c.max_stages, 0, kMaxStages, "LOOPCANARY_MAX_STAGES");
+}
+
+// A `str` (uv (L << 1) | cut, then L bytes; a cut name gets "...").
+bool read_name(Body& b, const char* field, std::string& out) {
+  std::uint32_t header = 0;
+  const std::size_t at = b.offset();
+  if (!b.uv(field, 32, header)) return false;
+  const std::size_t length = header >> 1;
+  if (length > b.remaining()) {
+    return b.malformed(at, field, "the body ends inside this field (a name of " + std::to_string(length) + " bytes, " +
+                                      std::to_string(b.remaining()) + " left)");
+  }
+  if (std::memchr(b.here(), '\0', length) != nullptr) return b.malformed(b.offset(), field, "a NUL byte inside a name");
+  out.assign(reinterpret_cast<const char*>(b.here()), length);
+  b.skip(length);
+  if ((header & 1u) != 0) out += "...";
+  return true;
+}
+
+bool read_cpu(Body& b, TimedCpuReading& r) {
+  const std::size_t at = b.offset();
+  if (!b.uv("cpu elapsed", 64, r.elapsed) || !b.u8("cpu presence", r.counters.valid)) return false;
+  if ((r.counters.valid >> kCpuValues) != 0) {
+    return b.malformed(at, "cpu presence", "bits other than 0.." + std::to_string(kCpuValues - 1) + " set");
+  }
+  for (unsigned i = 0; i < kCpuValues; ++i) {
+    if (r.counters.has(static_cast<CpuValue>(i)) && !b.uv("cpu value", 64, r.counters.value[i])) return false;
+  }
+  return true;
+}
+
+bool rule_value(Body& b, const char* field, std::uint16_t& v) {
+  const std::size_t at = b.offset();
+  if (!b.uv(field, 16, v)) return false;
+  if (v == 0 || v > 1000) return b.malformed(at, field, std::to_string(v) + " is not in 1..1000");
+  return true;
+}
+
+}  // namespace
+
+bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t type, EvidenceState& st,
+                     DecodedRecord& out, bool& produced, WarningKind& kind, std::string& what, std::string& warning) {
+  Body b(data, size);
+  const Failed failed{b, kind, what};
+  produced = false;
+  warning.clear();
+  const auto end = [&](const char* after) {
+    if (b.remaining() == 0) return true;
+    return b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after " + after);
+  };
+  const auto orphan = [&](const char* what_packet, unsigned watch) {
+    kind = WarningKind::orphan_evidence;
+    warning = std::string(what_packet) + " for watch " + std::to_string(watch) +
+              ", which has not started (its watch packet was lost or dropped)";
+  };
+
+  if (type == static_cast<std::uint8_t>(PacketType::boot)) {
+    std::uint8_t boot_kind = 0;
+    std::uint8_t cause = 0;
+    std::size_t at = b.offset();
+    if (!b.u8("boot kind", boot_kind)) return failed();
+    if (boot_kind > 1) return b.malformed(at, "boot kind", std::to_string(boot_kind) + " is not 0 or 1"), failed();
+    at = b.offset();
+    if (!b.u8("reset cause", cause)) return failed();
+    if (cause > static_cast<std::uint8_t>(ResetCause::brown_out)) {
+      return b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6"), failed();
+    }
+    std::uint32_t boot = 0;
+    std::uint8_t discarded = 0;
+    if (!b.uv("boot", 32, boot)) return failed();
+    at = b.offset();
+    if (boot_kind == 1 && !b.u8("discarded", discarded)) return failed();
+    if (discarded > 1) return b.malformed(at, "discarded", std::to_string(discarded) + " is not 0 or 1"), failed();
+    if (!end("the boot packet")) return failed();
+    if (boot_kind == 0) {  // what follows was recorded before boot `boot`
+      st.previous_boot = true;
+      st.until_boot = boot;
+      st.reset_cause = static_cast<ResetCause>(cause);
+    } else {
+      st.watches.clear();  // a boot starts: no watch has started
+      if (st.previous_boot && boot == st.until_boot) st.previous_boot = false;  // the boot that sent them
+      if (discarded != 0) {
+        kind = WarningKind::box_discarded;
+        warning = "the device found no valid evidence ring at boot (power-on or damage): its contents discarded";
+      }
+    }
+    return true;
+  }
+
+  if (type == static_cast<std::uint8_t>(PacketType::watch)) {
+    EvidenceConfig c;
+    std::uint8_t watch = 0;
+    if (!read_evidence_config(b, c) || !b.u8("watch", watch) || !end("the watch")) return failed();
+    EvidenceState::Watch& w = st.watches[watch];
+    w.started = true;
+    w.wide = (c.config & 1u) != 0;
+    w.max_frames = c.max_frames;
+    watch_started(w.evidence, c.max_samples, c.top_frames);
+    return true;
+  }
+
+  if (type == static_cast<std::uint8_t>(PacketType::sample)) {
+    std::uint8_t watch = 0;
+    CoreSample s;
+    if (!b.u8("watch", watch) || !b.uv("at", 32, s.at) || !b.uv("seq", 32, s.seq)) return failed();
+    const auto found = st.watches.find(watch);
+    const unsigned max_frames = found != st.watches.end() ? found->second.max_frames : kMaxFrames;
+    std::size_t at = b.offset();
+    if (!b.u8("scope count", s.scope_count) || !b.u8("pc count", s.pc_count)) return failed();
+    if (s.scope_count + s.pc_count > max_frames) {
+      return b.malformed(at, "frame counts",
+                         std::to_string(s.scope_count + s.pc_count) + " frames are over the watch's max frames " +
+                             std::to_string(max_frames)), failed();
+    }
+    std::string name;
+    for (unsigned f = 0; f < s.scope_count; ++f) {
+      if (!read_name(b, "scope", name)) return failed();
+      const char* interned = st.pool->name(name);
+      s.frames[f] = reinterpret_cast<CoreFrame>(interned != nullptr ? interned : "");
+    }
+    const bool wide = found != st.watches.end() && found->second.wide;
+    for (unsigned f = 0; f < s.pc_count; ++f) {
+      std::uint64_t pc = 0;
+      if (!b.uv("pc", wide ? 64 : 32, pc)) return failed();
+      s.frames[s.scope_count + f] = static_cast<CoreFrame>(pc);
+    }
+    if (!end("the last frame")) return failed();
+    if (found == st.watches.end() || !found->second.started) {
+      orphan("sample", watch);
+      return true;
+    }
+    if (s.scope_count + s.pc_count == 0) return b.malformed(at, "frame counts", "a sample without frames"), failed();
+    add_sample(found->second.evidence, s);
+    return true;
+  }
+
+  // An observation.
+  EvidenceConfig c;
+  WatchdogConfig rule;
+  Observation o{};
+  std::uint8_t phase = 0;
+  std::string name;
+  if (!read_evidence_config(b, c) || !rule_value(b, "running permille", rule.running_permille) ||
+      !rule_value(b, "starved busy permille", rule.starved_busy_permille) ||
+      !rule_value(b, "starved wait permille", rule.starved_wait_permille) || !b.uv("tick_hz", 32, o.tick_hz) ||
+      !b.uv("report", 32, o.report) || !b.uv("records_dropped", 32, o.records_dropped) ||
+      !b.uv("notes_dropped", 32, o.notes_dropped)) {
+    return failed();
+  }
+  std::size_t at = b.offset();
+  if (!b.u8("phase", phase)) return failed();
+  if (phase > static_cast<std::uint8_t>(Phase::deadline_miss)) {
+    return b.malformed(at, "phase", std::to_string(phase) + " is not a phase"), failed();
+  }
+  o.phase = static_cast<Phase>(phase);
+  at = b.offset();
+  if (!b.u8("flags", o.flags)) return failed();
+  if ((o.flags & ~7u) != 0) return b.malformed(at, "flags", "bits other than 0, 1 and 2 set"), failed();
+  if (!b.u8("loop_index", o.loop_index) || !b.u8("watch", o.watch) || !b.uv("seq", 32, o.note.seq) ||
+      !b.uv("begin", 32, o.note.begin) || !b.uv("end", 32, o.note.end) || !b.uv("duration", 64, o.duration_ticks) ||
+      !b.uv("threshold", 32, o.threshold_ticks) || !b.uv("delayed_by_dispatch", 32, o.delayed_by_dispatch)) {
+    return failed();
+  }
+  std::string delayer;
+  if (o.delayed_by_dispatch != 0 && !read_name(b, "delayed-by event", delayer)) return failed();
+  if ((o.flags & kFlagUnwatched) == 0 && (!read_cpu(b, o.first) || !read_cpu(b, o.last))) return failed();
+  std::string qualifier;
+  std::string loop;
+  std::string event;
+  if (!read_memory(b, o.memory) || !b.uv("samples_missed", 32, o.samples_missed) ||
+      !read_name(b, "qualifier", qualifier) || !read_name(b, "loop", loop) || !read_name(b, "event", event)) {
+    return failed();
+  }
+  std::uint8_t stages = 0;
+  if (!b.count("stage count", stages, c.max_stages, "max stages", "stages", kMaxStages, "LOOPCANARY_MAX_STAGES")) {
+    return failed();
+  }
+  if constexpr (kMaxStages > 0) {
+    o.note.stage_count = stages;
+    for (unsigned i = 0; i < stages; ++i) {
+      if (!read_name(b, "stage name", name) || !b.uv("stage start", 32, o.note.stages[i].start)) return failed();
+      o.note.stages[i].name = st.pool->name(name);
+    }
+  }
+  if (!end("the last stage")) return failed();
+
+  o.loop = st.pool->name(loop);
+  o.note.event = st.pool->event(event);
+  if (o.delayed_by_dispatch != 0) o.delayed_by = st.pool->event(delayer);
+  const WatchEvidence* evidence = nullptr;
+  if (o.watch != kNoWatch) {
+    const auto found = st.watches.find(o.watch);
+    if (found != st.watches.end() && found->second.started) {
+      evidence = &found->second.evidence;
+    } else {
+      orphan("observation", o.watch);
+    }
+  }
+  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
+  out.storage_->pool = st.pool;
+  out.is_health = false;
+  out.previous_boot = st.previous_boot;
+  out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
+  const char* q = st.pool->name(qualifier);
+  assemble(o, evidence, q != nullptr ? q : "", rule, out.record);
+  if constexpr (kHostDerives) derive(out.record, rule);
+  produced = true;
+  return true;
+}
+
 namespace {
 
 // Formats into `line` with `format` (a core formatter), growing it when the form needs more.
@@ -829,6 +1105,24 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
                      "packet format version " + std::to_string(version) + " (this tool reads " +
                          std::to_string(kPacketVersionOldest) + " to " + std::to_string(kPacketVersionNewest) +
                          "): " + std::to_string(length) + "-byte packet skipped");
+    } else if (version >= 2 && type >= static_cast<std::uint8_t>(PacketType::watch) &&
+               type <= static_cast<std::uint8_t>(PacketType::boot)) {
+      if (!evidence_) evidence_ = make_evidence_state();
+      bool produced = false;
+      std::string warning;
+      if (!decode_evidence(packet + kPacketHeaderBytes, length - kPacketMin, type, *evidence_, record_, produced, kind,
+                           what, warning)) {
+        skipped.report(kind, p, length, what + ": packet skipped");
+      } else {
+        ++stats_.evidence;
+        ++stats_.decoded;
+        stats_.decoded_bytes += length;
+        if (!warning.empty() && on_problem) on_problem(kind, p, warning);
+        if (produced) {
+          record_.offset = p;
+          if (on_record) on_record(record_);
+        }
+      }
     } else if (type != static_cast<std::uint8_t>(PacketType::block) &&
                type != static_cast<std::uint8_t>(PacketType::previous_boot) &&
                !(type == static_cast<std::uint8_t>(PacketType::health) && version >= 2)) {
@@ -843,6 +1137,7 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
       skipped.report(kind, p, length, what + ": packet skipped");
     } else {
       ++stats_.decoded;
+      stats_.decoded_bytes += length;
       record_.offset = p;
       if (on_record) on_record(record_);
     }

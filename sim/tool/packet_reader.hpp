@@ -23,6 +23,9 @@
 
 namespace loopcanary::tool {
 
+/// The state of the evidence packets a CaptureReader has read (packet_reader.cpp).
+struct EvidenceState;
+
 
 /// One record decoded from a packet. The name pointers of `record` (qualifier, loop, event and
 /// its name, the delaying event, stage names, scope frames) and of `health` (qualifier, loop, the
@@ -50,6 +53,8 @@ class DecodedRecord {
  private:
   friend bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, bool previous_boot,
                                  DecodedRecord& out, WarningKind& kind, std::string& what);
+  friend bool decode_evidence(const std::uint8_t*, std::size_t, std::uint8_t, EvidenceState&, DecodedRecord&, bool&,
+                              WarningKind&, std::string&, std::string&);
   friend bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version,
                                  DecodedRecord& out, WarningKind& kind, std::string& what);
   struct Storage;
@@ -90,6 +95,19 @@ bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t
 bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, DecodedRecord& out,
                         WarningKind& kind, std::string& what);
 
+/// A fresh evidence state (no watch started, this boot's), for decode_evidence.
+std::shared_ptr<EvidenceState> make_evidence_state();
+
+/// Decodes the body of an evidence packet of `type` (4..7; docs/report-format.md, "Evidence
+/// packets") into `state`; for an observation (type 6), assembles its record into `out` and
+/// sets `produced`. Returns false with `kind` and `what` as decode_packet_body gives them for a
+/// body that does not decode (nothing of it is applied then). A packet that decodes but does not
+/// fit the state (a sample or an observation for a watch that has not started; a `boot` packet
+/// saying the device discarded its ring) returns true with `warning` saying so (kind
+/// orphan_evidence or box_discarded, in `kind`); `warning` is empty otherwise.
+bool decode_evidence(const std::uint8_t* body, std::size_t size, std::uint8_t type, EvidenceState& state,
+                     DecodedRecord& out, bool& produced, WarningKind& kind, std::string& what, std::string& warning);
+
 /// The record's JSON line, without its newline: for a block record the core's format_json, then,
 /// for a previous_boot record, `,"previous_boot":true,"reset_cause":"<cause>"` before the closing
 /// brace; for a health record the core's format_health_json (docs/report-format.md). `line` is
@@ -108,11 +126,19 @@ struct CaptureStats {
   std::uint64_t captures = 0;       ///< captures read
   std::uint64_t bytes = 0;          ///< bytes read
   std::uint64_t packets = 0;        ///< whole packets (CRC correct), decoded or not
-  std::uint64_t decoded = 0;        ///< packets decoded into records
+  std::uint64_t decoded = 0;        ///< packets decoded: into records, or evidence fed to the assembler
   std::uint64_t skipped_bytes = 0;  ///< bytes not part of a decoded packet (every problem's bytes)
+  std::uint64_t decoded_bytes = 0;  ///< bytes of the decoded packets (with skipped_bytes: every byte read)
+  std::uint64_t evidence = 0;       ///< evidence packets (types 4..7) decoded (also in `decoded`)
 };
 
-/// Reads captures: scans for packets, checks them, decodes them. Streams from a byte source with
+/// Reads captures: scans for packets, checks them, decodes them. Evidence packets (types 4..7,
+/// docs/report-format.md "Evidence packets") are fed to the core's assembler (watch_started,
+/// add_sample, assemble) as the host-side watchdog does, and each observation becomes a record
+/// equal to the one that watchdog would have built; the state of the watches carries across
+/// the captures one reader reads (a device's captures, in order). A sample or observation for a
+/// watch that has not started is warned (WarningKind::orphan_evidence; the observation's record
+/// is still made, without samples), never a crash. Streams from a byte source with
 /// one bounded window (the largest packet plus a 64 KiB read chunk); reuses one DecodedRecord.
 class CaptureReader {
  public:
@@ -138,6 +164,7 @@ class CaptureReader {
   CaptureStats stats_;
   std::vector<std::uint8_t> window_;
   DecodedRecord record_;
+  std::shared_ptr<EvidenceState> evidence_;  // the evidence packets' state across packets and captures
 };
 
 }  // namespace loopcanary::tool

@@ -271,7 +271,7 @@ int main() {
     if (++dispatched == kHoldAfterTick) {
       hold_begin = cm::Clock::now();
       g_monitor.begin_at(kHold, hold_begin);
-      lc::device_test::spend_ticks(hold_begin, kHoldUs * ticks_per_us, 100);
+      lc::device_test::spend_ticks(hold_begin, kHoldUs * ticks_per_us, 400);  // 400: few samples land in the clock read
       hold_end = cm::Clock::now();
       g_monitor.end_at(hold_end);
       held = true;

@@ -104,6 +104,14 @@ std::uint32_t send_capture(CrashBox& box, const char* path) noexcept {
   return close_capture(box.drain(board::host_file_sink(g_capture)), 0);
 }
 
+std::uint32_t send_capture(EvidenceRing& ring, const char* path) noexcept {
+  static std::uint8_t packet[kMaxEvidencePacketBytes];  // static: this may run in an interrupt
+  open_capture(path);
+  const std::uint32_t refused_before = ring.stats().refused;
+  const std::uint32_t sent = ring.drain(board::host_file_sink(g_capture), packet, sizeof packet);
+  return close_capture(sent, ring.stats().refused - refused_before);
+}
+
 void print_port_stats() noexcept {
   const cortex_m::PortStats s = cortex_m::stats();
   print("port: ticks=");

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "loopcanary/crash_box.hpp"
+#include "loopcanary/evidence.hpp"
 #include "loopcanary/monitor.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/time.hpp"
@@ -50,6 +51,11 @@ std::uint32_t send_capture(Watchdog& watchdog, const char* path) noexcept;
 /// The same for the records `box` kept from before the reset (CrashBox::drain: `previous_boot`
 /// packets; refused is always 0). At boot, after box.open(). Returns the packets sent.
 std::uint32_t send_capture(CrashBox& box, const char* path) noexcept;
+
+/// The same for the packets waiting in an evidence ring (EvidenceRing::drain: `boot` packets,
+/// and `watch`, `sample` and `observation` packets the host assembles into records; refused: those
+/// larger than the buffer of kMaxEvidencePacketBytes, never). Returns the packets sent.
+std::uint32_t send_capture(EvidenceRing& ring, const char* path) noexcept;
 
 /// The port counters (ticks, polls, captures, poll cost).
 void print_port_stats() noexcept;

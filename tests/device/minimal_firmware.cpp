@@ -32,6 +32,9 @@
 #ifndef LC_WITH_PACKET
 #define LC_WITH_PACKET 1
 #endif
+#ifndef LC_WITH_EVIDENCE
+#define LC_WITH_EVIDENCE 0
+#endif
 #ifndef LC_WITH_INIT_EVENT
 #define LC_WITH_INIT_EVENT 0
 #endif
@@ -51,6 +54,9 @@
 #if LC_WITH_PACKET
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/packet.hpp"
+#endif
+#if LC_WITH_EVIDENCE
+#include "loopcanary/evidence.hpp"
 #endif
 #if LC_WITH_MEMORY
 #include "cortex_m_stack.hpp"
@@ -99,7 +105,11 @@ constexpr lc::Event kEvents[] = {
 #else
 constexpr lc::Event kEvents[] = {{"sensor"}, {"button"}, {"radio"}, {"flash_write"}};
 #endif
+#if LC_WITH_EVIDENCE
+lc::StaticEvidenceWatchdog<1> g_watchdog;
+#else
 lc::StaticWatchdog<1, 4> g_watchdog;
+#endif
 cm::PortMonitor g_monitor;
 
 #if LC_WITH_FORMAT
@@ -107,7 +117,11 @@ char g_text[1024];
 void write_record(void* /*context*/, const char* text) { loopcanary::board::write(text); }
 #endif
 #if LC_WITH_PACKET
+#if LC_WITH_EVIDENCE
+LOOPCANARY_BOARD_NOINIT lc::StaticEvidenceRing<1024> g_box;
+#else
 LOOPCANARY_BOARD_NOINIT lc::StaticCrashBox<512> g_box;
+#endif
 // The byte sink: a UART's transmit register on a real board; here the console, in hex.
 void send_packet(void* /*context*/, const std::uint8_t* packet, std::size_t size) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -120,7 +134,9 @@ void send_packet(void* /*context*/, const std::uint8_t* packet, std::size_t size
   }
   loopcanary::board::write("\n");
 }
-#if !LC_WITH_FORMAT
+#if LC_WITH_EVIDENCE
+std::uint8_t g_packet[lc::kMaxEvidencePacketBytes];
+#elif !LC_WITH_FORMAT
 std::uint8_t g_packet[lc::kMaxPacketBytes];
 #endif
 #endif
@@ -161,9 +177,16 @@ int main() {
   if (cm::init_memory(memory) != cm::MemoryStatus::ok) return 8;
   hal.read_memory = &cm::read_memory;
 #endif
+#if LC_WITH_EVIDENCE
+  const lc::PacketSink sink{&send_packet, nullptr};
+  g_box.open(loopcanary::board::reset_cause());
+  g_box.drain(sink, g_packet, sizeof g_packet);  // the previous boot's evidence
+  if (g_watchdog.init(lc::WatchdogConfig{}, hal, g_box) != lc::Status::ok) return 4;
+#else
   if (g_watchdog.init(lc::WatchdogConfig{}, hal) != lc::Status::ok) return 4;
+#endif
   if (g_watchdog.add(g_monitor) != lc::Status::ok) return 5;
-#if LC_WITH_PACKET
+#if LC_WITH_PACKET && !LC_WITH_EVIDENCE
   const lc::PacketSink sink{&send_packet, nullptr};
   g_box.open(loopcanary::board::reset_cause());
   g_box.drain(sink);  // the previous boot's records
@@ -199,7 +222,9 @@ int main() {
   for (int i = 0; i < 5; ++i) cm::idle_wait();  // the watchdog finalises the last block
   cm::attach(nullptr);
   const lc::LoopStats stats = g_monitor.stats();
-#if LC_WITH_FORMAT
+#if LC_WITH_EVIDENCE
+  g_box.drain(sink, g_packet, sizeof g_packet);
+#elif LC_WITH_FORMAT
   const cm::Sink text_sink{&write_record, nullptr};
   cm::drain(g_watchdog, text_sink, cm::Format::json, g_text, sizeof g_text);
 #elif LC_WITH_PACKET

@@ -3,8 +3,10 @@
 // a capture. It is read three ways: whole from memory; through the streaming Fill in reads of
 // 1 to 300 bytes; and, when it starts with a packet header, that packet's body (as long as its
 // length field says, cut at the input's end) is given to decode_packet_body (decode_health_body
-// for a type 3 header) with its CRC not checked, so that mutated bodies reach the decoder. Asserts: every problem names a byte offset
-// inside the capture; the decoded packets and the skipped bytes add up to the capture; split
+// for a type 3 header, decode_evidence with a fresh state for types 4 to 7) with its CRC not
+// checked, so that mutated bodies reach the decoder. Asserts: every problem names a byte offset
+// inside the capture; the decoded packets and the skipped bytes add up to the capture, and the
+// records' packets are among the decoded ones (evidence packets make no record of their own); split
 // reads give the same records, problems and counts as the whole read; a record that decodes
 // formats into a JSON line the tool's JSON Lines parser (parse_line) reads back.
 #include <algorithm>
@@ -73,10 +75,12 @@ Result read_with(const std::uint8_t* data, std::size_t size, Read&& read) {
       });
   r.stats = reader.stats();
   FUZZ_CHECK(r.stats.bytes == size, "read %llu of %zu bytes", static_cast<unsigned long long>(r.stats.bytes), size);
-  FUZZ_CHECK(r.packet_bytes + r.stats.skipped_bytes == size,
+  FUZZ_CHECK(r.stats.decoded_bytes + r.stats.skipped_bytes == size,
              "decoded packets (%llu bytes) and skipped bytes (%llu) do not add up to the capture (%zu bytes)",
-             static_cast<unsigned long long>(r.packet_bytes), static_cast<unsigned long long>(r.stats.skipped_bytes),
-             size);
+             static_cast<unsigned long long>(r.stats.decoded_bytes),
+             static_cast<unsigned long long>(r.stats.skipped_bytes), size);
+  FUZZ_CHECK(r.packet_bytes <= r.stats.decoded_bytes, "the records' packets (%llu bytes) are not all decoded (%llu)",
+             static_cast<unsigned long long>(r.packet_bytes), static_cast<unsigned long long>(r.stats.decoded_bytes));
   return r;
 }
 
@@ -91,6 +95,24 @@ void decode_first_body(const std::uint8_t* data, std::size_t size) {
   std::string what;
   const bool previous_boot = data[3] == static_cast<std::uint8_t>(lc::PacketType::previous_boot);
   const bool health = data[3] == static_cast<std::uint8_t>(lc::PacketType::health);
+  if (data[3] >= static_cast<std::uint8_t>(lc::PacketType::watch) &&
+      data[3] <= static_cast<std::uint8_t>(lc::PacketType::boot)) {
+    const auto state = lt::make_evidence_state();
+    bool produced = false;
+    std::string warning;
+    if (lt::decode_evidence(body.data(), body.size(), data[3], *state, decoded, produced, kind, what, warning)) {
+      if (produced) {
+        std::string line;
+        lt::format_record_json(decoded, line);
+        check_reads_back(line);
+      }
+    } else {
+      FUZZ_CHECK(kind == lt::WarningKind::malformed_packet || kind == lt::WarningKind::unknown_config,
+                 "decode_evidence failed with %s", lt::to_string(kind));
+      FUZZ_CHECK(!what.empty(), "decode_evidence failed without text");
+    }
+    return;
+  }
   if (health ? lt::decode_health_body(body.data(), body.size(), data[2], decoded, kind, what)
              : lt::decode_packet_body(body.data(), body.size(), data[2], previous_boot, decoded, kind, what)) {
     std::string line;
@@ -129,7 +151,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(split.problems == whole.problems, "split reads: %zu problems, whole: %zu", split.problems.size(),
              whole.problems.size());
   FUZZ_CHECK(split.stats.packets == whole.stats.packets && split.stats.decoded == whole.stats.decoded &&
-                 split.stats.skipped_bytes == whole.stats.skipped_bytes,
+                 split.stats.skipped_bytes == whole.stats.skipped_bytes &&
+                 split.stats.decoded_bytes == whole.stats.decoded_bytes,
              "split reads count differently");
   decode_first_body(data, size);
   return 0;

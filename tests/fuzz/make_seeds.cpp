@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Seeds for the fuzz targets that read bytes the core writes: packets made by the core's encoder
-// (encode_packet, a deadline miss among them, and encode_health_packet) and crash-box memory left by the core's CrashBox (store, set_reset_cause),
+// (encode_packet, a deadline miss among them, and encode_health_packet), evidence packets a
+// StaticEvidenceWatchdog sends (on the sim port: a block with scopes and a hang, in one boot and
+// kept across a reset) and crash-box memory left by the core's CrashBox (store, set_reset_cause),
 // written as files into <dir>/capture and <dir>/crash_box. Made at build time, so they follow
 // the encoder and this build's capacities (kMaxSamples, kMaxFrames, kTopFrames).
 //
@@ -15,6 +17,9 @@
 
 #include "crash_box_memory.hpp"
 #include "loopcanary/crash_box.hpp"
+#include "loopcanary/evidence.hpp"
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary_port.hpp"  // port/sim
 #include "loopcanary/packet.hpp"
 #include "loopcanary/record.hpp"
 
@@ -186,6 +191,58 @@ void append_packet(void* capture, const std::uint8_t* packet, std::size_t size) 
   out->insert(out->end(), packet, packet + size);
 }
 
+// Evidence packets of a scenario on the sim port: a dispatch of 120 ms under two scopes and one
+// that hangs (600 ms), from one boot; with `reset`, what a second boot drains after a reset that
+// the hang ended (the first boot's evidence marked as the previous boot's).
+Bytes evidence(bool reset) {
+  namespace sim = loopcanary::sim;
+  static lc::StaticEvidenceRing<1u << 14> ring;
+  ring.open(lc::ResetCause::power_on);
+  Bytes sent;
+  std::uint8_t buffer[lc::kMaxEvidencePacketBytes];
+  ring.drain({&append_packet, &sent}, buffer, sizeof buffer);  // the last run's bytes
+  sent.clear();
+  sim::VirtualTime time(0xFFFF'0000u);
+  sim::Machine machine;
+  sim::Thread thread;
+  thread.pc = 0x1234;
+  machine.set_pc_capture(true);
+  sim::PortMonitor monitor{sim::Clock{time}};
+  lc::StaticEvidenceWatchdog<1> watchdog;
+  sim::Scheduler scheduler(time, machine, watchdog, sim::ms(5));
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = sim::kTickHz;
+  config.threshold_us = 50'000;
+  config.sample_interval_us = 10'000;
+  config.hang_limit_us = 300'000;
+  config.context = &thread;
+  lc::WatchdogConfig dog;
+  dog.qualifier = "fw-1.2";
+  if (monitor.init(config) != lc::Status::ok || watchdog.init(dog, machine.hal(), ring) != lc::Status::ok ||
+      watchdog.add(monitor) != lc::Status::ok) {
+    return sent;
+  }
+  monitor.begin(kShort);
+  {
+    LOOPCANARY_SCOPE(monitor, kScopes[0]);
+    LOOPCANARY_SCOPE(monitor, kScopes[2]);
+    scheduler.compute(thread, sim::ms(120));
+  }
+  monitor.end();
+  monitor.begin(kLong);
+  scheduler.wait(sim::ms(600));
+  if (reset) {
+    ring.set_reset_cause(lc::ResetCause::software);
+    ring.open(lc::ResetCause::unknown);
+  } else {
+    monitor.end();
+    scheduler.idle(sim::ms(20));
+  }
+  ring.drain({&append_packet, &sent}, buffer, sizeof buffer);
+  return sent;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,6 +278,14 @@ int main(int argc, char** argv) {
   const Bytes last = packet_of(all[1]);
   damaged.insert(damaged.end(), last.begin(), last.begin() + static_cast<std::ptrdiff_t>(last.size() / 2));
   ok = ok && write_file(capture + "together.lcb", together.data(), together.size());
+  for (const bool reset : {false, true}) {
+    const Bytes e = evidence(reset);
+    if (e.size() < 200) {
+      std::fprintf(stderr, "loopcanary_fuzz_make_seeds: the evidence scenario sent %zu bytes\n", e.size());
+      return 1;
+    }
+    ok = ok && write_file(capture + (reset ? "evidence_previous_boot.lcb" : "evidence.lcb"), e.data(), e.size());
+  }
   ok = ok && write_file(capture + "damaged.lcb", damaged.data(), damaged.size());
 
   // Crash-box memory as a board finds it at boot: empty, with records stored before the reset

@@ -605,7 +605,7 @@ TEST(PacketReader, ANewerVersionIsSkippedWhole) {
 }
 
 TEST(PacketReader, AnUnknownTypeIsSkipped) {
-  expect_only_problem(make_packet(make_body(with_report(9)), 7), WarningKind::unknown_type, "type 7");
+  expect_only_problem(make_packet(make_body(with_report(9)), 8), WarningKind::unknown_type, "type 8");
 }
 
 TEST(PacketReader, AConfigurationItDoesNotKnow) {
@@ -1459,4 +1459,205 @@ TEST(PacketRoundTrip, DeadlineMissesSurviveTheEncoderAndTheDecoder) {
   const lt::DecodedRecord d = round_trip(r);
   expect_same_record(r, d.record);
   EXPECT_EQ(format(d.record), format(r));
+}
+
+// ---- Evidence packets (types 4..7), built from the specification byte by byte.
+
+namespace {
+
+using lt::test::put_str;
+using lt::test::put_u8;
+using lt::test::put_uv;
+
+// Configuration 0 (32-bit pointers, little-endian), 8 samples, 4 frames, 8 top frames, 2 stages.
+void put_evidence_config(Bytes& b, unsigned max_samples = 8) {
+  for (unsigned v : {0u, max_samples, 4u, 8u, 2u}) put_u8(b, v);
+}
+
+Bytes watch_packet(unsigned watch, unsigned max_samples = 8) {
+  Bytes b;
+  put_evidence_config(b, max_samples);
+  put_u8(b, watch);
+  return make_packet(b, 4);
+}
+
+// A sample of `watch` at `at` with one scope and one PC.
+Bytes sample_packet(unsigned watch, std::uint32_t at, std::uint64_t pc) {
+  Bytes b;
+  put_u8(b, watch);
+  put_uv(b, at);
+  put_uv(b, 1);  // seq: dispatch 1
+  put_u8(b, 1);
+  put_u8(b, 1);
+  put_str(b, "parse");
+  put_uv(b, pc);
+  return make_packet(b, 5);
+}
+
+// A final observation of dispatch 1 (begin 1000, end 61000) on `watch`, armed: CPU readings of
+// thread time 50 ms over a 50 ms window (running by the packet's rule), no memory.
+Bytes observation_packet(unsigned watch, std::uint32_t report = 1) {
+  Bytes b;
+  put_evidence_config(b);
+  for (unsigned permille : {700u, 900u, 500u}) put_uv(b, permille);
+  put_uv(b, 1'000'000);  // tick_hz
+  put_uv(b, report);
+  put_uv(b, 0);  // records_dropped
+  put_uv(b, 0);  // notes_dropped
+  put_u8(b, 2);  // phase: final
+  put_u8(b, 0);  // flags
+  put_u8(b, 0);  // loop_index
+  put_u8(b, watch);
+  put_uv(b, 1);       // seq
+  put_uv(b, 1000);    // begin
+  put_uv(b, 61000);   // end
+  put_uv(b, 60000);   // duration
+  put_uv(b, 20000);   // threshold
+  put_uv(b, 0);       // delayed_by_dispatch
+  for (std::uint64_t elapsed : {10000u, 60000u}) {  // first, last: thread CPU (value 0) only
+    put_uv(b, elapsed);
+    put_u8(b, 1);
+    put_uv(b, elapsed);
+  }
+  put_u8(b, 0);  // memory presence
+  put_uv(b, 0);  // samples_missed
+  put_str(b, "fw-1");
+  put_str(b, "main");
+  put_str(b, "sensor");
+  put_u8(b, 0);  // stages
+  return make_packet(b, 6);
+}
+
+Bytes boot_packet(unsigned kind, unsigned cause, unsigned boot, unsigned discarded = 0) {
+  Bytes b;
+  put_u8(b, kind);
+  put_u8(b, cause);
+  put_uv(b, boot);
+  if (kind == 1) put_u8(b, discarded);
+  return make_packet(b, 7);
+}
+
+}  // namespace
+
+TEST(EvidenceReader, AssemblesARecordFromAWatchItsSamplesAndAnObservation) {
+  const Decoded d = decode(watch_packet(0) + sample_packet(0, 12000, 0x800) + sample_packet(0, 13000, 0x804) +
+                           observation_packet(0));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(r.report, 1u);
+  EXPECT_EQ(r.phase, loopcanary::Phase::final);
+  EXPECT_EQ(str(r.qualifier), "fw-1");
+  EXPECT_EQ(str(r.loop), "main");
+  EXPECT_EQ(str(r.event->name), "sensor");
+  EXPECT_EQ(r.dispatch, 1u);
+  EXPECT_EQ(r.duration_ticks, 60000u);
+  EXPECT_EQ(r.window_ticks, 50000u);
+  EXPECT_EQ(r.thread_cpu_us, 50000u);
+  EXPECT_EQ(r.cause, loopcanary::Cause::running);  // derived on the host
+  ASSERT_EQ(r.sample_count, 2u);
+  EXPECT_EQ(r.samples[1].at, 13000u);
+  EXPECT_EQ(scope(r.samples[0].frames[0]), "parse");
+  EXPECT_EQ(r.samples[1].frames[1], 0x804u);
+  ASSERT_EQ(r.top_count, 1u);  // both samples under the scope "parse"
+  EXPECT_EQ(scope(r.top[0].frame), "parse");
+  EXPECT_EQ(r.top[0].count, 2u);
+  EXPECT_FALSE(d.records[0].previous_boot);
+  EXPECT_EQ(d.stats.evidence, 4u);
+  EXPECT_EQ(d.stats.decoded, 4u);  // every packet decoded, one record
+}
+
+TEST(EvidenceReader, KeepsTheDevicesSampleCapacity) {
+  Bytes capture = watch_packet(0, 2);
+  for (std::uint32_t i = 0; i < 3; ++i) capture = capture + sample_packet(0, 12000 + i, 0x800 + i);
+  const Decoded d = decode(capture + observation_packet(0));
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(r.sample_count, 2u);  // the device's 2, not this build's
+  EXPECT_EQ(r.samples_taken, 3u);
+  EXPECT_EQ(r.samples_overwritten, 1u);
+  EXPECT_EQ(r.samples[0].at, 12001u);  // oldest kept first
+}
+
+TEST(EvidenceReader, ASampleForAWatchThatHasNotStartedIsWarnedAndTheRestRead) {
+  const Bytes orphan = sample_packet(3, 12000, 0x800);
+  const Decoded d = decode(orphan + watch_packet(0) + sample_packet(0, 12000, 0x800) + observation_packet(0));
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::orphan_evidence);
+  EXPECT_EQ(d.problems[0].offset, 0u);
+  EXPECT_NE(d.problems[0].what.find("watch 3"), std::string::npos) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].record.sample_count, 1u);
+}
+
+TEST(EvidenceReader, AnObservationBeforeItsWatchStartedIsWarnedAndRecordedWithoutSamples) {
+  const Decoded d = decode(observation_packet(1));
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::orphan_evidence);
+  EXPECT_NE(d.problems[0].what.find("observation for watch 1"), std::string::npos) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].record.sample_count, 0u);
+  EXPECT_EQ(d.records[0].record.report, 1u);
+}
+
+TEST(EvidenceReader, ACutOrOverlongEvidenceBodyIsMalformedAndSkipped) {
+  const Bytes whole = observation_packet(0);
+  const Bytes body(whole.begin() + 6, whole.end() - 4 - 3);  // the last three body bytes lost
+  const Decoded d = decode(make_packet(body, 6) + watch_packet(0) + observation_packet(0, 2));
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::malformed_packet);
+  EXPECT_EQ(d.problems[0].offset, 0u);
+  ASSERT_EQ(d.records.size(), 1u);
+  EXPECT_EQ(d.records[0].record.report, 2u);
+
+  const Bytes watch = watch_packet(0);
+  Bytes longer(watch.begin() + 6, watch.end() - 4);
+  longer.push_back(0);
+  const Decoded e = decode(make_packet(longer, 4));
+  ASSERT_EQ(e.problems.size(), 1u);
+  EXPECT_EQ(e.problems[0].kind, WarningKind::malformed_packet);
+  EXPECT_NE(e.problems[0].what.find("after the watch"), std::string::npos) << e.problems[0].what;
+}
+
+TEST(EvidenceReader, CapacitiesOverThisBuildsAreAConfigurationItDoesNotKnow) {
+  const Decoded d = decode(watch_packet(0, 200));
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::unknown_config);
+  EXPECT_NE(d.problems[0].what.find("max samples"), std::string::npos) << d.problems[0].what;
+}
+
+TEST(EvidenceReader, BootPacketsMarkThePreviousBootsRecordsAndStartANewBoot) {
+  // Boot 2 sends what boot 1 left in the ring (which starts with boot 1's own boot packet), then
+  // its own boot packet.
+  const Decoded d = decode(boot_packet(0, 3, 2) + boot_packet(1, 1, 1) + watch_packet(0) +
+                           sample_packet(0, 12000, 0x800) + observation_packet(0, 7) + boot_packet(1, 3, 2) +
+                           observation_packet(0, 1));
+  ASSERT_EQ(d.records.size(), 2u);
+  EXPECT_TRUE(d.records[0].previous_boot);
+  EXPECT_EQ(d.records[0].reset_cause, loopcanary::ResetCause::software);
+  EXPECT_NE(json(d.records[0]).find("\"previous_boot\":true,\"reset_cause\":\"software\""), std::string::npos);
+  EXPECT_EQ(d.records[0].record.sample_count, 1u);
+  EXPECT_FALSE(d.records[1].previous_boot);
+  // The new boot has started no watch: its observation on watch 0 is out of order.
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::orphan_evidence);
+}
+
+TEST(EvidenceReader, ADiscardedBoxIsWarned) {
+  const Decoded d = decode(boot_packet(1, 1, 1, 1));
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::box_discarded);
+  EXPECT_TRUE(d.records.empty());
+}
+
+TEST(EvidenceReader, RecordsOutliveTheReader) {
+  std::vector<lt::DecodedRecord> kept;
+  {
+    lt::CaptureReader reader;
+    const Bytes capture = watch_packet(0) + sample_packet(0, 12000, 0x800) + observation_packet(0);
+    reader.read(capture.data(), capture.size(), [&](lt::DecodedRecord& r) { kept.push_back(std::move(r)); }, nullptr);
+  }
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(str(kept[0].record.loop), "main");
+  EXPECT_EQ(scope(kept[0].record.samples[0].frames[0]), "parse");
 }

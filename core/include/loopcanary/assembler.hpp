@@ -68,13 +68,19 @@ inline constexpr std::uint8_t kNoWatch = 0xFF;
 struct WatchEvidence {
   StackEvidence stack;
   std::uint8_t oldest;
+  /// Samples kept and top frames counted: those of the build that observed them (a decoder
+  /// assembles a device's evidence with the device's capacities). 0: kMaxSamples, kTopFrames.
+  std::uint8_t max_samples;
+  std::uint8_t top_frames;
 };
 
-/// A watch starts on a new dispatch: forgets the samples of the last one. Watchdog context (or
-/// the decoder's).
-void watch_started(WatchEvidence& evidence) noexcept;
+/// A watch starts on a new dispatch: forgets the samples of the last one and keeps
+/// `max_samples` samples (1..kMaxSamples) and `top_frames` top frames (1..kTopFrames) of the
+/// next (larger values are cut to those). Watchdog context (or the decoder's).
+void watch_started(WatchEvidence& evidence, std::size_t max_samples = kMaxSamples,
+                   std::size_t top_frames = kTopFrames) noexcept;
 
-/// Adds `sample` to a watch: kept among the latest kMaxSamples (the oldest is overwritten and
+/// Adds `sample` to a watch: kept among the latest WatchEvidence::max_samples (the oldest is overwritten and
 /// counted once full) and counted under its top frame (the innermost scope when it has scopes,
 /// else the innermost program counter). `sample` has at least one frame.
 void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept;

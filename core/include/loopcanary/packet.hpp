@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "loopcanary/config.hpp"
+#include "loopcanary/hal.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary {
@@ -29,6 +30,11 @@ enum class PacketType : std::uint8_t {
   block = 1,          ///< a BlockRecord of the boot that sends it
   previous_boot = 2,  ///< a BlockRecord kept across a reset (crash box): reset cause + block body
   health = 3,         ///< a HealthRecord
+  // Evidence packets (evidence.hpp): what a device's observer saw, for the host's assembler.
+  watch = 4,          ///< a watch starts on a long dispatch
+  sample = 5,         ///< a stack sample of a watch
+  observation = 6,    ///< a report as the observer saw it (raw: the host assembles the record)
+  boot = 7,           ///< where a boot's evidence starts, or where the previous boot's follows
 };
 
 /// Why the device reset, as a `previous_boot` packet carries it (docs/report-format.md).
@@ -135,6 +141,58 @@ namespace detail {
 /// the version, `type`, the length and the CRC-32 after the body. Returns the packet's length.
 /// `body` <= 0xFFFF. The one writer of packet headers (encode_packet, the crash box).
 std::size_t seal_packet(std::uint8_t* packet, PacketType type, std::size_t body) noexcept;
+
+/// Appends bytes to a fixed buffer, never at or past `size`, and counts them all: `pos` is the
+/// length of everything written so far, whether it fitted or not. The one writer of packet
+/// bodies (encode_packet, encode_health_packet, the evidence encoder).
+struct ByteWriter {
+  std::uint8_t* buffer;
+  std::size_t size;
+  std::size_t pos;
+
+  void u8(unsigned v) noexcept {
+    if (pos < size) buffer[pos] = static_cast<std::uint8_t>(v);
+    ++pos;
+  }
+  /// Unsigned LEB128.
+  void uv(std::uint64_t v) noexcept {
+    for (; v >= 0x80u; v >>= 7) u8(static_cast<unsigned>(v & 0x7Fu) | 0x80u);
+    u8(static_cast<unsigned>(v));
+  }
+  /// uv of (value << 1) | flag without the 65th bit a 64-bit value would need: the first byte
+  /// holds the flag and the value's low 6 bits, the rest is uv(value >> 6).
+  void uv_flagged(std::uint64_t value, bool flag) noexcept {
+    const std::uint64_t rest = value >> 6;
+    u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
+    if (rest != 0) uv(rest);
+  }
+  /// Memory presence byte, then each known value.
+  void memory(const MemoryReading& m) noexcept {
+    u8(m.valid & ((1u << kMemoryValues) - 1u));
+    for (unsigned i = 0; i < kMemoryValues; ++i) {
+      if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
+    }
+  }
+  /// str: uv (L << 1) | cut, then L bytes (at most kPacketNameMax); a null name is length 0.
+  void str(const char* s) noexcept {
+    std::size_t length = 0;
+    if (s != nullptr) {
+      while (length <= kPacketNameMax && s[length] != '\0') ++length;
+    }
+    const bool cut = length > kPacketNameMax;
+    if (cut) length = kPacketNameMax;
+    u8(static_cast<unsigned>(length << 1) | (cut ? 1u : 0u));  // uv (L << 1) | cut: one byte
+    for (std::size_t i = 0; i < length; ++i) u8(static_cast<unsigned char>(s[i]));
+  }
+};
+
+/// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian, bit 2
+/// LOOPCANARY_HOST_DERIVES.
+inline constexpr unsigned kPacketConfiguration = (sizeof(Frame) == 8 ? 1u : 0u) | (kHostDerives ? 4u : 0u)
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                                                 | 2u
+#endif
+    ;
 }  // namespace detail
 
 }  // namespace loopcanary

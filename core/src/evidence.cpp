@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// The evidence stream (evidence.hpp): the evidence packets' encoder (the ring, the crash box
+// part, is evidence_ring.cpp). Small on purpose: it is what a device links instead of the
+// assembler and the record encoder.
+// docs/report-format.md ("Evidence packets") is the specification this follows field by field.
+#include "loopcanary/evidence.hpp"
+
+namespace loopcanary {
+namespace {
+
+using detail::ByteWriter;
+
+// The configuration and capacities that head `watch` and `observation` bodies.
+void configuration(ByteWriter& w) noexcept {
+  w.u8(detail::kPacketConfiguration);
+  w.u8(kMaxSamples);
+  w.u8(kMaxFrames);
+  w.u8(kTopFrames);
+  w.u8(kMaxStages);
+}
+
+void cpu_reading(ByteWriter& w, const TimedCpuReading& r) noexcept {
+  w.uv(r.elapsed);
+  w.u8(r.counters.valid);
+  for (unsigned i = 0; i < kCpuValues; ++i) {
+    if (r.counters.has(static_cast<CpuValue>(i))) w.uv(r.counters.value[i]);
+  }
+}
+
+}  // namespace
+
+// ---- The evidence sink ------------------------------------------------------------------------
+
+Status EvidenceWatchdog::init(const WatchdogConfig& config, const Hal& hal, const Storage& storage, EvidenceRing& ring,
+                              std::uint8_t* scratch, bool* announced) noexcept {
+  const Status status = Watchdog::init(config, hal, storage, kStream, nullptr);
+  if (status != Status::ok) return status;
+  ring_ = &ring;
+  scratch_ = scratch;
+  announced_ = announced;
+  rule_[0] = config.running_permille;
+  rule_[1] = config.starved_busy_permille;
+  rule_[2] = config.starved_wait_permille;
+  return Status::ok;
+}
+
+void EvidenceWatchdog::send_watch(Watchdog& self, std::size_t watch) noexcept {
+  static_cast<EvidenceWatchdog&>(self).announced_[watch] = false;  // sent with its first evidence
+}
+
+// The `watch` packet of `watch`, once per dispatch it watches, before its first evidence.
+void EvidenceWatchdog::announce(std::size_t watch) noexcept {
+  if (announced_[watch]) return;
+  announced_[watch] = true;
+  ByteWriter w{scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
+  configuration(w);
+  w.u8(static_cast<unsigned>(watch));
+  ring_->push(scratch_, detail::seal_packet(scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
+}
+
+void EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Sample& s) noexcept {
+  auto& me = static_cast<EvidenceWatchdog&>(self);
+  me.announce(watch);
+  ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
+  w.u8(static_cast<unsigned>(watch));
+  w.uv(s.at);
+  w.uv(s.seq);
+  w.u8(s.scope_count);
+  w.u8(s.pc_count);
+  for (unsigned f = 0; f < s.scope_count; ++f) w.str(reinterpret_cast<const char*>(s.frames[f]));
+  for (unsigned f = s.scope_count; f < s.scope_count + s.pc_count; ++f) w.uv(s.frames[f]);
+  me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::sample, w.pos - kPacketHeaderBytes));
+}
+
+bool EvidenceWatchdog::send_observation(Watchdog& self, const Observation& o) noexcept {
+  auto& me = static_cast<EvidenceWatchdog&>(self);
+  if (o.watch != kNoWatch) me.announce(o.watch);
+  ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
+  configuration(w);
+  for (std::uint16_t permille : me.rule_) w.uv(permille);
+  w.uv(o.tick_hz);
+  w.uv(o.report);
+  w.uv(o.records_dropped);
+  w.uv(o.notes_dropped);
+  w.u8(static_cast<unsigned>(o.phase));
+  w.u8(o.flags);
+  w.u8(o.loop_index);
+  w.u8(o.watch);
+  w.uv(o.note.seq);
+  w.uv(o.note.begin);
+  w.uv(o.note.end);
+  w.uv(o.duration_ticks);
+  w.uv(o.threshold_ticks);
+  w.uv(o.delayed_by_dispatch);
+  if (o.delayed_by_dispatch != 0) w.str(o.delayed_by != nullptr ? o.delayed_by->name : nullptr);
+  if ((o.flags & kFlagUnwatched) == 0) {
+    cpu_reading(w, o.first);
+    cpu_reading(w, o.last);
+  }
+  w.memory(o.memory);
+  w.uv(o.samples_missed);
+  w.str(self.qualifier());
+  w.str(o.loop);
+  w.str(o.note.event != nullptr ? o.note.event->name : nullptr);
+  w.u8(o.note.stage_count);
+  if constexpr (kMaxStages > 0) {
+    const std::size_t count = o.note.stage_count;
+    for (std::size_t i = 0; i < count; ++i) {
+      w.str(o.note.stages[i].name);
+      w.uv(o.note.stages[i].start);
+    }
+  }
+  return me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::observation, w.pos - kPacketHeaderBytes));
+}
+
+}  // namespace loopcanary
