@@ -4,8 +4,13 @@
 // event loops, each run on a thread of the test that holds a ScopedLoop.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "linux_rig.hpp"
 #include "linux_setup.hpp"
@@ -36,6 +41,74 @@ class AdapterRig {
 /// True when `record` is of an event named `name`.
 inline bool event_named(const lc::BlockRecord& record, const char* name) {
   return record.event != nullptr && std::strcmp(record.event->name, name) == 0;
+}
+
+// The scenarios every adapter is tested with, on an adapted loop type `L`: `L(callback)` sets up
+// a loop whose first callback (handler) runs `callback`, and `L::run(rig)` runs that loop on a
+// new loop thread of `rig` until it has no work left. `event` is the Event the adapter names
+// that callback's dispatch.
+
+/// A callback waiting 200 ms on a lock another thread holds: a final record of `event` whose
+/// evidence says waiting (the loop thread's CPU time under a fifth of the window).
+template <class L>
+void check_callback_waiting_on_a_lock_is_a_waiting_block(const lc::Event& event) {
+  AdapterRig rig;
+  rig.start();
+  std::mutex mutex;
+  mutex.lock();
+  std::promise<void> entered;
+  L adapted([&] {
+    entered.set_value();
+    lc_test_wait_on_lock(mutex);
+  });
+  std::thread loop = adapted.run(rig);
+  entered.get_future().wait();
+  lc_test_sleep_until(monotonic_ns() + 200'000'000);  // the workload: hold the lock 200 ms
+  mutex.unlock();
+  loop.join();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  EXPECT_EQ(final.event, &event) << (final.event != nullptr ? final.event->name : "null");
+  EXPECT_GE(us_of(final, final.duration_ticks), 190'000u);
+  ASSERT_TRUE(final.has_thread_cpu);
+  EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
+  expect_waiting(final);
+}
+
+/// A callback that does not return until the test releases it (hang limit 300 ms): a hang record
+/// of `event` while it is stuck, its stacks in the waiting function; then the final record,
+/// flagged hung.
+template <class L>
+void check_callback_that_never_returns_is_a_hang_with_stacks(const lc::Event& event) {
+  AdapterRig rig;
+  rig.start(300);
+  std::mutex mutex;
+  mutex.lock();
+  std::atomic<bool> released{false};
+  std::atomic<int> hang_while_stuck{-1};
+  rig.collector.on_record = [&](const lc::BlockRecord& r) {
+    if (r.phase == lc::Phase::hang) hang_while_stuck = released.load() ? 0 : 1;
+  };
+  L adapted([&] {
+    lc_test_wait_on_lock(mutex);
+    released = true;
+  });
+  std::thread loop = adapted.run(rig);
+  lc::BlockRecord hang;
+  const bool got_hang = rig.collector.wait_for_phase(lc::Phase::hang, hang);
+  mutex.unlock();
+  loop.join();
+  ASSERT_TRUE(got_hang);
+  EXPECT_EQ(hang_while_stuck.load(), 1);
+  EXPECT_EQ(hang.event, &event) << (hang.event != nullptr ? hang.event->name : "null");
+  EXPECT_GE(us_of(hang, hang.duration_ticks), 300'000u);
+  if (!kThreadSanitizer) {  // ThreadSanitizer holds signals back while a thread blocks in a lock
+    EXPECT_GT(hang.sample_count, 0u);
+    EXPECT_TRUE(any_frame_in(hang, "lc_test_wait_on_lock")) << describe_stacks(hang);
+  }
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  EXPECT_NE(final.flags & lc::kFlagHung, 0u);
 }
 
 }  // namespace lctest

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <set>
@@ -34,6 +35,14 @@ std::thread run_loop(AdapterRig& rig, asio::io_context& io, const char* name, bo
     io.run();
   });
 }
+
+// An io_context with one posted handler that runs `handler`, run by a loop thread "asio" (the
+// adapted-loop interface of adapter_rig.hpp's scenarios).
+struct PostLoop {
+  asio::io_context io;
+  explicit PostLoop(std::function<void()> handler) { asio::post(io, std::move(handler)); }
+  std::thread run(AdapterRig& rig) { return run_loop(rig, io, "asio"); }
+};
 
 }  // namespace
 
@@ -118,36 +127,7 @@ TEST(AsioAdapter, HandlerWaitingOnALockIsAWaitingBlock) {
 // A handler that does not return until the test releases it: a hang report while it is stuck,
 // its stacks in the waiting function; then the final record.
 TEST(AsioAdapter, HandlerThatNeverReturnsIsAHangWithStacks) {
-  AdapterRig rig;
-  rig.start(300);
-  asio::io_context io;
-  std::mutex mutex;
-  mutex.lock();
-  std::atomic<bool> released{false};
-  std::atomic<int> hang_while_stuck{-1};
-  rig.collector.on_record = [&](const lc::BlockRecord& r) {
-    if (r.phase == lc::Phase::hang) hang_while_stuck = released.load() ? 0 : 1;
-  };
-  asio::post(io, [&] {
-    lc_test_wait_on_lock(mutex);
-    released = true;
-  });
-  std::thread loop = run_loop(rig, io, "asio");
-  lc::BlockRecord hang;
-  const bool got_hang = rig.collector.wait_for_phase(lc::Phase::hang, hang);
-  mutex.unlock();
-  loop.join();
-  ASSERT_TRUE(got_hang);
-  EXPECT_EQ(hang_while_stuck.load(), 1);
-  EXPECT_TRUE(event_named(hang, "io_context.execute"));
-  EXPECT_GE(us_of(hang, hang.duration_ticks), 300'000u);
-  if (!kThreadSanitizer) {  // ThreadSanitizer holds signals back while a thread blocks in a lock
-    EXPECT_GT(hang.sample_count, 0u);
-    EXPECT_TRUE(any_frame_in(hang, "lc_test_wait_on_lock")) << describe_stacks(hang);
-  }
-  lc::BlockRecord final;
-  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
-  EXPECT_NE(final.flags & lc::kFlagHung, 0u);
+  check_callback_that_never_returns_is_a_hang_with_stacks<PostLoop>(lx::asio_event("io_context", "execute"));
 }
 
 // An io_context with work but nothing to run for six thresholds: its wait in epoll is outside

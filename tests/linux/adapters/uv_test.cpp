@@ -89,61 +89,13 @@ TEST(UvAdapter, ComputingIoCallbackIsARunningBlock) {
 
 // A timer callback waiting 200 ms on a lock another thread holds: cause waiting.
 TEST(UvAdapter, CallbackWaitingOnALockIsAWaitingBlock) {
-  AdapterRig rig;
-  rig.start();
-  std::mutex mutex;
-  mutex.lock();
-  std::promise<void> entered;
-  TimerLoop uv([&] {
-    entered.set_value();
-    lc_test_wait_on_lock(mutex);
-  });
-  std::thread loop = uv.run(rig);
-  entered.get_future().wait();
-  lc_test_sleep_until(monotonic_ns() + 200'000'000);  // the workload: hold the lock 200 ms
-  mutex.unlock();
-  loop.join();
-  lc::BlockRecord final;
-  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
-  EXPECT_EQ(final.event, &lx::kUvIteration);
-  EXPECT_GE(us_of(final, final.duration_ticks), 190'000u);
-  ASSERT_TRUE(final.has_thread_cpu);
-  EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
-  expect_waiting(final);
+  check_callback_waiting_on_a_lock_is_a_waiting_block<TimerLoop>(lx::kUvIteration);
 }
 
 // A callback that does not return until the test releases it: a hang report while it is stuck,
 // its stacks in the waiting function.
 TEST(UvAdapter, CallbackThatNeverReturnsIsAHangWithStacks) {
-  AdapterRig rig;
-  rig.start(300);
-  std::mutex mutex;
-  mutex.lock();
-  std::atomic<bool> released{false};
-  std::atomic<int> hang_while_stuck{-1};
-  rig.collector.on_record = [&](const lc::BlockRecord& r) {
-    if (r.phase == lc::Phase::hang) hang_while_stuck = released.load() ? 0 : 1;
-  };
-  TimerLoop uv([&] {
-    lc_test_wait_on_lock(mutex);
-    released = true;
-  });
-  std::thread loop = uv.run(rig);
-  lc::BlockRecord hang;
-  const bool got_hang = rig.collector.wait_for_phase(lc::Phase::hang, hang);
-  mutex.unlock();
-  loop.join();
-  ASSERT_TRUE(got_hang);
-  EXPECT_EQ(hang_while_stuck.load(), 1);
-  EXPECT_EQ(hang.event, &lx::kUvIteration);
-  EXPECT_GE(us_of(hang, hang.duration_ticks), 300'000u);
-  if (!kThreadSanitizer) {
-    EXPECT_GT(hang.sample_count, 0u);
-    EXPECT_TRUE(any_frame_in(hang, "lc_test_wait_on_lock")) << describe_stacks(hang);
-  }
-  lc::BlockRecord final;
-  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
-  EXPECT_NE(final.flags & lc::kFlagHung, 0u);
+  check_callback_that_never_returns_is_a_hang_with_stacks<TimerLoop>(lx::kUvIteration);
 }
 
 // A loop kept alive by an async handle and nothing else to do for six thresholds: it waits in
