@@ -44,6 +44,15 @@ Status EvidenceWatchdog::init(const WatchdogConfig& config, const Hal& hal, cons
   return Status::ok;
 }
 
+Status EvidenceWatchdog::add_interceptor(ObservationInterceptor function, void* context) noexcept {
+  if (ring_ == nullptr) return Status::not_initialised;
+  if (function == nullptr) return Status::interceptor_null;
+  if (interceptor_ != nullptr) return Status::interceptor_chain_full;
+  interceptor_context_ = context;
+  interceptor_ = function;
+  return Status::ok;
+}
+
 void EvidenceWatchdog::send_watch(Watchdog& self, std::size_t watch) noexcept {
   static_cast<EvidenceWatchdog&>(self).announced_[watch] = false;  // sent with its first evidence
 }
@@ -110,7 +119,10 @@ bool EvidenceWatchdog::send_observation(Watchdog& self, const Observation& o) no
       w.uv(o.note.stages[i].start);
     }
   }
-  return me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::observation, w.pos - kPacketHeaderBytes));
+  const bool kept =
+      me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::observation, w.pos - kPacketHeaderBytes));
+  if (me.interceptor_ != nullptr) me.interceptor_(me.interceptor_context_, o, kept);
+  return kept;
 }
 
 }  // namespace loopcanary

@@ -73,6 +73,7 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storag
   max_loops_ = storage.max_loops;
   watches_ = storage.watches;
   evidence_ = storage.evidence;
+  assembled_ = storage.assembled;
   max_watches_ = storage.max_watches;
   sink_ = sink;
   ring_.bind(storage.records, storage.record_capacity);
@@ -530,7 +531,7 @@ void Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& 
 
 // The record of `o` to the interceptors, in order, then into the ring.
 bool Watchdog::assemble_report(Watchdog& self, const Observation& o) noexcept {
-  BlockRecord& r = self.scratch_.value;
+  BlockRecord& r = self.assembled_->value;
   assemble(o, o.watch != kNoWatch ? &self.evidence_[o.watch] : nullptr, self.qualifier_, self.config_.value, r);
   for (std::size_t i = 0; i < self.chain_size_; ++i) self.chain_[i].function(self.chain_[i].context, r);
   return self.ring_.push(r);

@@ -12,11 +12,12 @@
 // LC_SCENARIO 2 (hang): a handler stuck in stuck_forever past the hang limit (100 ms): in-progress
 //   and hang observations; drained while it is still stuck (from the loop, as a device's idle task
 //   would once the handler gives up).
-// LC_SCENARIO 3 (crash box): boot 1 hangs as in 2, and once the loop sees the hang counted it
-//   sets the reset cause `software` and requests a system reset (SYSRESETREQ) as a hardware
-//   watchdog would reset the device, without draining; boot 2 finds the ring kept and drains it:
-//   the hang record decodes as previous_boot with reset cause software.
-// LC_SCENARIO 4 (damaged box): as 3, but boot 1 damages the ring's header before the reset:
+// LC_SCENARIO 3 (crash box): boot 1 hangs as in 2; the watchdog's interceptor, in the SysTick
+//   interrupt, sees the hang's observation already in the ring, sets the reset cause `software`
+//   and requests a system reset (SYSRESETREQ) as a hardware watchdog would reset the device,
+//   without draining; boot 2 finds the ring kept and drains it: the hang record decodes as
+//   previous_boot with reset cause software.
+// LC_SCENARIO 4 (damaged box): as 3, but the interceptor damages the ring's header before the reset:
 //   boot 2 discards the ring (counted); the capture holds boot 2's own boot packet only, which
 //   says so (the decoder warns "crash box discarded").
 #include <cstddef>
@@ -82,6 +83,31 @@ void print_ring(const char* when) {
   print("\n");
 }
 
+[[noreturn]] void finish() {
+  print_ring("end");
+  check(g_ring.stats().dropped == 0, "the ring dropped no packet");
+  board::exit(lc::device_report::finish());
+}
+
+// The watchdog's interceptor, SysTick context: the reports' phases in order (scenario 2 checks
+// them); at a hang in scenarios 3 and 4, the reset a hardware watchdog would make.
+lc::Phase g_phases[4];
+std::uint32_t g_reports_seen = 0;
+void on_report(void* /*context*/, const lc::Observation& observation, bool kept) {
+  if (g_reports_seen < 4) g_phases[g_reports_seen] = observation.phase;
+  ++g_reports_seen;
+  if (LC_SCENARIO < 3 || observation.phase != lc::Phase::hang) return;
+  check(kept && observation.note.event == &kStuck, "the hang of wait_for_ack is in the ring");
+  g_ring.set_reset_cause(lc::ResetCause::software);
+  if (LC_SCENARIO == 4) {
+    // A stray write into the header (the ring's capacity word), as a power dip would leave it.
+    reinterpret_cast<volatile std::uint8_t*>(&g_ring)[2 * sizeof(std::uint32_t)] ^= 0x01;
+  }
+  if (g_failed) finish();  // a failed boot 1 ends the run with its verdict
+  print("requesting a system reset from the hang interceptor\n");
+  board::request_reset();
+}
+
 void setup() {
   lc::device_report::init_port(0);
   lc::MonitorConfig config = lc::device_report::loop_config(20'000);
@@ -93,6 +119,7 @@ void setup() {
   dog.qualifier = board::name();
   check(g_watchdog.init(dog, cm::make_hal(), g_ring) == lc::Status::ok, "evidence watchdog init");
   check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
+  check(g_watchdog.add_interceptor(&on_report, nullptr) == lc::Status::ok, "interceptor set");
   cm::attach(&g_watchdog);
 }
 
@@ -114,12 +141,6 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
   LOOPCANARY_DISPATCH(g_monitor, kStuck);
   stuck_forever(&g_ack);
   check(g_monitor.stats().hangs == 1, "the watchdog counted the hang");
-}
-
-[[noreturn]] void finish() {
-  print_ring("end");
-  check(g_ring.stats().dropped == 0, "the ring dropped no packet");
-  board::exit(lc::device_report::finish());
 }
 
 }  // namespace
@@ -157,21 +178,16 @@ int main() {
   run_hang();
   cm::attach(nullptr);
   check(g_watchdog.stats().reports == 2, "two reports: in progress and hang");
+  check(g_reports_seen == 2 && g_phases[0] == lc::Phase::in_progress && g_phases[1] == lc::Phase::hang,
+        "the interceptor saw the in-progress and the hang report, in order");
   lc::device_report::send_capture(g_ring, LC_CAPTURE);
 #else
   if (g_boot_count.boots == 1) {
     check(status == lc::CrashBoxStatus::discarded, "boot 1: no valid ring in RAM after power-on");
     setup();
-    run_hang();
-    cm::attach(nullptr);
-    g_ring.set_reset_cause(lc::ResetCause::software);
-    if (LC_SCENARIO == 4) {
-      // A stray write into the header (the ring's capacity word), as a power dip would leave it.
-      reinterpret_cast<volatile std::uint8_t*>(&g_ring)[2 * sizeof(std::uint32_t)] ^= 0x01;
-    }
-    if (g_failed) finish();  // a failed boot 1 ends the run with its verdict
-    print("requesting a system reset\n");
-    board::request_reset();
+    run_hang();  // the interceptor resets the device at the hang report
+    check(false, "boot 1: the hang interceptor requested a reset");
+    finish();
   }
   check(g_boot_count.boots == 2, "boot 2: no-init RAM kept the boot count across the reset");
   const lc::EvidenceRingStats s = g_ring.stats();

@@ -148,12 +148,27 @@ class StaticEvidenceRing : public EvidenceRing {
   std::uint8_t bytes_[Bytes];
 };
 
+/// Called with each report of an evidence watchdog, as the observation its `observation` packet
+/// carries (phase, loop, event, timing), from poll(), in watchdog context (on a device often
+/// the timer interrupt), after the packet went to the ring (`kept`: false when the ring had no
+/// room, counted in EvidenceRingStats::dropped). The place for a firmware to act on a hang:
+/// set the ring's reset cause and request a reset, as a hardware watchdog would; the packet is
+/// already in the crash box. Must not call back into the watchdog.
+using ObservationInterceptor = void (*)(void* context, const Observation& observation, bool kept);
+
 /// A watchdog whose observer sends its evidence to an EvidenceRing as packets instead of
-/// assembling records: pop() finds nothing and the interceptors are never called (the host
-/// decoder builds the records). A watch's `watch` packet is sent with its first sample or
-/// report, so a dispatch that ends before the watchdog arms costs no byte. Instantiate
-/// StaticEvidenceWatchdog.
+/// assembling records: pop() finds nothing (the host decoder builds the records), and its one
+/// interceptor sees each report's observation. A watch's `watch` packet is sent with its first
+/// sample or report, so a dispatch that ends before the watchdog arms costs no byte.
+/// Instantiate StaticEvidenceWatchdog.
 class EvidenceWatchdog : public Watchdog {
+ public:
+  /// Sets the interceptor called with each report (ObservationInterceptor); one per watchdog.
+  /// After init(), before polling starts, from the watchdog's context. Errors: not_initialised,
+  /// interceptor_null, interceptor_chain_full (one is set already). Hides
+  /// Watchdog::add_interceptor, whose records an evidence watchdog never builds.
+  Status add_interceptor(ObservationInterceptor function, void* context) noexcept;
+
  protected:
   constexpr EvidenceWatchdog() noexcept = default;
   ~EvidenceWatchdog() = default;
@@ -167,6 +182,8 @@ class EvidenceWatchdog : public Watchdog {
   static bool send_observation(Watchdog& self, const Observation& observation) noexcept;
   static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation};
 
+  ObservationInterceptor interceptor_ = nullptr;
+  void* interceptor_context_ = nullptr;
   EvidenceRing* ring_ = nullptr;
   std::uint8_t* scratch_ = nullptr;  // kMaxEvidencePacketBytes: the packet being encoded
   bool* announced_ = nullptr;        // per watch: its `watch` packet was sent for its dispatch
@@ -199,7 +216,7 @@ class StaticEvidenceWatchdog final : private detail::EvidenceWatchdogStorage<Max
   /// StaticWatchdog::init; health_ring_missing when config.health_period_us is not 0.
   Status init(const WatchdogConfig& config, const Hal& hal, EvidenceRing& ring) noexcept {
     return EvidenceWatchdog::init(config, hal,
-                                  Storage{Own::tracks, MaxLoops, Own::watches, nullptr, Watches, nullptr, 0, nullptr, 0,
+                                  Storage{Own::tracks, MaxLoops, Own::watches, nullptr, Watches, nullptr, nullptr, 0, nullptr, 0,
                                           nullptr, nullptr},
                                   ring, Own::scratch, Own::announced);
   }

@@ -223,13 +223,15 @@ class Watchdog {
   static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report};
 
   /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null), the
-  /// assembler's evidence (one per watch) and record slots.
+  /// assembler's evidence (one per watch), the record it assembles and record slots. A watchdog
+  /// that assembles no record (an EvidenceWatchdog) has no evidence, record or record slots.
   struct Storage {
     Track* tracks;
     std::size_t max_loops;
     detail::Watch* watches;
     WatchEvidence* evidence;
     std::size_t max_watches;
+    detail::Slot<BlockRecord>* assembled;  // the record being assembled
     detail::Slot<BlockRecord>* records;
     std::uint32_t record_capacity;  // a power of two >= 2
     detail::Slot<HealthRecord>* health_records;  // null: no health records (HealthCapacity 0)
@@ -293,7 +295,7 @@ class Watchdog {
   Chained chain_[kMaxInterceptors] = {};
   std::size_t chain_size_ = 0;
   detail::Slot<Observation> observed_;  // the report being observed (off the caller's stack: it is large)
-  detail::Slot<BlockRecord> scratch_;   // the record being assembled
+  detail::Slot<BlockRecord>* assembled_ = nullptr;  // the record being assembled (kAssembler only)
   detail::LateBoundSpscRing<HealthRecord> health_ring_;
   struct HealthChained {
     HealthInterceptor function;
@@ -343,6 +345,7 @@ struct WatchdogStorage : HealthStorage<MaxLoops, HealthCapacity> {
   WatchdogTrack tracks[MaxLoops] = {};
   Watch watches[Watches] = {};
   WatchEvidence evidence[Watches] = {};
+  Slot<BlockRecord> assembled;
   Slot<BlockRecord> records[RecordCapacity];
 };
 }  // namespace detail
@@ -391,7 +394,7 @@ class StaticWatchdog final
   /// status naming the first invalid field (nothing is changed then).
   Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept {
     return Watchdog::init(config, hal,
-                          Storage{Own::tracks, MaxLoops, Own::watches, Own::evidence, Watches, Own::records,
+                          Storage{Own::tracks, MaxLoops, Own::watches, Own::evidence, Watches, &this->assembled, Own::records,
                                   static_cast<std::uint32_t>(RecordCapacity), Own::health_ring(),
                                   static_cast<std::uint32_t>(HealthCapacity), Own::health_building(),
                                   Own::health_windows()},
