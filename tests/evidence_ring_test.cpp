@@ -155,6 +155,29 @@ TEST(EvidenceRing, ADamagedHeaderDiscardsTheRing) {
   }
 }
 
+// The warnings the host tool gives for a capture of `ring` drained.
+std::vector<lt::WarningKind> warnings_of(lc::EvidenceRing& ring) {
+  Sent sent;
+  ring.drain(sent.sink(), g_buffer, sizeof g_buffer);
+  Bytes capture;
+  for (const Bytes& b : sent.packets) capture.insert(capture.end(), b.begin(), b.end());
+  std::vector<lt::WarningKind> kinds;
+  lt::CaptureReader reader;
+  reader.read(capture.data(), capture.size(), nullptr,
+              [&kinds](lt::WarningKind kind, std::uint64_t, const std::string&) { kinds.push_back(kind); });
+  return kinds;
+}
+
+TEST(EvidenceRing, TheHostWarnsOfADiscardedRingUnlessTheBoardSawAPowerOn) {
+  Memory unknown;  // a board that cannot tell: the ring may have been damaged
+  EXPECT_EQ(unknown.ring().open(lc::ResetCause::unknown), lc::CrashBoxStatus::discarded);
+  EXPECT_EQ(warnings_of(unknown.ring()), std::vector<lt::WarningKind>{lt::WarningKind::box_discarded});
+  Memory power_on;  // no RAM survives a power-on: nothing was lost
+  EXPECT_EQ(power_on.ring().open(lc::ResetCause::power_on), lc::CrashBoxStatus::discarded);
+  EXPECT_EQ(power_on.ring().stats().boxes_discarded, 1u) << "still counted on the device";
+  EXPECT_TRUE(warnings_of(power_on.ring()).empty());
+}
+
 TEST(EvidenceRing, DamagedBytesAreSkippedAndCountedNeverSent) {
   Memory m;
   m.ring().open(lc::ResetCause::power_on);

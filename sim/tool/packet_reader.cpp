@@ -736,7 +736,8 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
     } else {
       st.watches.clear();  // a boot starts: no watch has started
       if (st.previous_boot && boot == st.until_boot) st.previous_boot = false;  // the boot that sent them
-      if (discarded != 0) {
+      // After a power-on the board reported, no ring survives by design: nothing was lost.
+      if (discarded != 0 && cause != static_cast<std::uint8_t>(ResetCause::power_on)) {
         kind = WarningKind::box_discarded;
         warning = "the device found no valid evidence ring at boot (power-on or damage): its contents discarded";
       }
