@@ -497,12 +497,13 @@ constexpr StatusText kStatusTexts[] = {
     {Status::health_period_below_one_tick, "health_period_below_one_tick", "WatchdogConfig.health_period_us"},
     {Status::health_period_too_long, "health_period_too_long", "WatchdogConfig.health_period_us"},
     {Status::health_ring_missing, "health_ring_missing", "HealthCapacity"},
+    {Status::interceptor_unused, "interceptor_unused", "ObservationInterceptor"},
 };
 constexpr std::size_t kStatusCount = sizeof(kStatusTexts) / sizeof(kStatusTexts[0]);
 
 TEST(StatusText, TableCoversEveryStatusInOrder) {
-  // health_ring_missing is the last enumerator: the table has one row per value.
-  ASSERT_EQ(kStatusCount, static_cast<std::size_t>(Status::health_ring_missing) + 1);
+  // interceptor_unused is the last enumerator: the table has one row per value.
+  ASSERT_EQ(kStatusCount, static_cast<std::size_t>(Status::interceptor_unused) + 1);
   for (std::size_t i = 0; i < kStatusCount; ++i) {
     EXPECT_EQ(static_cast<std::size_t>(kStatusTexts[i].status), i) << kStatusTexts[i].name;
   }

@@ -104,6 +104,9 @@ TEST(EvidenceWatchdog, OneInterceptorSetAfterInit) {
   EXPECT_EQ(rig.watchdog.add_interceptor(nullptr, nullptr), lc::Status::interceptor_null);
   EXPECT_EQ(rig.watchdog.add_interceptor(&ignore, nullptr), lc::Status::ok);
   EXPECT_EQ(rig.watchdog.add_interceptor(&ignore, nullptr), lc::Status::interceptor_chain_full);
+  // A record interceptor would never be called: refused, through the base class too.
+  lc::Watchdog& base = rig.watchdog;
+  EXPECT_EQ(base.add_interceptor([](void*, const lc::BlockRecord&) {}, nullptr), lc::Status::interceptor_unused);
 }
 
 }  // namespace

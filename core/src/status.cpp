@@ -62,10 +62,13 @@ constexpr StatusText kStatusText[] = {
      "WatchdogConfig.health_period_us is not below half the tick counter's wrap period at the loops' tick_hz"},
     {"health_ring_missing",
      "WatchdogConfig.health_period_us is set but the StaticWatchdog has no health ring; give it a HealthCapacity"},
+    {"interceptor_unused",
+     "an evidence watchdog builds no records, so a record Interceptor is never called; give it an "
+     "ObservationInterceptor (EvidenceWatchdog::add_interceptor)"},
 };
 static_assert(kQualifierMax == 31, "update the qualifier_too_long text");
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) ==
-                  static_cast<std::size_t>(Status::health_ring_missing) + 1,
+                  static_cast<std::size_t>(Status::interceptor_unused) + 1,
               "kStatusText must have one entry per Status");
 
 const StatusText& text_of(Status status) noexcept {

@@ -112,6 +112,7 @@ Status Watchdog::add(Monitor& monitor) noexcept {
 Status Watchdog::add_interceptor(Interceptor function, void* context) noexcept {
   if (!initialised_) return Status::not_initialised;
   if (function == nullptr) return Status::interceptor_null;
+  if (sink_.report != &assemble_report) return Status::interceptor_unused;  // an evidence watchdog
   if (chain_size_ == kMaxInterceptors) return Status::interceptor_chain_full;
   chain_[chain_size_++] = Chained{function, context};
   return Status::ok;

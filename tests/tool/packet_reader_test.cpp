@@ -1643,11 +1643,14 @@ TEST(EvidenceReader, BootPacketsMarkThePreviousBootsRecordsAndStartANewBoot) {
   EXPECT_EQ(d.problems[0].kind, WarningKind::orphan_evidence);
 }
 
-TEST(EvidenceReader, ADiscardedBoxIsWarned) {
-  const Decoded d = decode(boot_packet(1, 1, 1, 1));
+TEST(EvidenceReader, ADiscardedBoxIsWarnedUnlessThatBootWasAPowerOn) {
+  const Decoded d = decode(boot_packet(1, 4, 1, 1));  // a watchdog reset that lost the ring
   ASSERT_EQ(d.problems.size(), 1u);
   EXPECT_EQ(d.problems[0].kind, WarningKind::box_discarded);
   EXPECT_TRUE(d.records.empty());
+  const Decoded p = decode(boot_packet(1, 1, 1, 1));  // power-on: no ring could have survived
+  EXPECT_TRUE(p.problems.empty()) << p.problems[0].what;
+  EXPECT_TRUE(p.records.empty());
 }
 
 TEST(EvidenceReader, RecordsOutliveTheReader) {

@@ -48,6 +48,8 @@ enum class Status : std::uint8_t {
   health_period_too_long,           ///< health_period_us is not below half the tick counter's wrap period
   // StaticWatchdog::init
   health_ring_missing,              ///< health_period_us is set but the StaticWatchdog's HealthCapacity is 0
+  // Watchdog::add_interceptor
+  interceptor_unused,               ///< a record interceptor on an evidence watchdog, which builds no records
 };
 
 /// A one-line English explanation naming the field or argument at fault, e.g.

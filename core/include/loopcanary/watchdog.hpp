@@ -176,7 +176,8 @@ class Watchdog {
   Status add(Monitor& monitor) noexcept;
 
   /// Appends an interceptor; interceptors are called in the order added, once per report.
-  /// Before polling starts. Errors: not_initialised, interceptor_null, interceptor_chain_full.
+  /// Before polling starts. Errors: not_initialised, interceptor_null, interceptor_chain_full,
+  /// interceptor_unused (an EvidenceWatchdog, reached through a Watchdog&: it builds no records).
   Status add_interceptor(Interceptor function, void* context) noexcept;
 
   /// One watchdog step at `now` (port ticks of the loops' clock). Watchdog context only; must
