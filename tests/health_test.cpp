@@ -233,25 +233,40 @@ TEST_P(Health, ReconfiguringKeepsCountersAndAppliesAtOnce) {
 
 // ---- The histogram and its percentiles ----------------------------------------------------
 
-TEST(Histogram, BucketOfEachValueAndItsUpperBound) {
+// Both counter layouts (histogram.hpp, detail::kHistogramByBucket: by bucket on x86, by
+// leading zeros elsewhere) read the same buckets, whichever one the target uses.
+template <class Histogram>
+void expect_buckets_of_each_value() {
   const tick_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 255, 256, 0x7FFF'FFFFu, 0x8000'0000u, 0xFFFF'FFFFu};
-  lc::Log2Histogram h;
-  for (tick_t v : values) {
-    EXPECT_EQ(lc::histogram_bucket(v), reference_bucket(v)) << v;
-    h.count(v);
-  }
+  Histogram h;
+  for (tick_t v : values) h.count(v);
+  for (std::uint32_t bit = 0; bit < 32; ++bit) h.count(tick_t{1} << bit);
   std::uint32_t read[lc::kHistogramBuckets];
   h.read_buckets(read);
   std::uint32_t expected[lc::kHistogramBuckets] = {};
   for (tick_t v : values) ++expected[reference_bucket(v)];
+  for (std::uint32_t bit = 0; bit < 32; ++bit) ++expected[bit];
   for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
     EXPECT_EQ(read[i], expected[i]) << "bucket " << i;
-    EXPECT_EQ(h.bucket(i), expected[i]);
-    EXPECT_EQ(lc::histogram_bucket_max(i), reference_bucket_max(i)) << i;
+    EXPECT_EQ(h.bucket(i), expected[i]) << "bucket " << i;
   }
   EXPECT_EQ(h.bucket(lc::kHistogramBuckets), 0u) << "out of range";
+  EXPECT_EQ(lc::histogram_total(read), std::size(values) + 32u);
+}
+
+TEST(Histogram, BucketOfEachValueAndItsUpperBound) {
+  const tick_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 255, 256, 0x7FFF'FFFFu, 0x8000'0000u, 0xFFFF'FFFFu};
+  for (tick_t v : values) EXPECT_EQ(lc::histogram_bucket(v), reference_bucket(v)) << v;
+  for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+    EXPECT_EQ(lc::histogram_bucket_max(i), reference_bucket_max(i)) << i;
+  }
   EXPECT_EQ(lc::histogram_bucket_max(lc::kHistogramBuckets), 0xFFFF'FFFFu) << "out of range";
-  EXPECT_EQ(lc::histogram_total(read), std::size(values));
+  expect_buckets_of_each_value<lc::Log2Histogram>();
+}
+
+TEST(Histogram, BothCounterLayoutsReadTheSameBuckets) {
+  expect_buckets_of_each_value<lc::BasicLog2Histogram<true>>();
+  expect_buckets_of_each_value<lc::BasicLog2Histogram<false>>();
 }
 
 // Percentiles from the buckets against the reference from the raw latencies: 2003 latencies (a

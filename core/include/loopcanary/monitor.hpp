@@ -76,7 +76,7 @@ struct HistogramCounters<true, true> {
   // Loop context: counts the previous duration, keeps `d`'s bucket for the next call.
   LOOPCANARY_INLINE void count(tick_t d) noexcept {
     bump(counters_[load_relaxed(pending_)]);  // its address is known long before this call
-    store_relaxed(pending_, (leading_zeros(d | 1u) ^ 31u) + 1u);  // x86: BSR and one add
+    store_relaxed(pending_, top_bit(d | 1u) + 1u);  // x86: BSR and one add
   }
   std::uint32_t bucket(std::size_t log2) const noexcept {
     if (log2 >= kHistogramBuckets) return 0;
