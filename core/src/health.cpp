@@ -85,6 +85,10 @@ Status Monitor::init_event(const Event& event, const EventHealthConfig& config) 
   return status;
 }
 
+void Monitor::record_unusual_latency(const Event& event, tick_t posted, tick_t latency) noexcept {
+  if (event.health->record_unusual(latency)) deadline_missed(event, posted, posted + latency);
+}
+
 void Monitor::deadline_missed(const Event& event, tick_t due, tick_t now) noexcept {
   // The late dispatch has begun (seq_ is its odd seq); the note waits for the watchdog like a
   // block's. Its stage marks are not read: none are made yet.

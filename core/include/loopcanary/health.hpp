@@ -115,16 +115,16 @@ class EventHealth {
  private:
   friend class Monitor;
 
-  // Records one dispatch's latency (ticks); true when it missed the deadline. Loop context. A
-  // latency above watch_ (a new maximum, a deadline miss, a missed period or a stamp ahead)
-  // takes the one out-of-line call.
-  LOOPCANARY_INLINE bool record(tick_t latency) noexcept {
-    if (latency > watch_) return record_unusual(latency);
+  // Records one dispatch's latency (ticks) when it changes nothing but the histogram (at most
+  // watch_) and returns true; false for any other (a new maximum, a deadline miss, a missed
+  // period or a stamp ahead), which record_unusual() must take, out of line. Loop context.
+  LOOPCANARY_INLINE bool record_usual(tick_t latency) noexcept {
+    if (latency > watch_) return false;
     latency_.count(latency);
-    return false;
+    return true;
   }
-  // record() for a latency above watch_: updates the counters, counts it in the histogram (a
-  // stamp ahead as 0); true for a deadline miss.
+  // Records a latency above watch_: updates the counters, counts it in the histogram (a stamp
+  // ahead as 0); true for a deadline miss.
   LOOPCANARY_NOINLINE bool record_unusual(tick_t latency) noexcept;
   // Validates and applies `config` at `tick_hz` (> 0). Loop context.
   Status configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept;

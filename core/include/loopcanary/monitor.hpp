@@ -600,16 +600,21 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
   }
 
   // Loop context: the queue latency now - posted of a dispatch of `event` that has begun, into
-  // its health storage (none: one load and test).
+  // its health storage (none: one load and test). The out-of-line call takes the latency, not
+  // `now`, so nothing but the latency outlives the subtraction.
   LOOPCANARY_INLINE void record_latency(const Event& event, tick_t now, tick_t posted) noexcept {
     if (EventHealth* health = event.health) {
-      if (health->record(ticks_between(posted, now))) deadline_missed(event, posted, now);
+      const tick_t latency = ticks_between(posted, now);
+      if (!health->record_usual(latency)) record_unusual_latency(event, posted, latency);
     }
   }
+  // record_latency() for a latency its event's record_usual() refused: the counters, and for a
+  // deadline miss the note (deadline_missed).
+  LOOPCANARY_NOINLINE void record_unusual_latency(const Event& event, tick_t posted, tick_t latency) noexcept;
 
   LOOPCANARY_NOINLINE void end_unusual(std::uint32_t seq) noexcept;
   LOOPCANARY_NOINLINE void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
-  LOOPCANARY_NOINLINE void deadline_missed(const Event& event, tick_t due, tick_t now) noexcept;
+  void deadline_missed(const Event& event, tick_t due, tick_t now) noexcept;
 
   // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};
