@@ -44,19 +44,6 @@ namespace loopcanary {
 class Watchdog;
 
 namespace detail {
-// x86: a dispatch's duration is counted in the histogram at the loop's next end, not at its own.
-// The counter's address depends on the clock read that ended the dispatch, and on AMD Zen a
-// RDTSC does not start before every older store has its address: counted at once, the count
-// holds the next dispatch's first clock read until this one's result is in (on an AMD EPYC,
-// 1.30 x two clock reads for begin+end instead of 1.00, and 1.6 x one read for a back-to-back
-// dispatch instead of 1.00: docs/benchmarks.md, "Linux port"). Elsewhere the clock is a load or
-// a system register, and the count stays where it is, two instructions cheaper.
-#if defined(__x86_64__) || defined(__i386__)
-inline constexpr bool kHistogramCountsLater = true;
-#else
-inline constexpr bool kHistogramCountsLater = false;
-#endif
-
 // The duration histogram (histogram.hpp) as a base of Monitor, so that without it
 // (LOOPCANARY_HISTOGRAM=0) it takes no byte, and with it it sits at the object's address:
 // end() indexes its counters with no offset to add.
@@ -67,7 +54,8 @@ struct HistogramCounters<false, CountsLater> {
   LOOPCANARY_INLINE void count(tick_t /*duration*/) noexcept {}
   std::uint32_t bucket(std::size_t /*log2*/) const noexcept { return 0; }
 };
-// Counting each duration at the next count(): the loop's own word `pending_` holds
+// Counting each duration at the next count() (x86: kHistogramCountsLater, histogram.hpp, says
+// why): the loop's own word `pending_` holds
 // 1 + floor(log2(d)) of the latest duration (0 before the first), which readers add to its
 // bucket, so a reading while the loop is between count()s is exact; one taken while count()
 // runs may show that bucket one ahead.
