@@ -124,7 +124,7 @@ void BM_LinuxBackToBack(benchmark::State& state) {
 }
 BENCHMARK(BM_LinuxBackToBack);
 
-// Why the monitor counts a duration in its histogram at the next end on x86 (monitor.hpp,
+// Why the monitor counts a duration in its histogram at the next end on x86 (histogram.hpp,
 // kHistogramCountsLater): two clock reads and their difference counted in the histogram, at
 // once (the counter's address depends on the second read) or at the next count (the address
 // of the previous difference). Not the monitor's cost: the experiment behind its layout.
