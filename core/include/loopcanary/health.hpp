@@ -129,9 +129,10 @@ EventStats difference(const EventStats& before, const EventStats& after) noexcep
 tick_t latency_percentile(const EventStats& stats, std::uint32_t permille) noexcept;
 
 /// The queue-latency and deadline counters of one event type: 128 bytes of histogram and 28 of
-/// counters and configuration. Give it static storage, point the event's descriptor at it
-/// (Event::health), and dispatch that event on one loop only: that loop is the counters' only
-/// writer. All zero at construction (a static one costs no start-up code and no initialised
+/// counters and configuration (on x86 8 more: the latest latency's bucket, counted at the next
+/// record), and the health records' window start. Give it static storage, point the event's
+/// descriptor at it (Event::health), and dispatch that event on one loop only: that loop is the
+/// counters' only writer. All zero at construction (a static one costs no start-up code and no initialised
 /// data), which is queue latency alone; Monitor::init_event() adds a period and a deadline.
 class EventHealth {
  public:
