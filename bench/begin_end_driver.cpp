@@ -8,7 +8,7 @@
 // posted), for the event passed in (a table's event, as a runtime's dispatcher has it): once an
 // event without EventHealth storage (toggle-collect=run_posted_pairs, first call) and once one
 // with storage and a period and deadline (the second call); the post stamps advance 2 ticks per
-// pair, as the sim clock does, so every latency is 5 ticks. docs/benchmarks.md has the commands.
+// pair, as the sim clock does, so every latency is 6 ticks. docs/benchmarks.md has the commands.
 //
 // run_pairs() is kept out of line so callgrind can collect it alone; inside it, begin() and end()
 // are inlined as in any instrumented loop. lc_begin_at()/lc_end_at() are out-of-line copies of

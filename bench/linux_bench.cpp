@@ -16,6 +16,9 @@
 //   BM_LinuxPairHistogramAtOnce / BM_LinuxPairHistogramLater
 //                             two clock reads and their difference counted in a log2 histogram
 //                             at once, or at the next count (why the monitor counts later on x86)
+//   BM_LinuxPostedPairWithoutHealth / BM_LinuxPostedPairWithHealth
+//                             a clock read, begin_at(event, now, posted) and end() for an event
+//                             without / with EventHealth storage (queue latency counted at once)
 //   BM_LinuxTscRead           the raw TSC (x86-64), for reference
 //   BM_LinuxMonotonicRead     clock_gettime(CLOCK_MONOTONIC) in microseconds (the vDSO fallback)
 //   BM_StackSample            one signal round trip sampling a thread 32 frames deep (target
@@ -121,7 +124,7 @@ void BM_LinuxBackToBack(benchmark::State& state) {
 }
 BENCHMARK(BM_LinuxBackToBack);
 
-// Why the monitor counts a duration in its histogram at the next end on x86 (monitor.hpp,
+// Why the monitor counts a duration in its histogram at the next end on x86 (histogram.hpp,
 // kHistogramCountsLater): two clock reads and their difference counted in the histogram, at
 // once (the counter's address depends on the second read) or at the next count (the address
 // of the previous difference). Not the monitor's cost: the experiment behind its layout.
@@ -139,6 +142,45 @@ void BM_LinuxPairHistogramAtOnce(benchmark::State& state) { histogram_pair<false
 BENCHMARK(BM_LinuxPairHistogramAtOnce);
 void BM_LinuxPairHistogramLater(benchmark::State& state) { histogram_pair<true>(state); }
 BENCHMARK(BM_LinuxPairHistogramLater);
+
+// Queue latency on the hot path (health.hpp): a clock read, begin_at(event, now, posted) and
+// end(), the post stamp the previous iteration's clock read (a latency of one iteration, from a
+// word the loop keeps, as a queued message carries it), for an event without EventHealth
+// storage and one with storage (its latency counted in its histogram at once). The event comes
+// through a pointer the compiler cannot see through, as a dispatcher takes it from its table.
+// Against BM_LinuxBeginEnd: does the latency counter, whose address depends on the clock read,
+// hold the end's read back as the duration counter did (BM_LinuxPairHistogramAtOnce)?
+lc::EventHealth g_bench_health;
+constexpr lc::Event kLinuxEventWithHealth{"sensor_read", 0, &g_bench_health};
+
+void posted_pair(benchmark::State& state, const lc::Event& table_event) {
+  add_clock_context(state);
+  auto monitor = std::make_unique<lx::PortMonitor>();
+  if (monitor->init(linux_config()) != lc::Status::ok) {
+    state.SkipWithError("Monitor::init failed");
+    return;
+  }
+  const lc::Event* event = &table_event;
+  benchmark::DoNotOptimize(event);
+  const std::uint32_t recorded = event->health != nullptr ? event->health->stats().dispatches : 0u;
+  lc::tick_t posted = lx::Clock::now();
+  for (auto _ : state) {
+    const lc::tick_t now = lx::Clock::now();
+    monitor->begin_at(*event, now, posted);
+    monitor->end();
+    posted = now;
+    benchmark::ClobberMemory();
+  }
+  const auto iterations = static_cast<std::uint32_t>(state.iterations());
+  if (monitor->stats().dispatches != iterations ||
+      (event->health != nullptr && event->health->stats().dispatches - recorded != iterations)) {
+    state.SkipWithError("dispatch or latency count does not match the iterations");
+  }
+}
+void BM_LinuxPostedPairWithoutHealth(benchmark::State& state) { posted_pair(state, kLinuxEvent); }
+BENCHMARK(BM_LinuxPostedPairWithoutHealth);
+void BM_LinuxPostedPairWithHealth(benchmark::State& state) { posted_pair(state, kLinuxEventWithHealth); }
+BENCHMARK(BM_LinuxPostedPairWithHealth);
 
 #if LOOPCANARY_LINUX_HAS_TSC
 // The peer: what a zone of a trace profiler costs (written here, after the way Tracy-style

@@ -35,7 +35,7 @@ namespace lx = loopcanary::port_linux;
 namespace {
 constexpr lc::Event kEvent{"sensor_read"};
 // Instructions per begin+end pair beyond the two clock reads, at most (x86-64, g++ 12 -O3: 32,
-// of which 2 count each duration in the histogram at the next end: monitor.hpp,
+// of which 2 count each duration in the histogram at the next end: histogram.hpp,
 // kHistogramCountsLater).
 constexpr int kPairTarget = 32;
 }  // namespace

@@ -105,6 +105,31 @@ TEST_P(Health, LatencyIsDispatchMinusPostInItsBucket) {
   EXPECT_EQ(rig.monitor->stats().dispatches, std::size(latencies)) << "the loop counts them as dispatches";
 }
 
+// A deadline set before the first dispatch, then latencies that change nothing but the
+// histogram (the hot path's, which counts each at the next record on x86): a snapshot after
+// every dispatch holds every latency so far, the latest included.
+TEST_P(Health, EverySnapshotBetweenDispatchesHoldsTheLatestLatency) {
+  Rig rig;
+  ASSERT_EQ(rig.monitor->init_event(rig.event, lc::EventHealthConfig{0, 5'000}), Status::ok);
+  const tick_t latencies[] = {3, 3, 0, 1, 2, 3, 2, 0, 3};  // the first sets the maximum: 3
+  std::uint32_t expected[lc::kHistogramBuckets] = {};
+  tick_t now = start();
+  std::uint32_t n = 0;
+  for (tick_t latency : latencies) {
+    now += 100u;
+    rig.dispatch(now, latency);
+    ++expected[reference_bucket(latency)];
+    ++n;
+    const lc::EventStats s = rig.health->stats();
+    ASSERT_EQ(s.dispatches, n);
+    for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+      ASSERT_EQ(s.latency[i], expected[i]) << "bucket " << i << " after dispatch " << n;
+    }
+  }
+  EXPECT_EQ(rig.health->stats().max_latency, 3u);
+  EXPECT_EQ(rig.health->stats().deadline_misses, 0u);
+}
+
 TEST(HealthTickWrap, PostedJustBeforeTheTickWrapDispatchedAfterIt) {
   Rig rig;
   const tick_t posted = 0xFFFF'FD00u;
@@ -233,25 +258,73 @@ TEST_P(Health, ReconfiguringKeepsCountersAndAppliesAtOnce) {
 
 // ---- The histogram and its percentiles ----------------------------------------------------
 
-TEST(Histogram, BucketOfEachValueAndItsUpperBound) {
+// Both counter layouts (histogram.hpp, detail::kHistogramByBucket: by bucket on x86, by
+// leading zeros elsewhere) read the same buckets, whichever one the target uses.
+template <class Histogram>
+void expect_buckets_of_each_value() {
   const tick_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 255, 256, 0x7FFF'FFFFu, 0x8000'0000u, 0xFFFF'FFFFu};
-  lc::Log2Histogram h;
-  for (tick_t v : values) {
-    EXPECT_EQ(lc::histogram_bucket(v), reference_bucket(v)) << v;
-    h.count(v);
-  }
+  Histogram h;
+  for (tick_t v : values) h.count(v);
+  for (std::uint32_t bit = 0; bit < 32; ++bit) h.count(tick_t{1} << bit);
   std::uint32_t read[lc::kHistogramBuckets];
   h.read_buckets(read);
   std::uint32_t expected[lc::kHistogramBuckets] = {};
   for (tick_t v : values) ++expected[reference_bucket(v)];
+  for (std::uint32_t bit = 0; bit < 32; ++bit) ++expected[bit];
   for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
     EXPECT_EQ(read[i], expected[i]) << "bucket " << i;
-    EXPECT_EQ(h.bucket(i), expected[i]);
-    EXPECT_EQ(lc::histogram_bucket_max(i), reference_bucket_max(i)) << i;
+    EXPECT_EQ(h.bucket(i), expected[i]) << "bucket " << i;
   }
   EXPECT_EQ(h.bucket(lc::kHistogramBuckets), 0u) << "out of range";
+  EXPECT_EQ(lc::histogram_total(read), std::size(values) + 32u);
+}
+
+TEST(Histogram, BucketOfEachValueAndItsUpperBound) {
+  const tick_t values[] = {0, 1, 2, 3, 4, 5, 7, 8, 255, 256, 0x7FFF'FFFFu, 0x8000'0000u, 0xFFFF'FFFFu};
+  for (tick_t v : values) EXPECT_EQ(lc::histogram_bucket(v), reference_bucket(v)) << v;
+  for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+    EXPECT_EQ(lc::histogram_bucket_max(i), reference_bucket_max(i)) << i;
+  }
   EXPECT_EQ(lc::histogram_bucket_max(lc::kHistogramBuckets), 0xFFFF'FFFFu) << "out of range";
-  EXPECT_EQ(lc::histogram_total(read), std::size(values));
+  expect_buckets_of_each_value<lc::Log2Histogram>();
+}
+
+TEST(Histogram, BothCounterLayoutsReadTheSameBuckets) {
+  expect_buckets_of_each_value<lc::BasicLog2Histogram<true>>();
+  expect_buckets_of_each_value<lc::BasicLog2Histogram<false>>();
+}
+
+// EventHealth's latency histogram counted at once and at the next record (health.hpp,
+// detail::LatencyCounters; x86 counts later) read the same after every count, from the first
+// (nothing pending yet) on, whether a count comes through count() or the hot path's
+// count_usual() (which needs a count() first).
+TEST(Histogram, LatencyCountedAtOnceAndLaterReadTheSame) {
+  lc::detail::LatencyCounters<false> at_once;
+  lc::detail::LatencyCounters<true> later;
+  std::uint32_t read[lc::kHistogramBuckets];
+  later.read_buckets(read);
+  EXPECT_EQ(lc::histogram_total(read), 0u) << "nothing before the first count";
+  std::vector<tick_t> values{5u, 0u, 1u, 2u, 3u, 1000u, 1000u, 0xFFFF'FFFFu, 0u};
+  for (std::uint32_t bit = 0; bit < 32; ++bit) values.push_back(tick_t{1} << bit);
+  std::uint32_t expected[lc::kHistogramBuckets] = {};
+  for (std::size_t n = 0; n < values.size(); ++n) {
+    const tick_t v = values[n];
+    if (n == 0 || n % 3 == 1) {  // the first through count(), and every third after it
+      at_once.count(v);
+      later.count(v);
+    } else {
+      at_once.count_usual(v);
+      later.count_usual(v);
+    }
+    ++expected[reference_bucket(v)];
+    std::uint32_t a[lc::kHistogramBuckets];
+    at_once.read_buckets(a);
+    later.read_buckets(read);
+    for (std::size_t i = 0; i < lc::kHistogramBuckets; ++i) {
+      ASSERT_EQ(a[i], expected[i]) << "bucket " << i << " after counting " << v;
+      ASSERT_EQ(read[i], expected[i]) << "bucket " << i << " after counting " << v;
+    }
+  }
 }
 
 // Percentiles from the buckets against the reference from the raw latencies: 2003 latencies (a

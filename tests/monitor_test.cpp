@@ -550,7 +550,7 @@ TEST(Monitor, LimitsForCapAnEventThresholdAndHangAtHalfTheWrap) {
 // A static Monitor is constant-initialised (no start-up code): this only compiles if it can be.
 constexpr Monitor kUnconfigured;
 
-// The two ways the monitor counts its duration histogram (monitor.hpp, kHistogramCountsLater:
+// The two ways the monitor counts its duration histogram (histogram.hpp, kHistogramCountsLater:
 // at each end, or at the next end with the latest duration pending) read the same after every
 // count, from the first (nothing pending yet) on, for durations in every bucket and zero.
 TEST(MonitorHistogram, CountingAtOnceAndAtTheNextEndReadTheSame) {

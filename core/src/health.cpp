@@ -47,7 +47,7 @@ tick_t EventHealth::watch() const noexcept {
 bool EventHealth::record_unusual(tick_t latency) noexcept {
   if (latency > kMaxIntervalTicks) {
     detail::bump(posted_ahead_);
-    latency_.count(0);  // watch_ <= kMaxIntervalTicks: the next one comes here too
+    latency_.count(0);  // watch_end_ <= kMaxIntervalTicks + 1: the next one comes here too
     return false;
   }
   if (latency > detail::load_relaxed(max_latency_)) detail::store_relaxed(max_latency_, latency);
@@ -56,8 +56,8 @@ bool EventHealth::record_unusual(tick_t latency) noexcept {
   if (missed) detail::bump(deadline_misses_);
   const tick_t period = detail::load_relaxed(period_);
   if (period != 0 && latency >= period) detail::bump(missed_periods_, static_cast<std::uint32_t>(latency / period));
-  watch_ = watch();
   latency_.count(latency);
+  watch_end_ = watch() + 1u;  // watch() <= kMaxIntervalTicks: no wrap
   return missed;
 }
 
@@ -70,7 +70,7 @@ Status EventHealth::configure(const EventHealthConfig& config, std::uint32_t tic
   if (deadline > kMaxIntervalTicks) return Status::deadline_too_long;
   detail::store_relaxed(period_, static_cast<tick_t>(period));
   detail::store_relaxed(deadline_, static_cast<tick_t>(deadline));
-  watch_ = watch();
+  if (watch_end_ != 0) watch_end_ = watch() + 1u;  // before the first record it stays 0
   return Status::ok;
 }
 
@@ -83,6 +83,10 @@ Status Monitor::init_event(const Event& event, const EventHealthConfig& config) 
   const Status status = event.health->configure(config, tick_hz_);
   if (status == Status::ok) this->list(event);  // room checked above
   return status;
+}
+
+void Monitor::record_unusual_latency(const Event& event, tick_t posted, tick_t latency) noexcept {
+  if (event.health->record_unusual(latency)) deadline_missed(event, posted, posted + latency);
 }
 
 void Monitor::deadline_missed(const Event& event, tick_t due, tick_t now) noexcept {

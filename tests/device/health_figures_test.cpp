@@ -141,7 +141,10 @@ DT_TEST(Health, instructions_per_dispatch) {
   DT_EXPECT_LE(no_storage, pair + 600u);        // the storage test: at most 6 more
   DT_EXPECT_LE(latency, pair + 1600u);          // recording the latency: at most 16 more
   DT_EXPECT_LE(deadline, latency + 200u);       // a period and deadline: nothing more on time
-  DT_EXPECT_LE(constant, deadline);             // a constant event: no more than through a table
+  // A constant event: no more than through a table (the same count: the table's load and test
+  // of the storage pointer against the constant's literal load of the event's address), within
+  // the stopwatch's tenth (the same body reads 42.9 and 43.0 for two events).
+  DT_EXPECT_LE(constant, deadline + 50u);
   DT_EXPECT_LE(late, pair + 25000u);            // the out-of-line miss: at most 250 more
   DT_EXPECT_LE(stage, pair + 4500u);            // one stage mark (an out-of-line call): at most 45 more
 }

@@ -31,6 +31,50 @@ namespace loopcanary {
 
 class Monitor;
 
+namespace detail {
+// EventHealth's latency histogram: each latency counted at once, or (CountsLater, x86:
+// kHistogramCountsLater, histogram.hpp, says why) at the event's next record, so the counter's
+// address no longer depends on the clock read the dispatch just took. Counting later, `pending_`
+// holds the latest latency's bucket once `started_` is 1, and readers add it in: a reading
+// between records is exact, one taken while a record runs may show that bucket one off. Written
+// by the loop that dispatches the event only.
+template <bool CountsLater = kHistogramCountsLater>
+struct LatencyCounters {
+  // Counts `d` (ticks) on the hot path; counting later, only once a count() has run.
+  LOOPCANARY_INLINE void count_usual(tick_t d) noexcept { histogram.count(d); }
+  // Counts `d`, any time.
+  void count(tick_t d) noexcept { histogram.count(d); }
+  // Bucket i into out[i]. Any context.
+  void read_buckets(std::uint32_t (&out)[kHistogramBuckets]) const noexcept { histogram.read_buckets(out); }
+
+  Log2Histogram histogram;
+};
+template <>
+struct LatencyCounters<true> {
+  // Counts the previous latency and keeps `d`'s bucket for the next: one add to a counter whose
+  // address is known long before, and a store. Only once a count() has run (started_).
+  LOOPCANARY_INLINE void count_usual(tick_t d) noexcept {
+    histogram.count_in_bucket(load_relaxed(pending_));
+    store_relaxed(pending_, top_bit(d | 1u));
+  }
+  // Counts the previous latency, if any, and keeps `d`'s bucket.
+  void count(tick_t d) noexcept {
+    if (load_relaxed(started_) != 0) histogram.count_in_bucket(load_relaxed(pending_));
+    store_relaxed(pending_, top_bit(d | 1u));
+    store_relaxed(started_, 1u);
+  }
+  // Bucket i into out[i], the pending latency included. Any context.
+  void read_buckets(std::uint32_t (&out)[kHistogramBuckets]) const noexcept {
+    histogram.read_buckets(out);
+    if (load_relaxed(started_) != 0) ++out[load_relaxed(pending_)];
+  }
+
+  Log2Histogram histogram;
+  std::atomic<std::uint32_t> pending_{0};  // 0..31: the latest latency's bucket
+  std::atomic<std::uint32_t> started_{0};  // 1 once a latency is pending
+};
+}  // namespace detail
+
 /// Deadlines of one event type, for Monitor::init_event(). Times are microseconds, converted
 /// to ticks at the loop's tick_hz once, by init_event(). Zero-initialised: no period and no
 /// deadline (queue latency alone, which needs no init_event() at all).
@@ -85,9 +129,10 @@ EventStats difference(const EventStats& before, const EventStats& after) noexcep
 tick_t latency_percentile(const EventStats& stats, std::uint32_t permille) noexcept;
 
 /// The queue-latency and deadline counters of one event type: 128 bytes of histogram and 28 of
-/// counters and configuration. Give it static storage, point the event's descriptor at it
-/// (Event::health), and dispatch that event on one loop only: that loop is the counters' only
-/// writer. All zero at construction (a static one costs no start-up code and no initialised
+/// counters and configuration (on x86 8 more: the latest latency's bucket, counted at the next
+/// record), and the health records' window start. Give it static storage, point the event's
+/// descriptor at it (Event::health), and dispatch that event on one loop only: that loop is the
+/// counters' only writer. All zero at construction (a static one costs no start-up code and no initialised
 /// data), which is queue latency alone; Monitor::init_event() adds a period and a deadline.
 class EventHealth {
  public:
@@ -115,25 +160,29 @@ class EventHealth {
  private:
   friend class Monitor;
 
-  // Records one dispatch's latency (ticks); true when it missed the deadline. Loop context. A
-  // latency above watch_ (a new maximum, a deadline miss, a missed period or a stamp ahead)
-  // takes the one out-of-line call.
-  LOOPCANARY_INLINE bool record(tick_t latency) noexcept {
-    if (latency > watch_) return record_unusual(latency);
-    latency_.count(latency);
-    return false;
+  // Records one dispatch's latency (ticks) when it changes nothing but the histogram (below
+  // watch_end_) and returns true; false for any other (the first, a new maximum, a deadline
+  // miss, a missed period or a stamp ahead), which record_unusual() must take, out of line.
+  // Loop context.
+  LOOPCANARY_INLINE bool record_usual(tick_t latency) noexcept {
+    if (latency >= watch_end_) return false;
+    latency_.count_usual(latency);
+    return true;
   }
-  // record() for a latency above watch_: updates the counters, counts it in the histogram (a
-  // stamp ahead as 0); true for a deadline miss.
-  LOOPCANARY_NOINLINE bool record_unusual(tick_t latency) noexcept;
+  // Records a latency at or above watch_end_ (the first one too): updates the counters, counts
+  // it in the histogram (a stamp ahead as 0); true for a deadline miss. Defined in health.cpp and
+  // inlined into its one caller there (Monitor::record_unusual_latency, the out-of-line call).
+  LOOPCANARY_INLINE bool record_unusual(tick_t latency) noexcept;
   // Validates and applies `config` at `tick_hz` (> 0). Loop context.
   Status configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept;
-  // The largest latency that changes nothing but the histogram.
+  // The largest latency that changes nothing but the histogram: min(max latency, deadline,
+  // period - 1), those that are set; at most kMaxIntervalTicks.
   tick_t watch() const noexcept;
 
-  Log2Histogram latency_;  // first: record() indexes it with no offset to add
-  // Loop-private: min(max latency, deadline, period - 1), those that are set.
-  tick_t watch_ = 0;
+  detail::LatencyCounters<> latency_;  // first: record_usual() indexes it with no offset to add
+  // Loop-private: 1 + watch() once a latency is recorded; 0 before, so the first record is
+  // record_unusual()'s (which starts a histogram that counts later).
+  tick_t watch_end_ = 0;
   std::atomic<tick_t> max_latency_{0};
   std::atomic<std::uint32_t> deadline_misses_{0};
   std::atomic<std::uint32_t> missed_periods_{0};

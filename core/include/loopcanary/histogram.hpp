@@ -28,12 +28,50 @@ LOOPCANARY_INLINE constexpr std::uint32_t leading_zeros(tick_t v) noexcept {
 #endif
 }
 
+/// floor(log2(v)) of `v`, which must not be 0: 0..31. Any context.
+LOOPCANARY_INLINE constexpr std::uint32_t floor_log2(tick_t v) noexcept { return 31u - leading_zeros(v); }
+
+/// floor_log2(v) as an array index, for the hot path: on x86-64 exactly one BSR (gcc folds
+/// 31 - leading zeros into BSR in some contexts only, and then sign-extends the result; clang
+/// always folds it). Elsewhere floor_log2(v). `v` must not be 0. Any context.
+LOOPCANARY_INLINE std::size_t top_bit(tick_t v) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  std::uint64_t index;
+  asm("bsr %1, %0" : "=r"(index) : "r"(std::uint64_t{v}) : "cc");
+  return index;
+#else
+  return floor_log2(v);
+#endif
+}
+
+// How Log2Histogram lays out its counters: by the bucket itself (floor(log2(d | 1)), one BSR on
+// x86) or by the value's leading zeros (31 - bucket, one CLZ on ARM and most other targets), so
+// that count() computes its index in one instruction either way.
+#if defined(__x86_64__) || defined(__i386__)
+inline constexpr bool kHistogramByBucket = true;
+#else
+inline constexpr bool kHistogramByBucket = false;
+#endif
+
+// x86: a duration or latency is counted in its histogram at the next count, not at once. The
+// counter's address depends on the clock read just taken, and on AMD Zen a RDTSC does not start
+// before every older store has its address: counted at once, the count holds the next clock read
+// back until this one's result is in (on an AMD EPYC, 1.30 x two clock reads for begin+end
+// instead of 1.00, 1.6 x one read for a back-to-back dispatch instead of 1.00, 1.28 x two reads
+// for a dispatch with its queue latency recorded instead of 1.01: docs/benchmarks.md, "Linux
+// port" and "Queue latency and deadlines"). Elsewhere the clock is a load or a system register,
+// and the count stays where it is, two instructions cheaper. Monitor's duration histogram
+// (monitor.hpp) and EventHealth's latency histogram (health.hpp) follow it.
+#if defined(__x86_64__) || defined(__i386__)
+inline constexpr bool kHistogramCountsLater = true;
+#else
+inline constexpr bool kHistogramCountsLater = false;
+#endif
+
 }  // namespace detail
 
 /// The bucket that holds `d` ticks: floor(log2(d)), 0 for d == 0. Returns 0..31. Any context.
-constexpr std::size_t histogram_bucket(tick_t d) noexcept {
-  return kHistogramBuckets - 1u - detail::leading_zeros(d | 1u);
-}
+constexpr std::size_t histogram_bucket(tick_t d) noexcept { return detail::floor_log2(d | 1u); }
 
 /// The largest value bucket `i` holds, in ticks: 2^(i+1) - 1 (1 for bucket 0, 0xFFFFFFFF for
 /// bucket 31). `i` is 0..31; a larger `i` returns 0xFFFFFFFF. Any context.
@@ -48,25 +86,33 @@ constexpr tick_t histogram_bucket_max(std::size_t i) noexcept {
 /// read-modify-write); read from any context, counter by counter, so a read while count() runs
 /// may miss that one value. Counters wrap at 2^32: take modular differences between two reads.
 ///
-/// The counters are indexed by the value's leading zero bits, so count() needs no subtraction
-/// or clamp: on Cortex-M3 it is ORR, CLZ, LDR, ADD, STR; on x86-64 OR, BSR, XOR, ADD.
-class Log2Histogram {
+/// `ByBucket` is the counters' layout (detail::kHistogramByBucket: the target's), which changes
+/// nothing a caller sees: by the bucket (x86: count() is OR, BSR, ADD to memory) or by the
+/// value's leading zeros (Cortex-M3: ORR, CLZ, LDR, ADD, STR). Log2Histogram is the target's.
+template <bool ByBucket>
+class BasicLog2Histogram {
  public:
-  constexpr Log2Histogram() noexcept = default;
-  Log2Histogram(const Log2Histogram&) = delete;
-  Log2Histogram& operator=(const Log2Histogram&) = delete;
+  constexpr BasicLog2Histogram() noexcept = default;
+  BasicLog2Histogram(const BasicLog2Histogram&) = delete;
+  BasicLog2Histogram& operator=(const BasicLog2Histogram&) = delete;
 
   /// Counts one value `d` (ticks, any tick_t) in bucket histogram_bucket(d). The owning context
   /// only (the loop).
   LOOPCANARY_INLINE void count(tick_t d) noexcept {
-    detail::bump(by_leading_zeros_[detail::leading_zeros(d | 1u)]);
+    detail::bump(counters_[ByBucket ? detail::top_bit(d | 1u) : detail::leading_zeros(d | 1u)]);
+  }
+
+  /// Counts one value in bucket `i` (0..31: histogram_bucket() of the value). The owning
+  /// context only.
+  LOOPCANARY_INLINE void count_in_bucket(std::size_t i) noexcept {
+    detail::bump(counters_[ByBucket ? i : kHistogramBuckets - 1u - i]);
   }
 
   /// The counter of bucket `i` (0..31; values d with floor(log2(d)) == i), modulo 2^32. Any
   /// context. A larger `i` returns 0.
   std::uint32_t bucket(std::size_t i) const noexcept {
     if (i >= kHistogramBuckets) return 0;
-    return detail::load_relaxed(by_leading_zeros_[kHistogramBuckets - 1u - i]);
+    return detail::load_relaxed(counters_[ByBucket ? i : kHistogramBuckets - 1u - i]);
   }
 
   /// All counters, bucket i into out[i]. Any context.
@@ -75,8 +121,11 @@ class Log2Histogram {
   }
 
  private:
-  std::atomic<std::uint32_t> by_leading_zeros_[kHistogramBuckets] = {};
+  std::atomic<std::uint32_t> counters_[kHistogramBuckets] = {};
 };
+
+/// The log2 histogram of the core, in the target's layout.
+using Log2Histogram = BasicLog2Histogram<detail::kHistogramByBucket>;
 
 /// The sum of `buckets` (a histogram read with Log2Histogram::read_buckets, or the difference
 /// of two such reads), exact: 64 bits. Any context.

@@ -44,19 +44,6 @@ namespace loopcanary {
 class Watchdog;
 
 namespace detail {
-// x86: a dispatch's duration is counted in the histogram at the loop's next end, not at its own.
-// The counter's address depends on the clock read that ended the dispatch, and on AMD Zen a
-// RDTSC does not start before every older store has its address: counted at once, the count
-// holds the next dispatch's first clock read until this one's result is in (on an AMD EPYC,
-// 1.30 x two clock reads for begin+end instead of 1.00, and 1.6 x one read for a back-to-back
-// dispatch instead of 1.00: docs/benchmarks.md, "Linux port"). Elsewhere the clock is a load or
-// a system register, and the count stays where it is, two instructions cheaper.
-#if defined(__x86_64__) || defined(__i386__)
-inline constexpr bool kHistogramCountsLater = true;
-#else
-inline constexpr bool kHistogramCountsLater = false;
-#endif
-
 // The duration histogram (histogram.hpp) as a base of Monitor, so that without it
 // (LOOPCANARY_HISTOGRAM=0) it takes no byte, and with it it sits at the object's address:
 // end() indexes its counters with no offset to add.
@@ -67,7 +54,8 @@ struct HistogramCounters<false, CountsLater> {
   LOOPCANARY_INLINE void count(tick_t /*duration*/) noexcept {}
   std::uint32_t bucket(std::size_t /*log2*/) const noexcept { return 0; }
 };
-// Counting each duration at the next count(): the loop's own word `pending_` holds
+// Counting each duration at the next count() (x86: kHistogramCountsLater, histogram.hpp, says
+// why): the loop's own word `pending_` holds
 // 1 + floor(log2(d)) of the latest duration (0 before the first), which readers add to its
 // bucket, so a reading while the loop is between count()s is exact; one taken while count()
 // runs may show that bucket one ahead.
@@ -76,7 +64,7 @@ struct HistogramCounters<true, true> {
   // Loop context: counts the previous duration, keeps `d`'s bucket for the next call.
   LOOPCANARY_INLINE void count(tick_t d) noexcept {
     bump(counters_[load_relaxed(pending_)]);  // its address is known long before this call
-    store_relaxed(pending_, (leading_zeros(d | 1u) ^ 31u) + 1u);  // x86: BSR and one add
+    store_relaxed(pending_, top_bit(d | 1u) + 1u);  // x86: BSR and one add
   }
   std::uint32_t bucket(std::size_t log2) const noexcept {
     if (log2 >= kHistogramBuckets) return 0;
@@ -600,16 +588,21 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
   }
 
   // Loop context: the queue latency now - posted of a dispatch of `event` that has begun, into
-  // its health storage (none: one load and test).
+  // its health storage (none: one load and test). The out-of-line call takes the latency, not
+  // `now`, so nothing but the latency outlives the subtraction.
   LOOPCANARY_INLINE void record_latency(const Event& event, tick_t now, tick_t posted) noexcept {
     if (EventHealth* health = event.health) {
-      if (health->record(ticks_between(posted, now))) deadline_missed(event, posted, now);
+      const tick_t latency = ticks_between(posted, now);
+      if (!health->record_usual(latency)) record_unusual_latency(event, posted, latency);
     }
   }
+  // record_latency() for a latency its event's record_usual() refused: the counters, and for a
+  // deadline miss the note (deadline_missed).
+  LOOPCANARY_NOINLINE void record_unusual_latency(const Event& event, tick_t posted, tick_t latency) noexcept;
 
   LOOPCANARY_NOINLINE void end_unusual(std::uint32_t seq) noexcept;
   LOOPCANARY_NOINLINE void end_over_threshold(std::uint32_t seq, tick_t begin, tick_t end) noexcept;
-  LOOPCANARY_NOINLINE void deadline_missed(const Event& event, tick_t due, tick_t now) noexcept;
+  void deadline_missed(const Event& event, tick_t due, tick_t now) noexcept;
 
   // Stamps: written by the loop only. What begin/end touch sits together, in one cache line.
   std::atomic<std::uint32_t> seq_{0};
