@@ -8,9 +8,12 @@
 #   bench/tool_bench.sh BUILD_DIR --packets [RECORDS] [WORK_DIR]
 #   bench/tool_bench.sh BUILD_DIR --engines [MB] [WORK_DIR]
 #
-# --packets: the decode rate of binary captures instead: a capture of RECORDS (default 100000)
-# typical device records (8 samples of 4 PCs, loopcanary_capture_corpus) read by `loopcanary
-# decode` and `loopcanary report`, one core: records/s and peak RSS.
+# --packets: the decode rate of binary captures instead: RECORDS (default 100000) typical device
+# blocks (8 samples of 4 PCs, loopcanary_capture_corpus) in three forms: a capture of record
+# packets, a capture of evidence packets (--evidence: the records assembled by the host), and the
+# JSON Lines `loopcanary decode` writes for them. Checks first that both captures decode to
+# RECORDS records, the same JSON lines. Then `loopcanary decode` of each capture and
+# `loopcanary report` of each form, one core each: records/s, MB/s of input and peak RSS.
 # --engines: the fleet engines (docs/fleet.md) on the same corpus: `loopcanary report` and
 # `loopcanary export --format pprof` on one core (MB/s of input, output bytes, peak RSS), and the
 # SQL of docs/fleet.md on DuckDB (tests/fleet/duckdb_report.mjs, --by culprit and qualifier) on
@@ -41,19 +44,32 @@ if [ "${2:-}" = "--packets" ]; then
   command -v taskset >/dev/null || { echo "tool_bench.sh: taskset is missing" >&2; exit 1; }
   mkdir -p "$work"
   trap 'rm -rf "$work"' EXIT INT TERM
-  echo "capture: $("$corpus_gen" "$work/capture.lcb" "$records")"
+  echo "records capture: $("$corpus_gen" "$work/records.lcb" "$records")"
+  echo "evidence capture: $("$corpus_gen" --evidence "$work/evidence.lcb" "$records")"
+  # The records each capture decodes to: RECORDS of them, the same lines from both.
+  "$tool" decode "$work/records.lcb" >"$work/records.jsonl" 2>/dev/null
+  "$tool" decode "$work/evidence.lcb" 2>/dev/null | cmp -s - "$work/records.jsonl" || {
+    echo "tool_bench.sh: the evidence capture does not decode to the records capture's records" >&2
+    exit 1
+  }
+  decoded=$(wc -l <"$work/records.jsonl")
+  [ "$decoded" -eq "$records" ] || { echo "tool_bench.sh: $decoded records decoded, $records written" >&2; exit 1; }
+  echo "decoded: $decoded records from each capture, the same JSON lines ($(stat -c %s "$work/records.jsonl") bytes)"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
-  cat "$work/capture.lcb" >/dev/null
-  for command in decode report; do
-    /usr/bin/time -f '%e %M' -o "$work/time" taskset -c 0 "$tool" "$command" "$work/capture.lcb" >/dev/null 2>"$work/stderr" || {
-      echo "tool_bench.sh: loopcanary $command failed:" >&2
+  cat "$work/records.lcb" "$work/evidence.lcb" "$work/records.jsonl" >/dev/null
+  for run in decode:records.lcb decode:evidence.lcb report:records.lcb report:evidence.lcb report:records.jsonl; do
+    command=${run%%:*}
+    input=$work/${run#*:}
+    /usr/bin/time -f '%e %M' -o "$work/time" taskset -c 0 "$tool" "$command" "$input" >/dev/null 2>"$work/stderr" || {
+      echo "tool_bench.sh: loopcanary $command ${run#*:} failed:" >&2
       tail -n 5 "$work/stderr" >&2
       exit 1
     }
     read -r seconds rss_kb <"$work/time"
-    awk -v n="loopcanary $command" -v r="$records" -v s="$seconds" -v m="$rss_kb" \
-      'BEGIN { printf "%-28s %10.0f records/s %8.2f s %8.1f MB peak RSS\n", n, r / s, s, m / 1024 }'
+    awk -v n="loopcanary $command ${run#*:}" -v r="$records" -v b="$(stat -c %s "$input")" -v s="$seconds" -v m="$rss_kb" \
+      'BEGIN { printf "%-36s %10.0f records/s %8.1f MB/s %8.2f s %8.1f MB peak RSS\n", n, r / s, b / 1e6 / s, s, m / 1024 }'
   done
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit 0
 fi
 mb=${2:-1100}

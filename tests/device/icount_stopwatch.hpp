@@ -2,8 +2,8 @@
 // Instructions of a code path counted on the device under QEMU -icount: virtual time is
 // instructions x 2^LC_ICOUNT_SHIFT ns, so SysTick counting the core clock over a loop of calls
 // counts instructions. For the figures firmware (hotpath_test.cpp, packet_figures_test.cpp,
-// health_figures_test.cpp), which runs with the port not initialised: SysTick is the stopwatch
-// and nothing else runs.
+// health_figures_test.cpp, evidence_figures_test.cpp), which runs with the port not
+// initialised: SysTick is the stopwatch and nothing else runs.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +53,13 @@ __attribute__((noinline)) std::uint64_t stopwatch_cycles(void (*f)(Args...), std
   return (c0 - c1) & 0x00FFFFFFu;  // counts down
 }
 
+/// Instructions x100 per call, of `calls` calls that took `cycles` SysTick cycles in all (at the
+/// core clock, under -icount: each instruction 2^LC_ICOUNT_SHIFT ns). `calls` > 0.
+inline std::uint64_t instructions_x100_per_call(std::uint64_t cycles, std::uint64_t calls) {
+  const std::uint64_t ns = cycles * 1'000'000'000ull / board::kCoreHz;
+  return ns * 100u / (std::uint64_t{1} << LC_ICOUNT_SHIFT) / calls;
+}
+
 /// Instructions x100 of one call of `body(args...)` beyond one of `empty(args...)` (the same
 /// call without the measured work), each run `iterations` times after a warm-up run (QEMU
 /// translates code on first use). Sets `wrapped` as stopwatch_cycles does.
@@ -63,8 +70,7 @@ std::uint64_t instructions_x100(void (*body)(Args...), void (*empty)(Args...), s
   const std::uint64_t base = stopwatch_cycles<Args...>(empty, iterations, wrapped, args...);
   const std::uint64_t cycles = stopwatch_cycles<Args...>(body, iterations, wrapped, args...);
   if (cycles <= base) return 0;
-  const std::uint64_t ns = (cycles - base) * 1'000'000'000ull / board::kCoreHz;
-  return ns * 100u / (std::uint64_t{1} << LC_ICOUNT_SHIFT) / iterations;
+  return instructions_x100_per_call(cycles - base, iterations);
 }
 
 /// Prints "<figure> <what> = <n.d> instructions" for `x100` (an instructions_x100() result, the
