@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// EvidenceRing: whole packets in, whole packets out in order (also across the end of the ring),
-// a packet that does not fit dropped and counted, never overwriting; kept across a "reset" (open()
-// again on the same memory) and sent after a boot packet that marks them; a damaged header
-// discards the ring (counted); damaged bytes inside it are skipped and counted, never sent; a
-// drain buffer too small for a packet counts it refused. The sent bytes are read by the host
+// EvidenceRing: whole packets in, the same bytes out in order (one write, two across the end of
+// the ring), a packet that does not fit dropped and counted, never overwriting; kept across a
+// "reset" (open() again on the same memory) and sent after a boot packet that marks them; a
+// damaged header discards the ring (counted); bytes damaged inside it are sent as they are and
+// the host warns of them, decoding the packets around them. The sent bytes are read by the host
 // tool's capture reader (sim/tool/packet_reader.hpp).
 #include <cstddef>
 #include <cstdint>
@@ -49,15 +49,32 @@ Bytes sample(std::uint32_t at, std::size_t size) {
   return p;
 }
 
+// What drain() sent: the byte stream, the calls, and the stream cut into packets by their
+// headers (magic, type, 16-bit body length), as a decoder does.
 struct Sent {
-  std::vector<Bytes> packets;
-  static void write(void* self, const std::uint8_t* packet, std::size_t size) {
-    static_cast<Sent*>(self)->packets.emplace_back(packet, packet + size);
+  Bytes stream;
+  std::size_t writes = 0;
+  static void write(void* self, const std::uint8_t* bytes, std::size_t size) {
+    Sent& sent = *static_cast<Sent*>(self);
+    EXPECT_GT(size, 0u) << "an empty write";
+    sent.stream.insert(sent.stream.end(), bytes, bytes + size);
+    ++sent.writes;
   }
   lc::PacketSink sink() { return {&Sent::write, this}; }
+  std::vector<Bytes> packets() const {
+    std::vector<Bytes> out;
+    for (std::size_t at = 0; at < stream.size();) {
+      const std::size_t total = lc::kPacketHeaderBytes + (stream[at + 4] | stream[at + 5] << 8) + lc::kPacketTrailerBytes;
+      EXPECT_EQ(stream[at], lc::kPacketMagic0) << at;
+      EXPECT_LE(at + total, stream.size());
+      if (at + total > stream.size()) break;
+      out.emplace_back(stream.begin() + static_cast<std::ptrdiff_t>(at),
+                       stream.begin() + static_cast<std::ptrdiff_t>(at + total));
+      at += total;
+    }
+    return out;
+  }
 };
-
-std::uint8_t g_buffer[lc::kMaxEvidencePacketBytes];
 
 // Boot packet fields: kind, reset cause, boot number (a one-byte uv here).
 struct Boot {
@@ -74,20 +91,31 @@ TEST(EvidenceRing, PacketsGoOutWholeAndInOrderAcrossTheEndOfTheRing) {
   Memory m;
   EXPECT_EQ(m.ring().open(lc::ResetCause::power_on), lc::CrashBoxStatus::discarded);
   Sent sent;
-  m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer);  // this boot's boot packet
-  ASSERT_EQ(sent.packets.size(), 1u);
-  EXPECT_EQ(boot_of(sent.packets[0]).kind, 1u);
+  EXPECT_EQ(m.ring().drain(sent.sink()), 14u);  // this boot's boot packet
+  ASSERT_EQ(sent.packets().size(), 1u);
+  EXPECT_EQ(boot_of(sent.packets()[0]).kind, 1u);
   std::vector<Bytes> pushed;
+  std::size_t wrapped = 0;
   for (std::uint32_t i = 0; i < 20; ++i) {  // 20 × 60 B through 256: wraps several times
     pushed.push_back(sample(i, 60));
     ASSERT_TRUE(m.ring().push(pushed.back().data(), pushed.back().size()));
-    if (i % 3 == 2) m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer);
+    if (i % 3 == 2) {
+      const std::size_t writes = sent.writes;
+      EXPECT_EQ(m.ring().drain(sent.sink()), 180u);
+      EXPECT_LE(sent.writes - writes, 2u);
+      wrapped += sent.writes - writes == 2u;
+    }
   }
-  m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer);
-  ASSERT_EQ(sent.packets.size(), 21u);
-  for (std::size_t i = 0; i < pushed.size(); ++i) EXPECT_EQ(sent.packets[i + 1], pushed[i]) << i;
+  EXPECT_EQ(m.ring().drain(sent.sink()), 120u);
+  EXPECT_GT(wrapped, 0u) << "no drain crossed the end of the ring";
+  const std::vector<Bytes> packets = sent.packets();
+  ASSERT_EQ(packets.size(), 21u);
+  for (std::size_t i = 0; i < pushed.size(); ++i) EXPECT_EQ(packets[i + 1], pushed[i]) << i;
   EXPECT_EQ(m.ring().stats().dropped, 0u);
-  EXPECT_EQ(m.ring().stats().drained, 21u);
+  EXPECT_EQ(m.ring().stats().sent_bytes, 14u + 20u * 60u);
+  const std::size_t writes = sent.writes;
+  EXPECT_EQ(m.ring().drain(sent.sink()), 0u);
+  EXPECT_EQ(sent.writes, writes) << "nothing waiting: no write";
 }
 
 TEST(EvidenceRing, APacketThatDoesNotFitIsDroppedAndCountedNeverOverwriting) {
@@ -99,9 +127,11 @@ TEST(EvidenceRing, APacketThatDoesNotFitIsDroppedAndCountedNeverOverwriting) {
   EXPECT_FALSE(m.ring().push(p.data(), p.size()));  // 14 + 200 + 100 > 256
   EXPECT_EQ(m.ring().stats().dropped, 1u);
   Sent sent;
-  EXPECT_EQ(m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer), 3u);
-  EXPECT_EQ(sent.packets[1], p);
-  EXPECT_EQ(sent.packets[2], p);
+  EXPECT_EQ(m.ring().drain(sent.sink()), 214u);
+  const std::vector<Bytes> packets = sent.packets();
+  ASSERT_EQ(packets.size(), 3u);
+  EXPECT_EQ(packets[1], p);
+  EXPECT_EQ(packets[2], p);
 }
 
 TEST(EvidenceRing, KeptAcrossAResetAndMarkedAsThePreviousBoots) {
@@ -117,18 +147,24 @@ TEST(EvidenceRing, KeptAcrossAResetAndMarkedAsThePreviousBoots) {
   EXPECT_EQ(s.boot, 2u);
   EXPECT_EQ(s.carried_bytes, 14u + 40u);
   Sent sent;
-  EXPECT_EQ(m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer), 4u);
-  const Boot marker = boot_of(sent.packets[0]);
+  EXPECT_EQ(m.ring().drain(sent.sink()), 13u + 14u + 40u + 14u);  // the marker has no `discarded` byte
+  const std::vector<Bytes> packets = sent.packets();
+  ASSERT_EQ(packets.size(), 4u);
+  const Boot marker = boot_of(packets[0]);
   EXPECT_EQ(marker.kind, 0u);
   EXPECT_EQ(marker.cause, static_cast<unsigned>(lc::ResetCause::software));
   EXPECT_EQ(marker.boot, 2u);
-  EXPECT_EQ(boot_of(sent.packets[1]).boot, 1u);  // boot 1's own boot packet, carried
-  EXPECT_EQ(sent.packets[2], p);
-  EXPECT_EQ(boot_of(sent.packets[3]).kind, 1u);
-  EXPECT_EQ(boot_of(sent.packets[3]).boot, 2u);
+  EXPECT_EQ(boot_of(packets[1]).boot, 1u);  // boot 1's own boot packet, carried
+  EXPECT_EQ(packets[2], p);
+  EXPECT_EQ(boot_of(packets[3]).kind, 1u);
+  EXPECT_EQ(boot_of(packets[3]).boot, 2u);
+  // The marker goes once: the next drain sends only what was pushed since.
+  Sent more;
+  m.ring().push(p.data(), p.size());
+  EXPECT_EQ(m.ring().drain(more.sink()), 40u);
+  EXPECT_EQ(more.stream, p);
   // The host finds four whole packets (no garbage, no CRC mismatch, no torn tail).
-  Bytes capture;
-  for (const Bytes& b : sent.packets) capture.insert(capture.end(), b.begin(), b.end());
+  const Bytes& capture = sent.stream;
   lt::CaptureReader reader;
   reader.read(capture.data(), capture.size(), nullptr, [](lt::WarningKind kind, std::uint64_t, const std::string& what) {
     EXPECT_TRUE(kind != lt::WarningKind::garbage && kind != lt::WarningKind::crc_mismatch &&
@@ -150,17 +186,17 @@ TEST(EvidenceRing, ADamagedHeaderDiscardsTheRing) {
     EXPECT_EQ(m.ring().stats().carried_bytes, 0u);
     EXPECT_EQ(m.ring().stats().boot, 1u);
     Sent sent;
-    EXPECT_EQ(m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer), 1u);  // only the new boot packet
-    EXPECT_EQ(sent.packets[0][9], 1u) << "discarded";
+    EXPECT_EQ(m.ring().drain(sent.sink()), 14u);  // only the new boot packet
+    ASSERT_EQ(sent.packets().size(), 1u);
+    EXPECT_EQ(sent.stream[9], 1u) << "discarded";
   }
 }
 
 // The warnings the host tool gives for a capture of `ring` drained.
 std::vector<lt::WarningKind> warnings_of(lc::EvidenceRing& ring) {
   Sent sent;
-  ring.drain(sent.sink(), g_buffer, sizeof g_buffer);
-  Bytes capture;
-  for (const Bytes& b : sent.packets) capture.insert(capture.end(), b.begin(), b.end());
+  ring.drain(sent.sink());
+  const Bytes& capture = sent.stream;
   std::vector<lt::WarningKind> kinds;
   lt::CaptureReader reader;
   reader.read(capture.data(), capture.size(), nullptr,
@@ -178,43 +214,43 @@ TEST(EvidenceRing, TheHostWarnsOfADiscardedRingUnlessTheBoardSawAPowerOn) {
   EXPECT_TRUE(warnings_of(power_on.ring()).empty());
 }
 
-TEST(EvidenceRing, DamagedBytesAreSkippedAndCountedNeverSent) {
+TEST(EvidenceRing, DamagedBytesAreSentAsTheyAreAndTheHostWarnsOfThem) {
   Memory m;
   m.ring().open(lc::ResetCause::power_on);
-  Sent sent;
-  m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer);
   const Bytes a = sample(1, 40);
   const Bytes b = sample(2, 40);
   m.ring().push(a.data(), a.size());
   m.ring().push(b.data(), b.size());
-  // A flipped byte inside `a` (the ring's bytes follow its state): its CRC no longer matches.
+  m.ring().set_reset_cause(lc::ResetCause::watchdog);
+  // A byte inside `a` flips in RAM across the reset (the ring's bytes follow its state).
   unsigned char* data = m.bytes + sizeof(lc::EvidenceRing);
-  bool flipped = false;
-  for (std::size_t i = 0; i + a.size() <= 256 && !flipped; ++i) {
-    if (std::memcmp(data + i, a.data(), a.size()) == 0) {
-      data[i + 20] ^= 0x40;
-      flipped = true;
-    }
+  std::size_t flipped_at = 256;
+  for (std::size_t i = 0; i + a.size() <= 256 && flipped_at == 256; ++i) {
+    if (std::memcmp(data + i, a.data(), a.size()) == 0) flipped_at = i + 20;
   }
-  ASSERT_TRUE(flipped);
-  sent.packets.clear();
-  EXPECT_EQ(m.ring().drain(sent.sink(), g_buffer, sizeof g_buffer), 1u);
-  ASSERT_EQ(sent.packets.size(), 1u);
-  EXPECT_EQ(sent.packets[0], b);
-  EXPECT_EQ(m.ring().stats().damaged, 1u);  // one run
+  ASSERT_LT(flipped_at, 256u);
+  data[flipped_at] ^= 0x40;
+  ASSERT_EQ(m.ring().open(lc::ResetCause::unknown), lc::CrashBoxStatus::kept);
+  Sent sent;
+  m.ring().drain(sent.sink());
+  // `a` goes out with its flipped byte: the host refuses it by its CRC, at its offset (after
+  // the marker and boot 1's boot packet), and decodes `b` after it.
+  std::vector<std::pair<lt::WarningKind, std::uint64_t>> warnings;
+  lt::CaptureReader reader;
+  reader.read(sent.stream.data(), sent.stream.size(), nullptr,
+              [&warnings](lt::WarningKind kind, std::uint64_t offset, const std::string&) { warnings.emplace_back(kind, offset); });
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_EQ(warnings[0].first, lt::WarningKind::crc_mismatch);
+  EXPECT_EQ(warnings[0].second, 13u + 14u);
+  EXPECT_EQ(reader.stats().packets, 4u) << "the marker, two boot packets and b";
 }
 
-TEST(EvidenceRing, APacketLargerThanTheDrainBufferIsRefusedAndCounted) {
+TEST(EvidenceRing, ANullSinkSendsNothingAndKeepsTheBytes) {
   Memory m;
   m.ring().open(lc::ResetCause::power_on);
-  const Bytes p = sample(1, 100);
-  m.ring().push(p.data(), p.size());
+  EXPECT_EQ(m.ring().drain(lc::PacketSink{nullptr, nullptr}), 0u);
   Sent sent;
-  std::uint8_t small[64];
-  EXPECT_EQ(m.ring().drain(sent.sink(), small, sizeof small), 1u);  // the boot packet fits
-  EXPECT_EQ(m.ring().stats().refused, 1u);
-  EXPECT_EQ(m.ring().drain(sent.sink(), nullptr, 0), 0u);
-  EXPECT_EQ(m.ring().drain(lc::PacketSink{nullptr, nullptr}, g_buffer, sizeof g_buffer), 0u);
+  EXPECT_EQ(m.ring().drain(sent.sink()), 14u);
 }
 
 }  // namespace

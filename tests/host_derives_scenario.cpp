@@ -141,13 +141,12 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
 #if LC_EVIDENCE_STREAM
   // What the device sends, read by the tool as `loopcanary decode` reads a capture.
   std::vector<std::uint8_t> capture;
-  std::uint8_t buffer[lc::kMaxEvidencePacketBytes];
   const lc::PacketSink sink{[](void* context, const std::uint8_t* packet, std::size_t size) {
                               auto& bytes = *static_cast<std::vector<std::uint8_t>*>(context);
                               bytes.insert(bytes.end(), packet, packet + size);
                             },
                             &capture};
-  ring.drain(sink, buffer, sizeof buffer);
+  ring.drain(sink);
   if (ring.stats().dropped != 0) {
     std::printf("%s: the evidence ring dropped packets\n", name);
     ++g_failures;

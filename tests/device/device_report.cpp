@@ -104,12 +104,45 @@ std::uint32_t send_capture(CrashBox& box, const char* path) noexcept {
   return close_capture(box.drain(board::host_file_sink(g_capture)), 0);
 }
 
+namespace {
+
+// Passes a packet stream written in pieces (EvidenceRing::drain splits it where the ring wraps)
+// on to `next`, counting its packets by their headers (bytes 4 and 5: the body's length).
+struct PacketCounter {
+  PacketSink next;
+  std::uint32_t packets = 0;
+  std::uint8_t header[kPacketHeaderBytes] = {};
+  std::size_t header_seen = 0;  // bytes of the current packet's header seen
+  std::size_t left = 0;         // bytes of the current packet after its header still to come
+
+  static void write(void* self, const std::uint8_t* bytes, std::size_t size) {
+    PacketCounter& c = *static_cast<PacketCounter*>(self);
+    c.next.write(c.next.context, bytes, size);
+    for (std::size_t i = 0; i < size; ++i) {
+      if (c.header_seen < kPacketHeaderBytes) {
+        c.header[c.header_seen++] = bytes[i];
+        if (c.header_seen == kPacketHeaderBytes) {
+          c.left = (c.header[4] | static_cast<std::size_t>(c.header[5]) << 8) + kPacketTrailerBytes;
+          ++c.packets;
+        }
+      } else if (--c.left == 0) {
+        c.header_seen = 0;
+      }
+    }
+  }
+};
+
+PacketCounter g_counter;  // static storage: a capture may be sent from an interrupt
+
+}  // namespace
+
 std::uint32_t send_capture(EvidenceRing& ring, const char* path) noexcept {
-  static std::uint8_t packet[kMaxEvidencePacketBytes];  // static: this may run in an interrupt
   open_capture(path);
-  const std::uint32_t refused_before = ring.stats().refused;
-  const std::uint32_t sent = ring.drain(board::host_file_sink(g_capture), packet, sizeof packet);
-  return close_capture(sent, ring.stats().refused - refused_before);
+  g_counter = PacketCounter{board::host_file_sink(g_capture)};
+  const std::uint32_t bytes = ring.drain(PacketSink{&PacketCounter::write, &g_counter});
+  check(bytes == g_capture.bytes_written + g_capture.bytes_lost, "every byte drained went to the capture");
+  check(g_counter.header_seen == 0, "the capture ends with a whole packet");
+  return close_capture(g_counter.packets, 0);
 }
 
 void print_port_stats() noexcept {

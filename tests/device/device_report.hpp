@@ -52,9 +52,9 @@ std::uint32_t send_capture(Watchdog& watchdog, const char* path) noexcept;
 /// packets; refused is always 0). At boot, after box.open(). Returns the packets sent.
 std::uint32_t send_capture(CrashBox& box, const char* path) noexcept;
 
-/// The same for the packets waiting in an evidence ring (EvidenceRing::drain: `boot` packets,
-/// and `watch`, `sample` and `observation` packets the host assembles into records; refused: those
-/// larger than the buffer of kMaxEvidencePacketBytes, never). Returns the packets sent.
+/// The same for the bytes waiting in an evidence ring (EvidenceRing::drain: `boot` packets, and
+/// `watch`, `sample` and `observation` packets the host assembles into records), counted into
+/// packets by their headers as they go; refused is always 0. Returns the packets sent.
 std::uint32_t send_capture(EvidenceRing& ring, const char* path) noexcept;
 
 /// The port counters (ticks, polls, captures, poll cost).

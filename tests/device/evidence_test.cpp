@@ -72,10 +72,10 @@ void print_ring(const char* when) {
   const lc::EvidenceRingStats s = g_ring.stats();
   print("lc-evidence-ring ");
   print(when);
-  const std::uint32_t values[] = {s.pushed, s.dropped, s.drained, s.refused, s.carried_bytes,
-                                  s.damaged, s.boxes_discarded, s.boot, static_cast<std::uint32_t>(s.reset_cause)};
-  const char* const names[] = {" pushed=", " dropped=", " drained=", " refused=", " carried_bytes=",
-                               " damaged=", " boxes_discarded=", " boot=", " reset_cause="};
+  const std::uint32_t values[] = {s.pushed,          s.dropped, s.sent_bytes, s.carried_bytes,
+                                  s.boxes_discarded, s.boot,    static_cast<std::uint32_t>(s.reset_cause)};
+  const char* const names[] = {" pushed=",          " dropped=", " sent_bytes=", " carried_bytes=",
+                               " boxes_discarded=", " boot=",    " reset_cause="};
   for (std::size_t i = 0; i < sizeof values / sizeof values[0]; ++i) {
     print(names[i]);
     print_u64(values[i]);

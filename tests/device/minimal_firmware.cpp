@@ -134,9 +134,7 @@ void send_packet(void* /*context*/, const std::uint8_t* packet, std::size_t size
   }
   loopcanary::board::write("\n");
 }
-#if LC_WITH_EVIDENCE
-std::uint8_t g_packet[lc::kMaxEvidencePacketBytes];
-#elif !LC_WITH_FORMAT
+#if !LC_WITH_EVIDENCE && !LC_WITH_FORMAT
 std::uint8_t g_packet[lc::kMaxPacketBytes];
 #endif
 #endif
@@ -180,7 +178,7 @@ int main() {
 #if LC_WITH_EVIDENCE
   const lc::PacketSink sink{&send_packet, nullptr};
   g_box.open(loopcanary::board::reset_cause());
-  g_box.drain(sink, g_packet, sizeof g_packet);  // the previous boot's evidence
+  g_box.drain(sink);  // the previous boot's evidence
   if (g_watchdog.init(lc::WatchdogConfig{}, hal, g_box) != lc::Status::ok) return 4;
 #else
   if (g_watchdog.init(lc::WatchdogConfig{}, hal) != lc::Status::ok) return 4;
@@ -223,7 +221,7 @@ int main() {
   cm::attach(nullptr);
   const lc::LoopStats stats = g_monitor.stats();
 #if LC_WITH_EVIDENCE
-  g_box.drain(sink, g_packet, sizeof g_packet);
+  g_box.drain(sink);
 #elif LC_WITH_FORMAT
   const cm::Sink text_sink{&write_record, nullptr};
   cm::drain(g_watchdog, text_sink, cm::Format::json, g_text, sizeof g_text);

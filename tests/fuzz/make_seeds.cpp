@@ -199,8 +199,7 @@ Bytes evidence(bool reset) {
   static lc::StaticEvidenceRing<1u << 14> ring;
   ring.open(lc::ResetCause::power_on);
   Bytes sent;
-  std::uint8_t buffer[lc::kMaxEvidencePacketBytes];
-  ring.drain({&append_packet, &sent}, buffer, sizeof buffer);  // the last run's bytes
+  ring.drain({&append_packet, &sent});  // the last run's bytes
   sent.clear();
   sim::VirtualTime time(0xFFFF'0000u);
   sim::Machine machine;
@@ -239,7 +238,7 @@ Bytes evidence(bool reset) {
     monitor.end();
     scheduler.idle(sim::ms(20));
   }
-  ring.drain({&append_packet, &sent}, buffer, sizeof buffer);
+  ring.drain({&append_packet, &sent});
   return sent;
 }
 

@@ -40,8 +40,8 @@ constexpr std::size_t kSampleBodyMax =
 }  // namespace detail
 
 /// Largest evidence packet this build's configuration can produce (an observation or a
-/// sample), in bytes: the encoding buffer of an EvidenceWatchdog and the least drain() buffer
-/// that never refuses a packet.
+/// sample), in bytes: the encoding buffer of an EvidenceWatchdog (StaticEvidenceWatchdog
+/// provides it).
 inline constexpr std::size_t kMaxEvidencePacketBytes =
     kPacketHeaderBytes + detail::larger(detail::kObservationBodyMax, detail::kSampleBodyMax) + kPacketTrailerBytes;
 
@@ -50,10 +50,8 @@ inline constexpr std::size_t kMaxEvidencePacketBytes =
 struct EvidenceRingStats {
   std::uint32_t pushed;          ///< packets appended this boot
   std::uint32_t dropped;         ///< packets that did not fit the free space (not appended)
-  std::uint32_t drained;         ///< packets drain() sent this boot (a boot packet included)
-  std::uint32_t refused;         ///< packets drain() could not send: larger than its buffer (lost)
+  std::uint32_t sent_bytes;      ///< bytes drain() sent this boot (its `boot` packet included)
   std::uint32_t carried_bytes;   ///< bytes open() found from before the reset (this boot)
-  std::uint32_t damaged;         ///< runs of damaged bytes drain() skipped (this boot)
   std::uint32_t boxes_discarded; ///< 1 when open() found no valid ring this boot, else 0
   std::uint32_t boot;            ///< this boot's number: boots since the ring was last discarded (1..)
   ResetCause reset_cause;        ///< cause of the reset before this boot, as open() decided it
@@ -74,12 +72,15 @@ class EvidenceRing {
   /// fit the free space (the ring never overwrites what it has not sent). Producer context.
   bool push(const std::uint8_t* packet, std::size_t size) noexcept;
 
-  /// Sends the packets waiting, oldest first, one call of `sink.write` per packet, each copied
-  /// into `buffer` (`size` bytes; kMaxEvidencePacketBytes never refuses one, a shorter packet
-  /// than that is lost and counted in `refused`). The bytes of the previous boot (see open())
-  /// are preceded by a `boot` packet that marks them so. Damaged bytes are skipped. A null
-  /// `sink.write` or `buffer` sends nothing. Returns the packets sent. Consumer context.
-  std::uint32_t drain(const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept;
+  /// Sends every byte waiting, oldest first, straight from the ring's memory: one call of
+  /// `sink.write`, two where the waiting bytes wrap past the ring's end (a packet may then be
+  /// split between the calls: the stream is self-delimiting). The first drain after a reset
+  /// that kept bytes (see open()) sends, before them, a `boot` packet that marks them as the
+  /// previous boot's. Packets go out as pushed, CRC and all: the host's decoder checks each one,
+  /// and bytes damaged in RAM across a reset are warned there with their offset, never decoded.
+  /// No buffer, no CRC computed here. A null `sink.write` sends nothing. Returns the bytes sent.
+  /// Consumer context.
+  std::uint32_t drain(const PacketSink& sink) noexcept;
 
   /// Records `cause` as the cause of the reset the firmware is about to request (before
   /// SYSRESETREQ, or from a watchdog's early-warning interrupt); the next open() uses it when
@@ -92,16 +93,16 @@ class EvidenceRing {
  protected:
   /// Validates the ring at boot: magic, layout, capacity and header CRC, and the unread span
   /// within the capacity. A ring that fails discards its contents (counted). The bytes kept are
-  /// earlier boots' (each packet is checked when drain() sends it: framing and CRC; damaged
-  /// bytes are skipped and counted); a `boot` packet of this boot (kind 1, the reset cause, this
+  /// earlier boots' (their packets' own CRCs are checked by the host's decoder); a `boot` packet of this boot (kind 1, the reset cause, this
   /// boot's number, whether the ring was discarded) is appended after them. `board_cause`: the board's
   /// reset cause (ResetCause::unknown: the one set_reset_cause() recorded is used).
   CrashBoxStatus open(std::uint8_t* bytes, std::uint32_t capacity, ResetCause board_cause) noexcept;
 
  private:
-  std::size_t packet_at(std::uint32_t position, std::uint32_t limit) const noexcept;
-  void copy_out(std::uint32_t position, std::uint8_t* to, std::size_t n) const noexcept;
   std::uint32_t header_crc() const noexcept;
+  // Seals a `boot` packet of `kind` (0: the bytes that follow are the previous boot's; 1: this
+  // boot starts) into `packet`; returns its size.
+  std::size_t boot_packet(std::uint8_t* packet, unsigned kind) const noexcept;
 
   // In the ring's memory, kept across resets: guarded by magic, layout, capacity and crc.
   std::uint32_t magic_;
@@ -116,14 +117,10 @@ class EvidenceRing {
   std::uint32_t boots_;  // open() calls since the ring was last discarded: this boot's number
   // This boot.
   std::uint8_t* bytes_;
-  std::uint32_t carried_;  // bytes of the previous boot not yet sent
-  bool marked_;            // the `boot` packet that precedes them was sent
+  std::uint32_t carried_;  // bytes of the previous boot not yet sent (drain() sends all at once)
   std::atomic<std::uint32_t> pushed_;
-  std::uint32_t drained_;
-  std::uint32_t refused_;
+  std::uint32_t sent_bytes_;
   std::uint32_t carried_bytes_;
-  std::uint32_t damaged_;
-  bool in_damage_;
   std::uint32_t discarded_;
   ResetCause cause_;
 };

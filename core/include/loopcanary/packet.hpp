@@ -53,11 +53,14 @@ enum class ResetCause : std::uint8_t {
 /// context.
 const char* to_string(ResetCause cause) noexcept;
 
-/// Where packets go (a UART, a semihosting file, a RAM buffer): one whole packet per call. The
-/// Cortex-M port's drain_packets() and CrashBox::drain() send through it.
+/// Where packets go (a UART, a semihosting file, a RAM buffer): the next bytes of the packet
+/// stream per call, in order. The Cortex-M port's drain_packets() and CrashBox::drain() send one
+/// whole packet per call; EvidenceRing::drain() sends the ring's bytes as they lie, in one or
+/// two calls (a packet may be split between them). The stream is self-delimiting: a writer
+/// needs no boundaries.
 struct PacketSink {
-  /// Called once per packet with `size` bytes at `packet`, valid only during the call. Runs in
-  /// the context that called the sending function.
+  /// Called with the next `size` bytes (1..) at `packet`, valid only during the call. Runs in the
+  /// context that called the sending function.
   void (*write)(void* context, const std::uint8_t* packet, std::size_t size);
   void* context;
 };
