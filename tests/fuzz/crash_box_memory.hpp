@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The memory of the crash box that the crash-box fuzz target opens and that its seeds are taken
-// from (make_seeds.cpp): the bytes of a StaticCrashBox as a board finds them in no-init RAM,
-// laid out as core/include/loopcanary/crash_box.hpp describes (the header first).
+// The memory of the crash boxes that the crash-box fuzz targets open and that their seeds are
+// taken from (make_seeds.cpp): the bytes of a StaticCrashBox, laid out as
+// core/include/loopcanary/crash_box.hpp describes (the header first), and of a
+// StaticEvidenceRing, laid out as docs/report-format.md ("The evidence ring") describes, as a
+// board finds them in no-init RAM.
 #pragma once
 
 #include <cstddef>
@@ -9,9 +11,19 @@
 #include <cstring>
 
 #include "loopcanary/crash_box.hpp"
+#include "loopcanary/evidence.hpp"
 #include "loopcanary/packet.hpp"
 
 namespace loopcanary::fuzz {
+
+/// Power-on garbage in `bytes`, the same for the same seed.
+template <std::size_t N>
+void fill_garbage(std::uint8_t (&bytes)[N], std::uint32_t seed) noexcept {
+  for (std::uint8_t& b : bytes) {
+    seed = seed * 1664525u + 1013904223u;
+    b = static_cast<std::uint8_t>(seed >> 24);
+  }
+}
 
 /// Packet bytes of the box (room for a few records, and for packets longer than the box).
 inline constexpr std::size_t kCrashBoxBytes = 1024;
@@ -23,12 +35,7 @@ struct CrashBoxMemory {
   FuzzCrashBox& box() noexcept { return *reinterpret_cast<FuzzCrashBox*>(bytes); }
 
   /// Power-on garbage, the same for the same seed.
-  void fill_garbage(std::uint32_t seed) noexcept {
-    for (std::uint8_t& b : bytes) {
-      seed = seed * 1664525u + 1013904223u;
-      b = static_cast<std::uint8_t>(seed >> 24);
-    }
-  }
+  void fill_garbage(std::uint32_t seed) noexcept { fuzz::fill_garbage(bytes, seed); }
 
   /// Makes the header valid whatever it holds (magic, layout, capacity, `used` folded into
   /// 0..capacity, CRC), keeping its other fields, so that open() goes on to the packet bytes.
@@ -41,6 +48,34 @@ struct CrashBoxMemory {
     h.used %= static_cast<std::uint32_t>(kCrashBoxBytes + 1);
     h.crc = crc32(reinterpret_cast<const std::uint8_t*>(&h), offsetof(CrashBoxHeader, crc));
     std::memcpy(bytes, &h, sizeof h);
+  }
+};
+
+/// Packet bytes of the evidence ring (a few blocks' packets).
+inline constexpr std::size_t kEvidenceRingBytes = 1024;
+using FuzzEvidenceRing = StaticEvidenceRing<kEvidenceRingBytes>;
+
+struct EvidenceRingMemory {
+  alignas(FuzzEvidenceRing) std::uint8_t bytes[sizeof(FuzzEvidenceRing)];
+
+  FuzzEvidenceRing& ring() noexcept { return *reinterpret_cast<FuzzEvidenceRing*>(bytes); }
+
+  /// Power-on garbage, the same for the same seed.
+  void fill_garbage(std::uint32_t seed) noexcept { fuzz::fill_garbage(bytes, seed); }
+
+  /// Makes the ring's header valid whatever it holds, as docs/report-format.md lays it out
+  /// (native 32-bit words: magic, layout, capacity, CRC of those three, head, tail, ...): the
+  /// guard words set, the unread span head - tail folded into 0..capacity, the rest kept, so
+  /// that open() keeps the bytes.
+  void make_header_valid() noexcept {
+    std::uint32_t w[6];
+    std::memcpy(w, bytes, sizeof w);
+    w[0] = kEvidenceRingMagic;
+    w[1] = kEvidenceRingLayout;
+    w[2] = static_cast<std::uint32_t>(kEvidenceRingBytes);
+    w[3] = crc32(reinterpret_cast<const std::uint8_t*>(w), 3 * sizeof w[0]);
+    w[5] = w[4] - (w[4] - w[5]) % static_cast<std::uint32_t>(kEvidenceRingBytes + 1);
+    std::memcpy(bytes, w, sizeof w);
   }
 };
 

@@ -2,8 +2,9 @@
 // Seeds for the fuzz targets that read bytes the core writes: packets made by the core's encoder
 // (encode_packet, a deadline miss among them, and encode_health_packet), evidence packets a
 // StaticEvidenceWatchdog sends (on the sim port: a block with scopes and a hang, in one boot and
-// kept across a reset) and crash-box memory left by the core's CrashBox (store, set_reset_cause),
-// written as files into <dir>/capture and <dir>/crash_box. Made at build time, so they follow
+// kept across a reset), crash-box memory left by the core's CrashBox (store, set_reset_cause)
+// and evidence-ring memory left by a StaticEvidenceRing (push, set_reset_cause, drain), written
+// as files into <dir>/capture, <dir>/crash_box and <dir>/evidence_ring. Made at build time, so they follow
 // the encoder and this build's capacities (kMaxSamples, kMaxFrames, kTopFrames).
 //
 //   loopcanary_fuzz_make_seeds DIR
@@ -252,7 +253,8 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const std::string capture = dir + "/capture/";
   const std::string box_dir = dir + "/crash_box/";
-  if (!make_dir(dir) || !make_dir(capture) || !make_dir(box_dir)) return 1;
+  const std::string ring_dir = dir + "/evidence_ring/";
+  if (!make_dir(dir) || !make_dir(capture) || !make_dir(box_dir) || !make_dir(ring_dir)) return 1;
   bool ok = true;
 
   // Captures: each packet alone, all of them back to back, and with garbage and a torn tail.
@@ -277,8 +279,10 @@ int main(int argc, char** argv) {
   const Bytes last = packet_of(all[1]);
   damaged.insert(damaged.end(), last.begin(), last.begin() + static_cast<std::ptrdiff_t>(last.size() / 2));
   ok = ok && write_file(capture + "together.lcb", together.data(), together.size());
+  Bytes evidence_packets;
   for (const bool reset : {false, true}) {
     const Bytes e = evidence(reset);
+    if (!reset) evidence_packets = e;
     if (e.size() < 200) {
       std::fprintf(stderr, "loopcanary_fuzz_make_seeds: the evidence scenario sent %zu bytes\n", e.size());
       return 1;
@@ -302,6 +306,38 @@ int main(int argc, char** argv) {
       memory.box().open(lc::ResetCause::unknown);
       memory.box().drain({&append_packet, &sent});
       ok = ok && write_file(capture + "previous_boot" + std::to_string(stored) + ".lcb", sent.data(), sent.size());
+    }
+  }
+
+  // Evidence-ring memory as a board finds it at boot: this boot's boot packet alone, with a few
+  // of the scenario's packets (one with the cause the firmware set), full, and written past the
+  // ring's end after a drain.
+  std::vector<Bytes> pieces;  // the scenario's packets, cut by their headers
+  for (std::size_t at = 0; at + lc::kPacketHeaderBytes <= evidence_packets.size();) {
+    const std::size_t n = lc::kPacketHeaderBytes + (evidence_packets[at + 4] | std::size_t{evidence_packets[at + 5]} << 8) +
+                          lc::kPacketTrailerBytes;
+    if (at + n > evidence_packets.size()) break;
+    pieces.emplace_back(evidence_packets.begin() + static_cast<std::ptrdiff_t>(at),
+                        evidence_packets.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  }
+  loopcanary::fuzz::EvidenceRingMemory ring_memory;
+  for (unsigned kept : {0u, 3u, 100u}) {
+    for (const bool wrapped : {false, true}) {
+      ring_memory.fill_garbage(kept + (wrapped ? 7u : 1u));
+      loopcanary::fuzz::FuzzEvidenceRing& ring = ring_memory.ring();
+      ring.open(lc::ResetCause::power_on);
+      if (wrapped) {  // advance head and tail most of the way round
+        for (std::size_t i = 0; i < pieces.size() && ring.push(pieces[i].data(), pieces[i].size()); ++i) {
+        }
+        Bytes drained;
+        ring.drain({&append_packet, &drained});
+      }
+      for (std::size_t i = 0; i < kept && i < pieces.size() && ring.push(pieces[i].data(), pieces[i].size()); ++i) {
+      }
+      if (kept == 3) ring.set_reset_cause(lc::ResetCause::software);
+      ok = ok && write_file(ring_dir + "kept" + std::to_string(kept) + (wrapped ? "_wrapped" : "") + ".bin",
+                            ring_memory.bytes, sizeof ring_memory.bytes);
     }
   }
   return ok ? 0 : 1;
