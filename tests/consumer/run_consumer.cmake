@@ -45,7 +45,7 @@ if(NOT status EQUAL 0)
 endif()
 
 if(DEFINED RUN)
-  execute_process(COMMAND ${EMULATOR} ${BINARY}/${RUN}
+  execute_process(COMMAND ${EMULATOR} ${BINARY}/${RUN} WORKING_DIRECTORY ${BINARY}
     RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
   message(STATUS "${RUN}:\n${out}")
   if(NOT status EQUAL 0)

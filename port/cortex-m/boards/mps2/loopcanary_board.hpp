@@ -61,8 +61,8 @@ void write_host_file(HostFile& file, const std::uint8_t* data, std::size_t size)
 /// or the host reports an error. Any context.
 bool close_host_file(HostFile& file) noexcept;
 
-/// A PacketSink (cortex_m::drain_packets, CrashBox::drain) that appends every packet to `file`
-/// with write_host_file(); `file` must outlive the sink.
+/// A PacketSink (cortex_m::drain_packets, CrashBox::drain, EvidenceRing::drain) that appends the
+/// bytes of every call to `file` with write_host_file(); `file` must outlive the sink.
 PacketSink host_file_sink(HostFile& file) noexcept;
 
 /// Why the core last reset. The MPS2 images have no reset-cause register that QEMU models (the
