@@ -64,7 +64,7 @@ struct Sent {
   std::vector<Bytes> packets() const {
     std::vector<Bytes> out;
     for (std::size_t at = 0; at < stream.size();) {
-      const std::size_t total = lc::kPacketHeaderBytes + (stream[at + 4] | stream[at + 5] << 8) + lc::kPacketTrailerBytes;
+      const std::size_t total = lc::packet_size(&stream[at]);
       EXPECT_EQ(stream[at], lc::kPacketMagic0) << at;
       EXPECT_LE(at + total, stream.size());
       if (at + total > stream.size()) break;

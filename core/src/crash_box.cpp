@@ -28,9 +28,8 @@ std::size_t packet_at(const std::uint8_t* p, std::size_t size) noexcept {
       p[3] != static_cast<std::uint8_t>(PacketType::previous_boot)) {
     return 0;
   }
-  const std::size_t body = p[4] | static_cast<std::size_t>(p[5]) << 8;
-  const std::size_t total = kPacketHeaderBytes + body + kPacketTrailerBytes;
-  if (body < 2 || total > size) return 0;
+  const std::size_t total = packet_size(p);
+  if (total < kMinPacket || total > size) return 0;
   return crc32(p + 2, total - 2) == kCrcResidue ? total : 0;
 }
 

@@ -157,7 +157,7 @@ bool ends_inside_record(int fd, std::uint64_t size, bool lines, const char* reco
         header[0] != kPacketMagic0 || header[1] != kPacketMagic1) {
       return true;
     }
-    at += kPacketHeaderBytes + (std::size_t{header[4]} | (std::size_t{header[5]} << 8)) + kPacketTrailerBytes;
+    at += packet_size(header);
   }
   return at != size;
 }

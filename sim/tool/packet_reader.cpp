@@ -920,11 +920,6 @@ std::uint32_t le32(const std::uint8_t* p) noexcept {
          static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
 }
 
-// The total length of the packet whose magic is at p, when its header is there.
-std::size_t packet_length(const std::uint8_t* p) noexcept {
-  return kPacketMin + (static_cast<std::size_t>(p[4]) | static_cast<std::size_t>(p[5]) << 8);
-}
-
 bool crc_matches(const std::uint8_t* p, std::size_t length) noexcept {
   return crc32(p + 2, length - 6) == le32(p + length - 4);
 }
@@ -944,7 +939,7 @@ const std::uint8_t* find_magic(const std::uint8_t* from, const std::uint8_t* to)
 const std::uint8_t* find_whole_packet(const std::uint8_t* from, const std::uint8_t* to) noexcept {
   for (const std::uint8_t* p = find_magic(from, to); p != to; p = find_magic(p + 1, to)) {
     if (to - p >= static_cast<std::ptrdiff_t>(kPacketMin)) {
-      const std::size_t length = packet_length(p);
+      const std::size_t length = packet_size(p);
       if (static_cast<std::size_t>(to - p) >= length && crc_matches(p, length)) return p;
     }
   }
@@ -1066,7 +1061,7 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
     const std::uint64_t p = scan + static_cast<std::uint64_t>(magic - from);
     std::size_t length = kPacketMin;
     const bool header = w.ensure(p, kPacketMin);
-    if (header) length = packet_length(w.at(p));
+    if (header) length = packet_size(w.at(p));
     if (!header || !w.ensure(p, length)) {
       // It passes the end of the capture: the torn tail, unless a whole packet follows (then
       // the magic was garbage, or the length is damaged).

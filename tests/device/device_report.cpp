@@ -107,7 +107,7 @@ std::uint32_t send_capture(CrashBox& box, const char* path) noexcept {
 namespace {
 
 // Passes a packet stream written in pieces (EvidenceRing::drain splits it where the ring wraps)
-// on to `next`, counting its packets by their headers (bytes 4 and 5: the body's length).
+// on to `next`, counting its packets by their headers (packet_size).
 struct PacketCounter {
   PacketSink next;
   std::uint32_t packets = 0;
@@ -122,7 +122,7 @@ struct PacketCounter {
       if (c.header_seen < kPacketHeaderBytes) {
         c.header[c.header_seen++] = bytes[i];
         if (c.header_seen == kPacketHeaderBytes) {
-          c.left = (c.header[4] | static_cast<std::size_t>(c.header[5]) << 8) + kPacketTrailerBytes;
+          c.left = packet_size(c.header) - kPacketHeaderBytes;
           ++c.packets;
         }
       } else if (--c.left == 0) {

@@ -187,8 +187,7 @@ void record_packet(const std::uint8_t* packet, std::size_t size) {
 bool record_packets() {
   std::size_t at = 0;
   while (at + lc::kPacketHeaderBytes <= g_stream_bytes) {
-    const std::size_t size =
-        lc::kPacketHeaderBytes + (g_stream[at + 4] | std::size_t{g_stream[at + 5]} << 8) + lc::kPacketTrailerBytes;
+    const std::size_t size = lc::packet_size(g_stream + at);
     if (at + size > g_stream_bytes) return false;
     record_packet(g_stream + at, size);
     at += size;

@@ -62,7 +62,7 @@ Result read_with(const std::uint8_t* data, std::size_t size, Read&& read) {
         FUZZ_CHECK(decoded.offset + lc::kPacketHeaderBytes <= size, "record at offset %llu of %zu bytes",
                    static_cast<unsigned long long>(decoded.offset), size);
         const std::uint8_t* p = data + decoded.offset;
-        r.packet_bytes += lc::kPacketHeaderBytes + lc::kPacketTrailerBytes + (p[4] | static_cast<std::size_t>(p[5]) << 8);
+        r.packet_bytes += lc::packet_size(p);
         lt::format_record_json(decoded, line);
         check_reads_back(line);
         r.lines.push_back(std::to_string(decoded.offset) + " " + line);
@@ -86,7 +86,7 @@ Result read_with(const std::uint8_t* data, std::size_t size, Read&& read) {
 
 void decode_first_body(const std::uint8_t* data, std::size_t size) {
   if (size < lc::kPacketHeaderBytes || data[0] != lc::kPacketMagic0 || data[1] != lc::kPacketMagic1) return;
-  const std::size_t claimed = data[4] | static_cast<std::size_t>(data[5]) << 8;
+  const std::size_t claimed = lc::packet_size(data) - lc::kPacketHeaderBytes - lc::kPacketTrailerBytes;
   // A copy of exactly the body's size, so that AddressSanitizer sees any read past it.
   const std::vector<std::uint8_t> body(data + lc::kPacketHeaderBytes,
                                        data + lc::kPacketHeaderBytes + std::min(claimed, size - lc::kPacketHeaderBytes));

@@ -314,8 +314,7 @@ int main(int argc, char** argv) {
   // ring's end after a drain.
   std::vector<Bytes> pieces;  // the scenario's packets, cut by their headers
   for (std::size_t at = 0; at + lc::kPacketHeaderBytes <= evidence_packets.size();) {
-    const std::size_t n = lc::kPacketHeaderBytes + (evidence_packets[at + 4] | std::size_t{evidence_packets[at + 5]} << 8) +
-                          lc::kPacketTrailerBytes;
+    const std::size_t n = lc::packet_size(&evidence_packets[at]);
     if (at + n > evidence_packets.size()) break;
     pieces.emplace_back(evidence_packets.begin() + static_cast<std::ptrdiff_t>(at),
                         evidence_packets.begin() + static_cast<std::ptrdiff_t>(at + n));

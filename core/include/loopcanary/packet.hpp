@@ -135,6 +135,13 @@ std::size_t encode_packet(const BlockRecord& record, std::uint8_t* buffer, std::
 /// kMaxHealthPacketBytes always fits. Any context; reentrant.
 std::size_t encode_health_packet(const HealthRecord& record, std::uint8_t* buffer, std::size_t size) noexcept;
 
+/// The whole length of the packet whose header (its first kPacketHeaderBytes bytes) is at
+/// `header`: header, body (the 16-bit length field) and CRC, 10..65545 bytes. What a reader of
+/// a byte stream cuts packets by; it checks neither the magic nor the CRC. Any context.
+constexpr std::size_t packet_size(const std::uint8_t* header) noexcept {
+  return kPacketHeaderBytes + (header[4] | static_cast<std::size_t>(header[5]) << 8) + kPacketTrailerBytes;
+}
+
 /// CRC-32 (ISO-HDLC, as zlib: reflected polynomial 0xEDB88320, initial value and final XOR
 /// 0xFFFFFFFF) of `size` bytes, continuing from `crc` (0 to start). Any context.
 std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc = 0) noexcept;
