@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The evidence ring (evidence.hpp): whole packets in a byte ring that survives a reset (the
-// crash box of a device that sends evidence), sent on as raw bytes (the host checks them). docs/report-format.md ("Evidence packets", "The
-// evidence ring") specifies the boot packets it adds.
+// crash box of a device that sends evidence), sent on as raw bytes (the host checks them).
+// docs/report-format.md ("Evidence packets", "The evidence ring") specifies the boot packets it
+// adds.
 #include <type_traits>
 
 #include "loopcanary/evidence.hpp"

@@ -93,9 +93,10 @@ class EvidenceRing {
  protected:
   /// Validates the ring at boot: magic, layout, capacity and header CRC, and the unread span
   /// within the capacity. A ring that fails discards its contents (counted). The bytes kept are
-  /// earlier boots' (their packets' own CRCs are checked by the host's decoder); a `boot` packet of this boot (kind 1, the reset cause, this
-  /// boot's number, whether the ring was discarded) is appended after them. `board_cause`: the board's
-  /// reset cause (ResetCause::unknown: the one set_reset_cause() recorded is used).
+  /// earlier boots' (their packets' own CRCs are checked by the host's decoder); a `boot` packet
+  /// of this boot (kind 1, the reset cause, this boot's number, whether the ring was discarded)
+  /// is appended after them. `board_cause`: the board's reset cause (ResetCause::unknown: the one
+  /// set_reset_cause() recorded is used).
   CrashBoxStatus open(std::uint8_t* bytes, std::uint32_t capacity, ResetCause board_cause) noexcept;
 
  private:
