@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/evidence.hpp"
@@ -78,5 +79,22 @@ struct EvidenceRingMemory {
     std::memcpy(bytes, w, sizeof w);
   }
 };
+
+/// A fuzz input as box memory, opened twice by `open_and_drain(memory, board_cause)`: as given
+/// (shorter inputs end in zeros), then with the header made valid so that the bytes behind it are
+/// read. A byte beyond the memory, if any, is the board's reset cause (else unknown).
+template <class Memory, class OpenAndDrain>
+void open_as_found_and_made_valid(Memory& memory, const std::uint8_t* data, std::size_t size,
+                                  OpenAndDrain open_and_drain) {
+  const std::size_t n = size < sizeof memory.bytes ? size : sizeof memory.bytes;
+  const ResetCause board_cause =
+      size > sizeof memory.bytes ? static_cast<ResetCause>(data[sizeof memory.bytes] % 7u) : ResetCause::unknown;
+  for (const bool make_valid : {false, true}) {
+    std::memset(memory.bytes, 0, sizeof memory.bytes);
+    if (n != 0) std::memcpy(memory.bytes, data, n);
+    if (make_valid) memory.make_header_valid();
+    open_and_drain(memory, board_cause);
+  }
+}
 
 }  // namespace loopcanary::fuzz

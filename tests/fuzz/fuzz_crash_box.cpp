@@ -6,11 +6,8 @@
 // that the packet bytes are checked. Asserts: every record open() keeps is drained, one whole
 // `previous_boot` packet per sink call that the host tool's decoder (sim/tool/packet_reader.hpp)
 // reads without a warning; a drained box opens empty.
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -63,14 +60,6 @@ void open_and_drain(lc::fuzz::CrashBoxMemory& memory, lc::ResetCause board_cause
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static lc::fuzz::CrashBoxMemory memory;
-  const std::size_t n = std::min(size, sizeof memory.bytes);
-  const lc::ResetCause board_cause =
-      size > sizeof memory.bytes ? static_cast<lc::ResetCause>(data[sizeof memory.bytes] % 7u) : lc::ResetCause::unknown;
-  for (const bool make_valid : {false, true}) {
-    std::memset(memory.bytes, 0, sizeof memory.bytes);
-    if (n != 0) std::memcpy(memory.bytes, data, n);
-    if (make_valid) memory.make_header_valid();
-    open_and_drain(memory, board_cause);
-  }
+  lc::fuzz::open_as_found_and_made_valid(memory, data, size, &open_and_drain);
   return 0;
 }

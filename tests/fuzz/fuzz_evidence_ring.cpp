@@ -9,11 +9,8 @@
 // this boot's own `boot` packet, in at most three sink calls of at least one byte; the decoder
 // reads the capture (never a crash) and finds both boot packets whatever lies between them; a
 // drained ring sends nothing more and opens empty.
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -86,14 +83,6 @@ void open_and_drain(lc::fuzz::EvidenceRingMemory& memory, lc::ResetCause board_c
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static lc::fuzz::EvidenceRingMemory memory;
-  const std::size_t n = std::min(size, sizeof memory.bytes);
-  const lc::ResetCause board_cause =
-      size > sizeof memory.bytes ? static_cast<lc::ResetCause>(data[sizeof memory.bytes] % 7u) : lc::ResetCause::unknown;
-  for (const bool make_valid : {false, true}) {
-    std::memset(memory.bytes, 0, sizeof memory.bytes);
-    if (n != 0) std::memcpy(memory.bytes, data, n);
-    if (make_valid) memory.make_header_valid();
-    open_and_drain(memory, board_cause);
-  }
+  lc::fuzz::open_as_found_and_made_valid(memory, data, size, &open_and_drain);
   return 0;
 }
