@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // encode_packet and crc32. Small on purpose (it runs on Cortex-M0/M3 beside the monitor): a
-// bitwise CRC, one varint writer, a linear string-table search. docs/report-format.md
-// ("Binary form") is the specification this follows field by field.
+// CRC by nibbles (a 64-byte table), one varint writer, a linear string-table search.
+// docs/report-format.md ("Binary form") is the specification this follows field by field.
 #include "loopcanary/packet.hpp"
+
+#include <array>
 
 namespace loopcanary {
 namespace {
@@ -40,11 +42,28 @@ constexpr unsigned kConfiguration = detail::kPacketConfiguration;
 
 }  // namespace
 
+namespace {
+// The CRC-32 register after four bitwise steps from each 4-bit value: one lookup does the four
+// steps (64 bytes of table; a byte-wide table would take 1 KiB for twice the speed again).
+constexpr std::array<std::uint32_t, 16> nibble_table() noexcept {
+  std::array<std::uint32_t, 16> table{};
+  for (std::uint32_t nibble = 0; nibble < 16; ++nibble) {
+    std::uint32_t crc = nibble;
+    for (int bit = 0; bit < 4; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    table[nibble] = crc;
+  }
+  return table;
+}
+constexpr std::array<std::uint32_t, 16> kNibbleCrc = nibble_table();
+static_assert(kNibbleCrc[1] == 0x1DB71064u && kNibbleCrc[8] == 0xEDB88320u, "CRC-32 nibble table");
+}  // namespace
+
 std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc) noexcept {
   crc = ~crc;
   for (std::size_t i = 0; i < size; ++i) {
     crc ^= data[i];
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    crc = (crc >> 4) ^ kNibbleCrc[crc & 0xFu];
+    crc = (crc >> 4) ^ kNibbleCrc[crc & 0xFu];
   }
   return ~crc;
 }

@@ -16,9 +16,12 @@
 # instruction (and literal-pool word) of .text goes to the innermost frame of its inline chain
 # (DWARF, addr2line -i) that is in SOURCE_DIR: core/ is core, port/ (but not the board) is
 # port, and of core the encoder (packet.cpp, packet.hpp, evidence.cpp, evidence.hpp) and the
-# crash box (crash_box.cpp, crash_box.hpp, evidence_ring.cpp) are counted apart. Code the
+# crash box (crash_box.cpp, crash_box.hpp, evidence_ring.cpp) are counted apart, and of core the
+# watchdog's (any frame of the chain in watchdog.cpp) apart from the loop's side. Code the
 # compiler inlined anywhere counts for the source it came from, so this holds for an LTO build
-# too.
+# too. The library's read-only data objects in flash (objdump -t: objects in .text named
+# loopcanary::, the board's aside) have no line information and are added to the figure by
+# symbol size.
 #
 # With EVIDENCE (the same minimal firmware as a device sends its evidence: a
 # StaticEvidenceWatchdog, its evidence ring as the crash box), the code of that firmware by
@@ -100,7 +103,7 @@ function(code_by_source file title held)
   if(NOT got EQUAL expected)
     message(FATAL_ERROR "${ADDR2LINE}: ${got} answers for ${expected} addresses")
   endif()
-  foreach(owner core port encoder crash_box firmware other)
+  foreach(owner core port encoder crash_box firmware other watchdog)
     set(${owner} 0)
   endforeach()
   set(index 0)
@@ -116,6 +119,9 @@ function(code_by_source file title held)
         set(owner crash_box)
       elseif(path MATCHES "^core/")
         set(owner core)
+        if(chain MATCHES "\n${SOURCE_DIR}/core/src/watchdog\\.cpp:")  # the watchdog's, inlined code too
+          math(EXPR watchdog "${watchdog} + ${bytes}")
+        endif()
       elseif(path MATCHES "^port/" AND NOT path MATCHES "/boards/")
         set(owner port)
       else()
@@ -124,10 +130,29 @@ function(code_by_source file title held)
     endif()
     math(EXPR ${owner} "${${owner}} + ${bytes}")
   endforeach()
+  # The library's read-only data objects in flash (constant tables, the evidence sink's function
+  # table), by symbol (objdump -t: flag O, section .text): the instruction pass above cannot
+  # attribute them (no line information).
+  execute_process(COMMAND ${OBJDUMP} -t -C ${file} OUTPUT_VARIABLE symbols RESULT_VARIABLE code)
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "${OBJDUMP} -t ${file} failed")
+  endif()
+  set(constants 0)
+  string(REGEX MATCHALL "\n[0-9a-f]+ [^\n]* O \\.text\t[0-9a-f]+ loopcanary::[^\n]*" objects "${symbols}")
+  foreach(object IN LISTS objects)
+    if(object MATCHES "loopcanary::(board|device_)")  # the board's and the firmware's
+      continue()
+    endif()
+    if(object MATCHES "\t([0-9a-f]+) loopcanary::")
+      math(EXPR constants "${constants} + 0x${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
   math(EXPR both "${core} + ${port}")
-  math(EXPR device "${both} + ${encoder} + ${crash_box}")
+  math(EXPR device "${both} + ${encoder} + ${crash_box} + ${constants}")
+  math(EXPR loop_side "${core} - ${watchdog}")
   message("code by source (DWARF inline chains), ${title}: core ${core} + port ${port} = ${both}, "
-          "+ encoder ${encoder} + crash box ${crash_box} = ${device}\n"
+          "+ encoder ${encoder} + crash box ${crash_box} + read-only data ${constants} = ${device}\n"
+          "  (of core: the watchdog's ${watchdog}, the loop's side ${loop_side})\n"
           "  (firmware and board ${firmware}, runtime and unattributed ${other})")
   if(NOT held)
     return()
