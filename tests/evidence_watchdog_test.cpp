@@ -96,6 +96,67 @@ TEST(EvidenceWatchdog, TheInterceptorIsToldWhenTheRingDroppedTheReport) {
   EXPECT_GE(memory.ring.stats().dropped, 2u);
 }
 
+// Four program counters of 7-byte varints: a sample packet of about 45 bytes.
+std::size_t capture_four(void*, const lc::Monitor&, lc::Frame* pcs, std::size_t max) {
+  const std::size_t n = max < 4 ? max : 4;
+  for (std::size_t i = 0; i < n; ++i) pcs[i] = static_cast<lc::Frame>(0x5555'5555'0000ull + 0x40u * i);
+  return n;
+}
+
+struct Missed {
+  std::vector<lc::Phase> phases;
+  std::vector<bool> kept;
+  std::vector<std::uint32_t> missed;
+  static void on(void* self, const lc::Observation& o, bool kept) {
+    auto& seen = *static_cast<Missed*>(self);
+    seen.phases.push_back(o.phase);
+    seen.kept.push_back(kept);
+    seen.missed.push_back(o.samples_missed);
+  }
+};
+
+// A hang that nothing drains (the loop is stuck, as before a reset) samples every 5 ms for
+// 100 ms: far more than a 512-byte ring holds. The samples stop where the ring's reserve starts,
+// so the in-progress and hang reports both fit; the samples not kept count as missed.
+TEST(EvidenceWatchdog, SamplesLeaveRoomForTheReportsOfAHangNothingDrains) {
+  Ring<512> memory;
+  lc::Monitor monitor;
+  lc::StaticEvidenceWatchdog<1> watchdog;
+  lc::MonitorConfig config;
+  config.name = "main";
+  config.tick_hz = kTickHz;
+  config.threshold_us = 20'000;
+  config.sample_interval_us = 5'000;
+  config.hang_limit_us = 100'000;
+  ASSERT_EQ(monitor.init(config), lc::Status::ok);
+  lc::Hal hal{};
+  hal.capture_stack = &capture_four;
+  ASSERT_EQ(watchdog.init(lc::WatchdogConfig{}, hal, memory.ring), lc::Status::ok);
+  ASSERT_EQ(watchdog.add(monitor), lc::Status::ok);
+  Missed seen;
+  ASSERT_EQ(watchdog.add_interceptor(&Missed::on, &seen), lc::Status::ok);
+
+  monitor.begin_at(kStuck, 0);
+  for (lc::tick_t now = 0; now <= 150'000; now += 5'000) watchdog.poll(now);
+
+  ASSERT_EQ(seen.phases, (std::vector<lc::Phase>{lc::Phase::in_progress, lc::Phase::hang}));
+  EXPECT_EQ(seen.kept, (std::vector<bool>{true, true}));
+  EXPECT_EQ(lc::evidence_report_reserve(512), 256u);
+  // A sample at every poll from the first at or past the arm point to 150 ms; the ring kept
+  // some, refused the rest (its only drops), and the reports say how many were missed so far.
+  const std::uint32_t arm = config.threshold_us * config.arm_permille / 1000u;
+  const std::uint32_t first = (arm + 4'999u) / 5'000u * 5'000u;
+  const std::uint32_t attempts = (150'000u - first) / 5'000u + 1u;
+  const lc::EvidenceRingStats ring = memory.ring.stats();
+  const std::uint32_t missed = watchdog.stats().samples_missed;
+  EXPECT_GT(missed, 0u);
+  EXPECT_LT(missed, attempts);
+  EXPECT_EQ(ring.dropped, missed);
+  EXPECT_EQ(ring.pushed, 1u /* boot */ + 1u /* watch */ + (attempts - missed) + 2u /* reports */);
+  EXPECT_LE(seen.missed[0], seen.missed[1]);
+  EXPECT_LT(seen.missed[1], missed + 1u);
+}
+
 TEST(EvidenceWatchdog, OneInterceptorSetAfterInit) {
   Ring<256> memory;
   lc::StaticEvidenceWatchdog<1> idle;

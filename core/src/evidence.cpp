@@ -41,6 +41,7 @@ Status EvidenceWatchdog::init(const WatchdogConfig& config, const Hal& hal, cons
   rule_[0] = config.running_permille;
   rule_[1] = config.starved_busy_permille;
   rule_[2] = config.starved_wait_permille;
+  sample_reserve_ = static_cast<std::uint32_t>(evidence_report_reserve(ring.capacity()));
   return Status::ok;
 }
 
@@ -67,7 +68,7 @@ void EvidenceWatchdog::announce(std::size_t watch) noexcept {
   ring_->push(scratch_, detail::seal_packet(scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
 }
 
-void EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Sample& s) noexcept {
+bool EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Sample& s) noexcept {
   auto& me = static_cast<EvidenceWatchdog&>(self);
   me.announce(watch);
   ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
@@ -78,7 +79,8 @@ void EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Samp
   w.u8(s.pc_count);
   for (unsigned f = 0; f < s.scope_count; ++f) w.str(reinterpret_cast<const char*>(s.frames[f]));
   for (unsigned f = s.scope_count; f < s.scope_count + s.pc_count; ++f) w.uv(s.frames[f]);
-  me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::sample, w.pos - kPacketHeaderBytes));
+  return me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::sample, w.pos - kPacketHeaderBytes),
+                        me.sample_reserve_);
 }
 
 bool EvidenceWatchdog::send_observation(Watchdog& self, const Observation& o) noexcept {

@@ -73,9 +73,10 @@ CrashBoxStatus EvidenceRing::open(std::uint8_t* bytes, std::uint32_t capacity, R
   return carried_ != 0 ? CrashBoxStatus::kept : CrashBoxStatus::empty;
 }
 
-bool EvidenceRing::push(const std::uint8_t* packet, std::size_t size) noexcept {
+bool EvidenceRing::push(const std::uint8_t* packet, std::size_t size, std::size_t keep_free) noexcept {
   const std::uint32_t head = head_.load(std::memory_order_relaxed);
-  if (size > capacity_ - (head - detail::load_acquire(tail_))) {
+  const std::uint32_t room = capacity_ - (head - detail::load_acquire(tail_));
+  if (size > room || keep_free > room - size) {
     detail::bump(dropped_);
     return false;
   }

@@ -40,9 +40,6 @@ using ScopeStrings = StringTable<detail::kPacketStringsMax - 3, 3>;
 
 constexpr unsigned kConfiguration = detail::kPacketConfiguration;
 
-}  // namespace
-
-namespace {
 // The CRC-32 register after four bitwise steps from each 4-bit value: one lookup does the four
 // steps (64 bytes of table; a byte-wide table would take 1 KiB for twice the speed again).
 constexpr std::array<std::uint32_t, 16> nibble_table() noexcept {
@@ -56,6 +53,7 @@ constexpr std::array<std::uint32_t, 16> nibble_table() noexcept {
 }
 constexpr std::array<std::uint32_t, 16> kNibbleCrc = nibble_table();
 static_assert(kNibbleCrc[1] == 0x1DB71064u && kNibbleCrc[8] == 0xEDB88320u, "CRC-32 nibble table");
+
 }  // namespace
 
 std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t crc) noexcept {

@@ -390,12 +390,13 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
     StampSnapshot after;
     same_dispatch = monitor.snapshot(after) && after.seq == w.dispatch.seq;
   }
-  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0)) {
+  // Not evidence, or not kept by the sink (an evidence ring keeping its room for reports):
+  // missed, as the record says.
+  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0) ||
+      !sink_.sample(*this, static_cast<std::size_t>(&w - watches_), sample)) {
     ++w.samples_missed;
     detail::bump(samples_missed_);
-    return;
   }
-  sink_.sample(*this, static_cast<std::size_t>(&w - watches_), sample);
 }
 
 // Starts the observation of a report about `note` (odd seq: a dispatch, ended at note.end or
@@ -526,8 +527,9 @@ void Watchdog::deliver(bool suppressed) noexcept {
 
 void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watch_started(self.evidence_[watch]); }
 
-void Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept {
+bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept {
   add_sample(self.evidence_[watch], sample);
+  return true;
 }
 
 // The record of `o` to the interceptors, in order, then into the ring.

@@ -87,8 +87,11 @@ function(code_by_source file title held)
     set(previous_hex ${hex})
   endforeach()
   string(REPLACE ";" "\n" input "${addresses}")
+  # One file per firmware path: figures.footprint and figures.footprint_lto run in the same
+  # directory, in parallel, on firmware of the same names.
   get_filename_component(name ${file} NAME)
-  set(address_file ${CMAKE_CURRENT_BINARY_DIR}/${name}.addresses)
+  string(MD5 path_hash "${file}")
+  set(address_file ${CMAKE_CURRENT_BINARY_DIR}/${name}.${path_hash}.addresses)
   file(WRITE ${address_file} "${input}\n")
   execute_process(COMMAND ${ADDR2LINE} -i -a -e ${file} INPUT_FILE ${address_file}
     OUTPUT_VARIABLE chains RESULT_VARIABLE code)

@@ -68,9 +68,10 @@ inline constexpr std::uint32_t kEvidenceRingLayout = 1;
 /// set_reset_cause()) and one consumer (drain()); open() at boot before either.
 class EvidenceRing {
  public:
-  /// Appends one whole packet of `size` bytes. False, counted in `dropped`, when it does not
-  /// fit the free space (the ring never overwrites what it has not sent). Producer context.
-  bool push(const std::uint8_t* packet, std::size_t size) noexcept;
+  /// Appends one whole packet of `size` bytes, leaving at least `keep_free` bytes free after it.
+  /// False, counted in `dropped`, when it does not fit (the ring never overwrites what it has
+  /// not sent). Producer context.
+  bool push(const std::uint8_t* packet, std::size_t size, std::size_t keep_free = 0) noexcept;
 
   /// Sends every byte waiting, oldest first, straight from the ring's memory: one call of
   /// `sink.write`, two where the waiting bytes wrap past the ring's end (a packet may then be
@@ -89,6 +90,9 @@ class EvidenceRing {
 
   /// The counters. Any context (each read once; not a consistent snapshot).
   EvidenceRingStats stats() const noexcept;
+
+  /// Packet bytes the ring holds (StaticEvidenceRing's Bytes). After open(); any context.
+  std::uint32_t capacity() const noexcept { return capacity_; }
 
  protected:
   /// Validates the ring at boot: magic, layout, capacity and header CRC, and the unread span
@@ -146,6 +150,13 @@ class StaticEvidenceRing : public EvidenceRing {
   std::uint8_t bytes_[Bytes];
 };
 
+/// Bytes of an evidence ring of `capacity` bytes that an EvidenceWatchdog's samples leave free
+/// for reports: room for two observations of the largest size (a block in progress and its
+/// hang), at most half the ring.
+constexpr std::size_t evidence_report_reserve(std::size_t capacity) noexcept {
+  return 2 * kMaxEvidencePacketBytes < capacity / 2 ? 2 * kMaxEvidencePacketBytes : capacity / 2;
+}
+
 /// Called with each report of an evidence watchdog, as the observation its `observation` packet
 /// carries (phase, loop, event, timing), from poll(), in watchdog context (on a device often
 /// the timer interrupt), after the packet went to the ring (`kept`: false when the ring had no
@@ -157,7 +168,10 @@ using ObservationInterceptor = void (*)(void* context, const Observation& observ
 /// A watchdog whose observer sends its evidence to an EvidenceRing as packets instead of
 /// assembling records: pop() finds nothing (the host decoder builds the records), and its one
 /// interceptor sees each report's observation. A watch's `watch` packet is sent with its first
-/// sample or report, so a dispatch that ends before the watchdog arms costs no byte.
+/// sample or report, so a dispatch that ends before the watchdog arms costs no byte. Samples
+/// leave the ring's last bytes to reports (evidence_report_reserve()): a long hang that nothing
+/// drains (the loop is stuck) fills the ring with samples up to there, and its block and hang
+/// reports still fit; a sample not kept counts as missed in its record.
 /// Instantiate StaticEvidenceWatchdog.
 class EvidenceWatchdog : public Watchdog {
  public:
@@ -176,7 +190,7 @@ class EvidenceWatchdog : public Watchdog {
  private:
   void announce(std::size_t watch) noexcept;
   static void send_watch(Watchdog& self, std::size_t watch) noexcept;
-  static void send_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+  static bool send_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
   static bool send_observation(Watchdog& self, const Observation& observation) noexcept;
   static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation};
 
@@ -186,6 +200,7 @@ class EvidenceWatchdog : public Watchdog {
   std::uint8_t* scratch_ = nullptr;  // kMaxEvidencePacketBytes: the packet being encoded
   bool* announced_ = nullptr;        // per watch: its `watch` packet was sent for its dispatch
   std::uint16_t rule_[3] = {};       // running, starved_busy, starved_wait permille
+  std::uint32_t sample_reserve_ = 0; // ring bytes a sample leaves free, for reports
 };
 
 namespace detail {

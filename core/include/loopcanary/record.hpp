@@ -57,7 +57,9 @@ struct TopFrame {
 /// the watchdog collects it in this form while it watches the dispatch.
 struct StackEvidence {
   std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)
-  std::uint32_t samples_missed = 0;       ///< sample attempts that produced no usable stack
+  /// Sample attempts that produced no usable stack, or whose sample an evidence ring did not
+  /// keep (EvidenceWatchdog).
+  std::uint32_t samples_missed = 0;
   std::uint32_t samples_overwritten = 0;  ///< older samples not kept (only the latest are)
   std::uint8_t sample_count = 0;          ///< samples[0, sample_count), oldest first
   std::uint8_t top_count = 0;             ///< top[0, top_count), most frequent first

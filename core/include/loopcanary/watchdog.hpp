@@ -76,7 +76,9 @@ struct WatchdogStats {
   std::uint32_t reports = 0;             ///< reports produced (interceptors called): the last report number
   std::uint32_t records_dropped = 0;     ///< reports the ring could not hold
   std::uint32_t torn_snapshots = 0;      ///< polls that gave up on a loop's stamps
-  std::uint32_t samples_missed = 0;      ///< sample attempts with no usable stack (all loops)
+  /// Sample attempts with no usable stack, or whose sample an evidence ring did not keep (all
+  /// loops).
+  std::uint32_t samples_missed = 0;
   std::uint32_t suppressed = 0;          ///< reports withheld while a debugger was attached
   /// Dispatches seen running while every watch slot was busy with other loops (each counted
   /// once): not sampled until a slot freed; a block among them is still reported at its end.
@@ -131,7 +133,7 @@ struct Watch {
   // the window [first, last] lies inside the dispatch.
   TimedCpuReading first;
   TimedCpuReading last;
-  std::uint32_t samples_missed;  // sample attempts without a usable stack
+  std::uint32_t samples_missed;  // sample attempts without a usable stack, or not kept
 };
 
 /// What the watchdog keeps per loop. Set by Watchdog::add().
@@ -215,11 +217,11 @@ class Watchdog {
   /// the interceptors and the record ring.
   struct EvidenceSink {
     void (*watch_started)(Watchdog& self, std::size_t watch) noexcept;
-    void (*sample)(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+    bool (*sample)(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;  // false: not kept
     bool (*report)(Watchdog& self, const Observation& observation) noexcept;
   };
   static void assemble_watch(Watchdog& self, std::size_t watch) noexcept;
-  static void assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+  static bool assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
   static bool assemble_report(Watchdog& self, const Observation& observation) noexcept;
   static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report};
 
