@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // EvidenceRing: whole packets in, the same bytes out in order (one write, two across the end of
 // the ring), a packet that does not fit dropped and counted, never overwriting; kept across a
-// "reset" (open() again on the same memory) and sent after a boot packet that marks them; a
-// damaged header discards the ring (counted); bytes damaged inside it are sent as they are and
-// the host warns of them, decoding the packets around them. The sent bytes are read by the host
+// "reset" (open() again on the same memory) and sent after a boot packet that marks them, this
+// boot's boot packet after them even when they filled the ring; a damaged header discards the
+// ring (counted); bytes damaged inside it are sent as they are and the host warns of them,
+// decoding the packets around them. The sent bytes are read by the host
 // tool's capture reader (sim/tool/packet_reader.hpp).
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "loopcanary/evidence.hpp"
+#include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
 #include "packet_reader.hpp"
 
@@ -172,6 +174,139 @@ TEST(EvidenceRing, KeptAcrossAResetAndMarkedAsThePreviousBoots) {
         << what;
   });
   EXPECT_EQ(reader.stats().packets, 4u);
+}
+
+// A `boot` packet of kind 1 (14 bytes), as a filler of known size.
+Bytes boot_starts(unsigned boot) {
+  Bytes p(14);
+  lc::detail::ByteWriter w{p.data(), p.size(), lc::kPacketHeaderBytes};
+  w.u8(1);
+  w.u8(static_cast<unsigned>(lc::ResetCause::power_on));
+  w.uv(boot);
+  w.u8(0);
+  EXPECT_EQ(lc::detail::seal_packet(p.data(), lc::PacketType::boot, w.pos - lc::kPacketHeaderBytes), p.size());
+  return p;
+}
+
+// Boot 1 fills the ring to its last 12 bytes: 14 + 3 × 60 + 50 = 244 of 256 (a 14-byte boot
+// packet does not fit; a 12-byte packet would).
+std::vector<Bytes> fill_boot_one(lc::EvidenceRing& ring) {
+  std::vector<Bytes> pushed;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    pushed.push_back(sample(i, i < 3 ? 60 : 50));
+    EXPECT_TRUE(ring.push(pushed.back().data(), pushed.back().size()));
+  }
+  return pushed;
+}
+
+TEST(EvidenceRing, WhenEarlierBootsFillTheRingThisBootsBootPacketFollowsThemAtTheFirstDrain) {
+  Memory m;
+  m.ring().open(lc::ResetCause::power_on);
+  const std::vector<Bytes> boot_one = fill_boot_one(m.ring());
+  m.ring().set_reset_cause(lc::ResetCause::watchdog);
+  ASSERT_EQ(m.ring().open(lc::ResetCause::unknown), lc::CrashBoxStatus::kept);  // boot 2: 12 bytes free
+  // Boot 2's packets wait for its boot packet: refused, counted, even one that would fit.
+  Bytes tiny(12);  // a `watch` packet with a 2-byte body (the ring does not read bodies)
+  ASSERT_EQ(lc::detail::seal_packet(tiny.data(), lc::PacketType::watch, 2), tiny.size());
+  const Bytes p = sample(20, 40);
+  EXPECT_FALSE(m.ring().push(tiny.data(), tiny.size()));
+  m.ring().set_reset_cause(lc::ResetCause::software);
+  // Boot 3, before any drain: the ring holds boot 1's bytes only.
+  ASSERT_EQ(m.ring().open(lc::ResetCause::unknown), lc::CrashBoxStatus::kept);
+  EXPECT_EQ(m.ring().stats().carried_bytes, 244u);
+  EXPECT_EQ(m.ring().stats().boot, 3u);
+  EXPECT_FALSE(m.ring().push(p.data(), p.size()));
+  EXPECT_EQ(m.ring().stats().dropped, 2u);
+  Sent sent;
+  EXPECT_EQ(m.ring().drain(sent.sink()), 13u + 244u + 14u);
+  std::vector<Bytes> packets = sent.packets();
+  ASSERT_EQ(packets.size(), 7u);
+  EXPECT_EQ(boot_of(packets[0]).kind, 0u);
+  EXPECT_EQ(boot_of(packets[0]).boot, 3u);
+  EXPECT_EQ(boot_of(packets[0]).cause, static_cast<unsigned>(lc::ResetCause::software));
+  EXPECT_EQ(boot_of(packets[1]).boot, 1u);
+  for (std::size_t i = 0; i < boot_one.size(); ++i) EXPECT_EQ(packets[2 + i], boot_one[i]) << i;
+  EXPECT_EQ(boot_of(packets[6]).kind, 1u) << "boot 3 starts after boot 1's bytes";
+  EXPECT_EQ(boot_of(packets[6]).boot, 3u);
+  EXPECT_EQ(m.ring().stats().sent_bytes, 13u + 244u + 14u);
+  // From here this boot's packets go in, after its boot packet; it goes out once.
+  EXPECT_TRUE(m.ring().push(tiny.data(), tiny.size()));
+  EXPECT_TRUE(m.ring().push(p.data(), p.size()));
+  Sent more;
+  EXPECT_EQ(m.ring().drain(more.sink()), 12u + 40u);
+  packets = more.packets();
+  ASSERT_EQ(packets.size(), 2u);
+  EXPECT_EQ(packets[0], tiny);
+  EXPECT_EQ(packets[1], p);
+}
+
+// A hang nothing drained fills the ring; after the reset the decoder still tells the boots
+// apart: boot 1's reports are the previous boot's, boot 2's are not, and boot 2's watch packet,
+// refused while its boot packet waited, goes out with its next sample.
+TEST(EvidenceRing, AfterAFullRingTheHostTellsTheBootsApart) {
+  Memory m;
+  constexpr lc::Event kStuck{"wait_for_ack"};
+  const auto capture_two = [](void*, const lc::Monitor&, lc::Frame* pcs, std::size_t max) -> std::size_t {
+    const std::size_t n = max < 2 ? max : 2;
+    for (std::size_t i = 0; i < n; ++i) pcs[i] = static_cast<lc::Frame>(0x1000u + 0x10u * i);
+    return n;
+  };
+  struct Firmware {  // one boot's monitor and watchdog
+    lc::Monitor monitor;
+    lc::StaticEvidenceWatchdog<1> watchdog;
+    Firmware(lc::EvidenceRing& ring, decltype(lc::Hal::capture_stack) capture) {
+      lc::MonitorConfig config;
+      config.name = "main";
+      config.tick_hz = 1'000'000;
+      config.threshold_us = 20'000;
+      config.sample_interval_us = 5'000;
+      config.hang_limit_us = 100'000;
+      EXPECT_EQ(monitor.init(config), lc::Status::ok);
+      lc::Hal hal{};
+      hal.capture_stack = capture;
+      EXPECT_EQ(watchdog.init(lc::WatchdogConfig{}, hal, ring), lc::Status::ok);
+      EXPECT_EQ(watchdog.add(monitor), lc::Status::ok);
+    }
+  };
+  m.ring().open(lc::ResetCause::power_on);
+  {
+    Firmware one(m.ring(), capture_two);
+    one.monitor.begin_at(kStuck, 0);
+    for (lc::tick_t now = 0; now <= 150'000; now += 5'000) one.watchdog.poll(now);  // in progress, hang
+    EXPECT_EQ(one.watchdog.stats().reports, 2u);
+    const Bytes filler = boot_starts(1);
+    while (m.ring().push(filler.data(), filler.size())) {
+    }
+  }
+  m.ring().set_reset_cause(lc::ResetCause::watchdog);
+  ASSERT_EQ(m.ring().open(lc::ResetCause::unknown), lc::CrashBoxStatus::kept);
+  Sent sent;
+  Firmware two(m.ring(), capture_two);
+  two.monitor.begin_at(kStuck, 0);
+  for (lc::tick_t now = 0; now <= 20'000; now += 5'000) two.watchdog.poll(now);  // refused: not drained
+  m.ring().drain(sent.sink());
+  for (lc::tick_t now = 25'000; now <= 40'000; now += 5'000) two.watchdog.poll(now);
+  two.monitor.end_at(42'000);
+  two.watchdog.poll(45'000);
+  m.ring().drain(sent.sink());
+
+  std::vector<std::pair<bool, lc::Phase>> records;  // previous boot, phase
+  std::vector<std::uint32_t> samples;
+  lt::CaptureReader reader;
+  reader.read(
+      sent.stream.data(), sent.stream.size(),
+      [&](lt::DecodedRecord& r) {
+        records.emplace_back(r.previous_boot, r.record.phase);
+        samples.push_back(r.record.sample_count);
+      },
+      [](lt::WarningKind, std::uint64_t offset, const std::string& what) { ADD_FAILURE() << offset << ": " << what; });
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0], std::make_pair(true, lc::Phase::in_progress));
+  EXPECT_EQ(records[1], std::make_pair(true, lc::Phase::hang));
+  EXPECT_EQ(records[2], std::make_pair(false, lc::Phase::in_progress));  // past 20 ms: after the drain
+  EXPECT_EQ(records[3], std::make_pair(false, lc::Phase::final));
+  EXPECT_GT(samples[3], 0u) << "boot 2's samples after the drain reach its record";
+  EXPECT_GT(two.watchdog.stats().samples_missed, 0u) << "boot 2's samples before the drain";
 }
 
 TEST(EvidenceRing, ADamagedHeaderDiscardsTheRing) {

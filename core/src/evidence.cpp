@@ -58,14 +58,14 @@ void EvidenceWatchdog::send_watch(Watchdog& self, std::size_t watch) noexcept {
   static_cast<EvidenceWatchdog&>(self).announced_[watch] = false;  // sent with its first evidence
 }
 
-// The `watch` packet of `watch`, once per dispatch it watches, before its first evidence.
+// The `watch` packet of `watch`, once per dispatch it watches, before its first evidence; one
+// the ring refused goes again before the next.
 void EvidenceWatchdog::announce(std::size_t watch) noexcept {
   if (announced_[watch]) return;
-  announced_[watch] = true;
   ByteWriter w{scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
   configuration(w);
   w.u8(static_cast<unsigned>(watch));
-  ring_->push(scratch_, detail::seal_packet(scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
+  announced_[watch] = ring_->push(scratch_, detail::seal_packet(scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
 }
 
 bool EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Sample& s) noexcept {

@@ -65,10 +65,13 @@ CrashBoxStatus EvidenceRing::open(std::uint8_t* bytes, std::uint32_t capacity, R
   // The bytes of earlier boots (drain() sends them after a `boot` packet marking them).
   carried_ = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
   carried_bytes_ = carried_;
-  // This boot starts here.
+  // This boot starts here; when earlier boots' bytes fill the ring, after them at the first drain.
   ++boots_;
   std::uint8_t packet[kBootPacketBytes];
-  push(packet, boot_packet(packet, kBootStarts));
+  const std::size_t size = boot_packet(packet, kBootStarts);
+  const bool fits = size <= capacity - carried_;
+  boot_unsent_.store(fits ? 0u : 1u, std::memory_order_relaxed);
+  if (fits) push(packet, size);
   if (discarded_ != 0) return CrashBoxStatus::discarded;
   return carried_ != 0 ? CrashBoxStatus::kept : CrashBoxStatus::empty;
 }
@@ -76,7 +79,7 @@ CrashBoxStatus EvidenceRing::open(std::uint8_t* bytes, std::uint32_t capacity, R
 bool EvidenceRing::push(const std::uint8_t* packet, std::size_t size, std::size_t keep_free) noexcept {
   const std::uint32_t head = head_.load(std::memory_order_relaxed);
   const std::uint32_t room = capacity_ - (head - detail::load_acquire(tail_));
-  if (size > room || keep_free > room - size) {
+  if (size > room || keep_free > room - size || detail::load_acquire(boot_unsent_) != 0) {
     detail::bump(dropped_);
     return false;
   }
@@ -89,9 +92,9 @@ bool EvidenceRing::push(const std::uint8_t* packet, std::size_t size, std::size_
 std::uint32_t EvidenceRing::drain(const PacketSink& sink) noexcept {
   if (sink.write == nullptr) return 0;
   std::uint32_t sent = 0;
+  std::uint8_t packet[kBootPacketBytes];
   if (carried_ != 0) {
     // The previous boot's bytes come first: a `boot` packet marks them.
-    std::uint8_t packet[kBootPacketBytes];
     const std::size_t n = boot_packet(packet, kBootPrevious);
     sink.write(sink.context, packet, n);
     sent += static_cast<std::uint32_t>(n);
@@ -104,8 +107,17 @@ std::uint32_t EvidenceRing::drain(const PacketSink& sink) noexcept {
   const std::uint32_t first = waiting < capacity_ - start ? waiting : capacity_ - start;
   if (first != 0) sink.write(sink.context, bytes_ + start, first);
   if (waiting != first) sink.write(sink.context, bytes_, waiting - first);  // from the ring's start
-  detail::store_release(tail_, head);  // the producer may reuse the bytes once they are sent
   sent += waiting;
+  const bool boot_unsent = boot_unsent_.load(std::memory_order_relaxed) != 0;
+  if (boot_unsent) {
+    // This boot's `boot` packet found no room at open(): it follows the earlier boots' bytes,
+    // which are all that waited (push() refused this boot's packets).
+    const std::size_t n = boot_packet(packet, kBootStarts);
+    sink.write(sink.context, packet, n);
+    sent += static_cast<std::uint32_t>(n);
+  }
+  detail::store_release(tail_, head);  // the producer may reuse the bytes once they are sent
+  if (boot_unsent) detail::store_release(boot_unsent_, 0u);  // and append this boot's packets
   sent_bytes_ += sent;
   return sent;
 }

@@ -60,7 +60,7 @@ struct EvidenceRingStats {
 /// "LCev" read as a little-endian word.
 inline constexpr std::uint32_t kEvidenceRingMagic = 0x7665434Cu;
 /// Version of the ring's memory layout; another value is discarded at open().
-inline constexpr std::uint32_t kEvidenceRingLayout = 1;
+inline constexpr std::uint32_t kEvidenceRingLayout = 2;
 
 /// A byte ring of whole evidence packets (capacity-free part of StaticEvidenceRing). Trivial
 /// (no constructor): it lives in memory that start-up code neither zeroes nor constructs, and
@@ -70,14 +70,15 @@ class EvidenceRing {
  public:
   /// Appends one whole packet of `size` bytes, leaving at least `keep_free` bytes free after it.
   /// False, counted in `dropped`, when it does not fit (the ring never overwrites what it has
-  /// not sent). Producer context.
+  /// not sent), and while this boot's `boot` packet waits for the first drain() (see open()).
+  /// Producer context.
   bool push(const std::uint8_t* packet, std::size_t size, std::size_t keep_free = 0) noexcept;
 
   /// Sends every byte waiting, oldest first, straight from the ring's memory: one call of
   /// `sink.write`, two where the waiting bytes wrap past the ring's end (a packet may then be
   /// split between the calls: the stream is self-delimiting). The first drain after a reset
   /// that kept bytes (see open()) sends, before them, a `boot` packet that marks them as the
-  /// previous boot's. Packets go out as pushed, CRC and all: the host's decoder checks each one,
+  /// previous boot's, and after them this boot's `boot` packet when open() found no room for it. Packets go out as pushed, CRC and all: the host's decoder checks each one,
   /// and bytes damaged in RAM across a reset are warned there with their offset, never decoded.
   /// No buffer, no CRC computed here. A null `sink.write` sends nothing. Returns the bytes sent.
   /// Consumer context.
@@ -99,7 +100,9 @@ class EvidenceRing {
   /// within the capacity. A ring that fails discards its contents (counted). The bytes kept are
   /// earlier boots' (their packets' own CRCs are checked by the host's decoder); a `boot` packet
   /// of this boot (kind 1, the reset cause, this boot's number, whether the ring was discarded)
-  /// is appended after them. `board_cause`: the board's reset cause (ResetCause::unknown: the one
+  /// is appended after them. When they leave no room for it, the first drain() sends it after
+  /// them and push() refuses this boot's packets until then: none goes out ahead of it, or the
+  /// host would take it for an earlier boot's. `board_cause`: the board's reset cause (ResetCause::unknown: the one
   /// set_reset_cause() recorded is used).
   CrashBoxStatus open(std::uint8_t* bytes, std::uint32_t capacity, ResetCause board_cause) noexcept;
 
@@ -128,6 +131,9 @@ class EvidenceRing {
   std::uint32_t carried_bytes_;
   std::uint32_t discarded_;
   ResetCause cause_;
+  // 1 from open() to the first drain() when earlier boots' bytes left no room for this boot's
+  // `boot` packet (drain() sends it after them); push() refuses packets meanwhile.
+  std::atomic<std::uint32_t> boot_unsent_;
 };
 
 /// An evidence ring of `Bytes` packet bytes (a power of two, 64..2^30; plus about 60 bytes of
@@ -168,7 +174,8 @@ using ObservationInterceptor = void (*)(void* context, const Observation& observ
 /// A watchdog whose observer sends its evidence to an EvidenceRing as packets instead of
 /// assembling records: pop() finds nothing (the host decoder builds the records), and its one
 /// interceptor sees each report's observation. A watch's `watch` packet is sent with its first
-/// sample or report, so a dispatch that ends before the watchdog arms costs no byte. Samples
+/// sample or report (and again before the next when the ring refused it: the host cannot place
+/// evidence of a watch it has not seen start), so a dispatch that ends before the watchdog arms costs no byte. Samples
 /// leave the ring's last bytes to reports (evidence_report_reserve()): a long hang that nothing
 /// drains (the loop is stuck) fills the ring with samples up to there, and its block and hang
 /// reports still fit; a sample not kept counts as missed in its record.
@@ -198,7 +205,7 @@ class EvidenceWatchdog : public Watchdog {
   void* interceptor_context_ = nullptr;
   EvidenceRing* ring_ = nullptr;
   std::uint8_t* scratch_ = nullptr;  // kMaxEvidencePacketBytes: the packet being encoded
-  bool* announced_ = nullptr;        // per watch: its `watch` packet was sent for its dispatch
+  bool* announced_ = nullptr;        // per watch: its `watch` packet is in the ring for its dispatch
   std::uint16_t rule_[3] = {};       // running, starved_busy, starved_wait permille
   std::uint32_t sample_reserve_ = 0; // ring bytes a sample leaves free, for reports
 };
