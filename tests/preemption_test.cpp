@@ -134,6 +134,7 @@ struct Hooks {
   int stores = 0;
   int stop_after = -1;
   tick_t poll_at = 0;
+  tick_t poll_again_at = 0;  // nonzero: a second poll there, before the loop resumes
   int polls_inside = 0;
   std::vector<const void*> words;  // the words stored, in order
   // The loop preempts the watchdog: while `polling`, after each acquire load of `sequence`
@@ -165,6 +166,10 @@ void test_after_store(const void* word) noexcept {
   h.inside = true;  // an interrupt: the loop stands still until it returns
   h.rig->poll(h.poll_at);
   ++h.polls_inside;
+  if (h.poll_again_at != 0) {
+    h.rig->poll(h.poll_again_at);
+    ++h.polls_inside;
+  }
   h.inside = false;
 }
 
@@ -550,6 +555,72 @@ TEST_P(Preempted, AWatchdogInsideEachUpdateSeesItWholeOrNotAtAllAndNeverTears) {
     }
     EXPECT_EQ(seen, refs.size() - 1) << "after the update's last store a poll sees it whole";
   }
+}
+
+// Two polls while the loop stands between queueing a block's note and publishing its end (two
+// timer interrupts, or one after a higher-priority task). The watch is still on the dispatch
+// before, which ran exactly the threshold but was seen past it: reported in progress, it ended
+// without a note. The first poll reports the block from its note (unwatched) and closes the
+// earlier dispatch at an estimated end; neither poll starts watching the block, which still
+// shows running, so it gets no in-progress report and no second final record.
+TEST_P(Preempted, TwoPollsBetweenABlocksNoteAndItsEndNeverWatchTheBlock) {
+  const tick_t base = GetParam();
+  const auto setup = [](Rig& r) {
+    r.monitor.begin_at(kFirst, r.at(kT));  // dispatch 1
+    r.poll(kT + 300);                        // armed
+    r.poll(kT + 1'050);                      // in progress: the loop read its end clock at kT + 1000
+    r.monitor.end_at(r.at(kT + 1'000));      // exactly the threshold: no note
+    r.monitor.begin_at(kSecond, r.at(kT + 1'001));  // dispatch 2, a block, no poll until its end
+  };
+  const auto update = [](Rig& r) { r.monitor.end_at(r.at(kT + 2'501)); };
+
+  // The stores of the block's end_at, and which of them publishes the end (the last one to the
+  // sequence word).
+  int publish = -1;
+  {
+    Rig rig(base);
+    setup(rig);
+    const void* sequence = first_word_read(rig, [&rig] {
+      lc::StampSnapshot snap;
+      rig.monitor.snapshot(snap);
+    });
+    g_hooks = Hooks{};
+    g_hooks.rig = &rig;
+    g_hooks.updating = true;
+    update(rig);
+    for (std::size_t i = 0; i < g_hooks.words.size(); ++i) {
+      if (g_hooks.words[i] == sequence) publish = static_cast<int>(i);
+    }
+    g_hooks = Hooks{};
+  }
+  ASSERT_GE(publish, 1) << "the note's stores come before the end's";
+
+  Rig rig(base);
+  setup(rig);
+  g_hooks = Hooks{};
+  g_hooks.rig = &rig;
+  g_hooks.stop_after = publish - 1;  // the note is queued, the end not yet published
+  g_hooks.poll_at = kT + 2'600;
+  g_hooks.poll_again_at = kT + 3'600;
+  g_hooks.updating = true;
+  update(rig);
+  const int polls_inside = g_hooks.polls_inside;
+  g_hooks = Hooks{};
+  rig.poll(kT + 4'000);
+  rig.poll(kT + 4'100);
+
+  ASSERT_EQ(polls_inside, 2);
+  ASSERT_EQ(rig.records.size(), 3u) << rig.trace();
+  EXPECT_EQ(rig.records[0].phase, lc::Phase::in_progress);
+  EXPECT_EQ(rig.records[0].dispatch, 1u);
+  EXPECT_EQ(rig.records[1].phase, lc::Phase::final);
+  EXPECT_EQ(rig.records[1].dispatch, 2u);
+  EXPECT_EQ(rig.records[1].flags, lc::kFlagUnwatched);
+  EXPECT_EQ(rig.records[1].duration_ticks, 1'500u);
+  EXPECT_EQ(rig.records[2].phase, lc::Phase::final);
+  EXPECT_EQ(rig.records[2].dispatch, 1u);
+  EXPECT_EQ(rig.records[2].flags, lc::kFlagEndEstimated);
+  EXPECT_EQ(rig.watchdog.stats().finals_estimated, 1u);
 }
 
 TEST_P(Preempted, ALoopMovingBetweenTheWatchdogsReadsIsReadAtTheNextAttemptOrCountedAsOneTornSnapshot) {

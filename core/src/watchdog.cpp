@@ -459,11 +459,13 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
         wraps = (static_cast<std::uint64_t>(watched) - measured + kMaxIntervalTicks) >> 32;
       }
       o.duration_ticks = measured + (wraps << 32);
+      track.done_seq = w.dispatch.seq;  // its end may not be published yet: never watch it afterwards
     } else {
+      // The loop has moved past it (a snapshot showed a later dispatch): done_seq stays, as it
+      // may name a later dispatch whose note came before its end was published.
       o.flags = static_cast<std::uint8_t>(o.flags | kFlagEndEstimated);
       if (!suppressed) detail::bump(finals_estimated_);
     }
-    track.done_seq = w.dispatch.seq;
     stop_watching(track);  // the slot keeps its evidence until it is taken again
   } else {
     read_marks(*track.monitor, w.dispatch.seq, config_.value.snapshot_attempts, o.note);
