@@ -78,8 +78,9 @@ class EvidenceRing {
   /// `sink.write`, two where the waiting bytes wrap past the ring's end (a packet may then be
   /// split between the calls: the stream is self-delimiting). The first drain after a reset
   /// that kept bytes (see open()) sends, before them, a `boot` packet that marks them as the
-  /// previous boot's, and after them this boot's `boot` packet when open() found no room for it. Packets go out as pushed, CRC and all: the host's decoder checks each one,
-  /// and bytes damaged in RAM across a reset are warned there with their offset, never decoded.
+  /// previous boot's, and after them this boot's `boot` packet when open() found no room for
+  /// it. Packets go out as pushed, CRC and all: the host's decoder checks each one, and bytes
+  /// damaged in RAM across a reset are warned there with their offset, never decoded.
   /// No buffer, no CRC computed here. A null `sink.write` sends nothing. Returns the bytes sent.
   /// Consumer context.
   std::uint32_t drain(const PacketSink& sink) noexcept;
@@ -102,8 +103,8 @@ class EvidenceRing {
   /// of this boot (kind 1, the reset cause, this boot's number, whether the ring was discarded)
   /// is appended after them. When they leave no room for it, the first drain() sends it after
   /// them and push() refuses this boot's packets until then: none goes out ahead of it, or the
-  /// host would take it for an earlier boot's. `board_cause`: the board's reset cause (ResetCause::unknown: the one
-  /// set_reset_cause() recorded is used).
+  /// host would take it for an earlier boot's. `board_cause`: the board's reset cause
+  /// (ResetCause::unknown: the one set_reset_cause() recorded is used).
   CrashBoxStatus open(std::uint8_t* bytes, std::uint32_t capacity, ResetCause board_cause) noexcept;
 
  private:
@@ -136,8 +137,8 @@ class EvidenceRing {
   std::atomic<std::uint32_t> boot_unsent_;
 };
 
-/// An evidence ring of `Bytes` packet bytes (a power of two, 64..2^30; plus about 60 bytes of
-/// state). A packet takes its length (typically 10..60 bytes a sample, 40..120 an
+/// An evidence ring of `Bytes` packet bytes (a power of two, 64..2^30; plus 72 bytes of state
+/// on a 32-bit target). A packet takes its length (typically 10..60 bytes a sample, 40..120 an
 /// observation; at most kMaxEvidencePacketBytes). Declare it at namespace scope in the board's
 /// no-init section (LOOPCANARY_BOARD_NOINIT) to make it the crash box, and call open() first at
 /// every boot.
@@ -175,10 +176,10 @@ using ObservationInterceptor = void (*)(void* context, const Observation& observ
 /// assembling records: pop() finds nothing (the host decoder builds the records), and its one
 /// interceptor sees each report's observation. A watch's `watch` packet is sent with its first
 /// sample or report (and again before the next when the ring refused it: the host cannot place
-/// evidence of a watch it has not seen start), so a dispatch that ends before the watchdog arms costs no byte. Samples
-/// leave the ring's last bytes to reports (evidence_report_reserve()): a long hang that nothing
-/// drains (the loop is stuck) fills the ring with samples up to there, and its block and hang
-/// reports still fit; a sample not kept counts as missed in its record.
+/// evidence of a watch it has not seen start), so a dispatch that ends before the watchdog arms
+/// costs no byte. Samples leave the ring's last bytes to reports (evidence_report_reserve()): a
+/// long hang that nothing drains (the loop is stuck) fills the ring with samples up to there,
+/// and its block and hang reports still fit; a sample not kept counts as missed in its record.
 /// Instantiate StaticEvidenceWatchdog.
 class EvidenceWatchdog : public Watchdog {
  public:
