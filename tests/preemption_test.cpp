@@ -246,29 +246,42 @@ std::string reference(tick_t base, const Scenario& s, const std::function<void(R
   return rig.trace();
 }
 
-/// The run with the loop stopped after its store `stop_after` (-1: none) and a poll there.
+/// The offset of `word` (one of the monitor's) in `rig`'s Monitor: the same word in every rig.
+std::size_t offset_in_monitor(const Rig& rig, const void* word) {
+  return static_cast<std::size_t>(static_cast<const unsigned char*>(word) -
+                                  reinterpret_cast<const unsigned char*>(&rig.monitor));
+}
+
+/// The run with the loop stopped after its store `stop_after` (-1: none) and a poll there (and
+/// a second one at `poll_again_at`, when nonzero).
 struct Stopped {
   std::string trace;
   int stores;
   int polls_inside;
   std::uint32_t torn;
-  std::vector<const void*> words;
+  std::vector<std::size_t> offsets;  // the word of each store, as its offset in the Monitor
+  std::vector<lc::BlockRecord> records;
+  std::uint32_t finals_estimated;
 };
-Stopped stopped_run(tick_t base, const Scenario& s, int stop_after) {
+Stopped stopped_run(tick_t base, const Scenario& s, int stop_after, tick_t poll_again_at = 0) {
   Rig rig(base);
   s.setup(rig);
   g_hooks = Hooks{};
   g_hooks.rig = &rig;
   g_hooks.stop_after = stop_after;
   g_hooks.poll_at = s.inside;
+  g_hooks.poll_again_at = poll_again_at;
   g_hooks.words.reserve(256);
   g_hooks.updating = true;
   s.update(rig);
   g_hooks.updating = false;
-  Stopped out{{}, g_hooks.stores, g_hooks.polls_inside, rig.watchdog.stats().torn_snapshots, g_hooks.words};
+  Stopped out{{}, g_hooks.stores, g_hooks.polls_inside, rig.watchdog.stats().torn_snapshots, {}, {}, 0};
+  for (const void* word : g_hooks.words) out.offsets.push_back(offset_in_monitor(rig, word));
   g_hooks = Hooks{};
   s.after(rig);
   out.trace = rig.trace();
+  out.records = rig.records;
+  out.finals_estimated = rig.watchdog.stats().finals_estimated;
   return out;
 }
 
@@ -565,62 +578,52 @@ TEST_P(Preempted, AWatchdogInsideEachUpdateSeesItWholeOrNotAtAllAndNeverTears) {
 // shows running, so it gets no in-progress report and no second final record.
 TEST_P(Preempted, TwoPollsBetweenABlocksNoteAndItsEndNeverWatchTheBlock) {
   const tick_t base = GetParam();
-  const auto setup = [](Rig& r) {
+  Scenario s;
+  s.name = "two_polls_between_a_note_and_its_end";
+  s.setup = [](Rig& r) {
     r.monitor.begin_at(kFirst, r.at(kT));  // dispatch 1
     r.poll(kT + 300);                        // armed
     r.poll(kT + 1'050);                      // in progress: the loop read its end clock at kT + 1000
     r.monitor.end_at(r.at(kT + 1'000));      // exactly the threshold: no note
     r.monitor.begin_at(kSecond, r.at(kT + 1'001));  // dispatch 2, a block, no poll until its end
   };
-  const auto update = [](Rig& r) { r.monitor.end_at(r.at(kT + 2'501)); };
+  s.update = [](Rig& r) { r.monitor.end_at(r.at(kT + 2'501)); };
+  s.inside = kT + 2'600;
+  s.after = [](Rig& r) {
+    r.poll(kT + 4'000);
+    r.poll(kT + 4'100);
+  };
 
-  // The stores of the block's end_at, and which of them publishes the end (the last one to the
-  // sequence word).
-  int publish = -1;
+  // The store of the block's end_at that publishes the end: the last one to the sequence word.
+  std::size_t sequence = 0;
   {
     Rig rig(base);
-    setup(rig);
-    const void* sequence = first_word_read(rig, [&rig] {
-      lc::StampSnapshot snap;
-      rig.monitor.snapshot(snap);
-    });
-    g_hooks = Hooks{};
-    g_hooks.rig = &rig;
-    g_hooks.updating = true;
-    update(rig);
-    for (std::size_t i = 0; i < g_hooks.words.size(); ++i) {
-      if (g_hooks.words[i] == sequence) publish = static_cast<int>(i);
-    }
-    g_hooks = Hooks{};
+    sequence = offset_in_monitor(rig, first_word_read(rig, [&rig] {
+                                   lc::StampSnapshot snap;
+                                   rig.monitor.snapshot(snap);
+                                 }));
+  }
+  const Stopped counted = stopped_run(base, s, -1);
+  int publish = -1;
+  for (std::size_t i = 0; i < counted.offsets.size(); ++i) {
+    if (counted.offsets[i] == sequence) publish = static_cast<int>(i);
   }
   ASSERT_GE(publish, 1) << "the note's stores come before the end's";
 
-  Rig rig(base);
-  setup(rig);
-  g_hooks = Hooks{};
-  g_hooks.rig = &rig;
-  g_hooks.stop_after = publish - 1;  // the note is queued, the end not yet published
-  g_hooks.poll_at = kT + 2'600;
-  g_hooks.poll_again_at = kT + 3'600;
-  g_hooks.updating = true;
-  update(rig);
-  const int polls_inside = g_hooks.polls_inside;
-  g_hooks = Hooks{};
-  rig.poll(kT + 4'000);
-  rig.poll(kT + 4'100);
-
-  ASSERT_EQ(polls_inside, 2);
-  ASSERT_EQ(rig.records.size(), 3u) << rig.trace();
-  EXPECT_EQ(rig.records[0].phase, lc::Phase::in_progress);
-  EXPECT_EQ(rig.records[0].dispatch, 1u);
-  EXPECT_EQ(rig.records[1].phase, lc::Phase::final);
-  EXPECT_EQ(rig.records[1].dispatch, 2u);
-  EXPECT_EQ(rig.records[1].flags, lc::kFlagUnwatched);
-  EXPECT_EQ(rig.records[1].duration_ticks, 1'500u);
-  EXPECT_EQ(rig.records[2].phase, lc::Phase::final);
-  EXPECT_EQ(rig.records[2].dispatch, 1u);
-  EXPECT_EQ(rig.records[2].flags, lc::kFlagEndEstimated);
-  EXPECT_EQ(rig.watchdog.stats().finals_estimated, 1u);
+  // Stopped after the note is queued, before the end is published: two polls there.
+  const Stopped run = stopped_run(base, s, publish - 1, kT + 3'600);
+  ASSERT_EQ(run.polls_inside, 2);
+  ASSERT_EQ(run.records.size(), 3u) << run.trace;
+  EXPECT_EQ(run.records[0].phase, lc::Phase::in_progress);
+  EXPECT_EQ(run.records[0].dispatch, 1u);
+  EXPECT_EQ(run.records[1].phase, lc::Phase::final);
+  EXPECT_EQ(run.records[1].dispatch, 2u);
+  EXPECT_EQ(run.records[1].flags, lc::kFlagUnwatched);
+  EXPECT_EQ(run.records[1].duration_ticks, 1'500u);
+  EXPECT_EQ(run.records[2].phase, lc::Phase::final);
+  EXPECT_EQ(run.records[2].dispatch, 1u);
+  EXPECT_EQ(run.records[2].flags, lc::kFlagEndEstimated);
+  EXPECT_EQ(run.finals_estimated, 1u);
 }
 
 TEST_P(Preempted, ALoopMovingBetweenTheWatchdogsReadsIsReadAtTheNextAttemptOrCountedAsOneTornSnapshot) {
