@@ -207,7 +207,7 @@ TEST(MonitorConfig, DurationsPast2p31MicrosecondsAreRefusedOrExactByTickRate) {
   ASSERT_STATUS(m.init(config), Status::ok);
   const lc::Limits limits = m.limits_for(lc::Event{"e"});
   EXPECT_EQ(limits.threshold, lc::ticks_from_us(kMaxUs, 32'768));
-  EXPECT_EQ(limits.threshold, 140'737'488u);  // 4294.967295 s x 32768 Hz, rounded down
+  EXPECT_EQ(limits.threshold, 140'737'489u);  // 4294.967295 s x 32768 Hz, rounded up
   EXPECT_EQ(limits.hang, limits.threshold);
 }
 

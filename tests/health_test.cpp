@@ -572,8 +572,8 @@ TEST(HealthInit, ConvertsToTicksOnceAtTheLoopsRate) {
   lc::EventHealth health;
   const lc::Event event{"e", 0, &health};
   ASSERT_EQ(monitor->init_event(event, lc::EventHealthConfig{10'000, 2'000}), Status::ok);
-  EXPECT_EQ(health.stats().period_ticks, 327u);   // 10 ms at 32768 Hz, rounded down
-  EXPECT_EQ(health.stats().deadline_ticks, 65u);  // 2 ms
+  EXPECT_EQ(health.stats().period_ticks, 328u);   // 10 ms at 32768 Hz (327.68), rounded up
+  EXPECT_EQ(health.stats().deadline_ticks, 66u);  // 2 ms (65.536)
   // All zero: queue latency alone.
   EXPECT_EQ(monitor->init_event(event, lc::EventHealthConfig{}), Status::ok);
   EXPECT_EQ(health.stats().period_ticks, 0u);

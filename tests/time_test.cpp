@@ -69,11 +69,13 @@ TEST(Scale, MultipliesBeforeDividingWithoutFormingTheProduct) {
   EXPECT_EQ(scale(x, 3u, 1000u), x * 3u / 1000u);
 }
 
-TEST(Conversions, TicksFromMicrosecondsRoundsDownWithoutOverflow) {
+TEST(Conversions, TicksFromMicrosecondsRoundsUpWithoutOverflow) {
   EXPECT_EQ(lc::ticks_from_us(0u, 1'000'000u), 0u);
-  EXPECT_EQ(lc::ticks_from_us(1u, 1'953'125u), 1u);         // 1.953125 ticks
+  EXPECT_EQ(lc::ticks_from_us(1u, 1'953'125u), 2u);         // 1.953125 ticks
   EXPECT_EQ(lc::ticks_from_us(1'000'000u, 1'953'125u), 1'953'125u);
-  EXPECT_EQ(lc::ticks_from_us(999'999u, 32'768u), 32'767u);  // 32767.967...
+  EXPECT_EQ(lc::ticks_from_us(999'999u, 32'768u), 32'768u);  // 32767.967...
+  EXPECT_EQ(lc::ticks_from_us(30u, 32'768u), 1u);            // 0.98 of a tick: one whole tick
+  EXPECT_EQ(lc::ticks_from_us(5u, 0u), 0u);                  // no clock: no ticks, no division by 0
   // 2^32 - 1 us at 480 MHz: 2'061'584'301'600 ticks, beyond 32 bits, exact.
   EXPECT_EQ(lc::ticks_from_us(0xFFFF'FFFFu, 480'000'000u), 2'061'584'301'600u);
 }
@@ -96,6 +98,22 @@ TEST(Conversions, RoundTripLosesLessThanOneTick) {
       EXPECT_LE(ticks - back, (hz + 999'999u) / 1'000'000u) << ticks << " ticks at " << hz << " Hz";
     }
   }
+}
+
+// A configured duration reads back exactly at every tick rate of 1 MHz and more, among them
+// rates that are not a whole number of MHz (a calibrated TSC: 100 ms at 2'994'374'000 Hz went
+// to 299'437'400 ticks and read back 100'000 us; a rate that rounds down read 99'999).
+TEST(Conversions, AConfiguredDurationReadsBackExactlyAtOneMegahertzAndAbove) {
+  for (const std::uint32_t hz : {1'000'000u, 1'953'125u, 2'994'374'011u, 3'000'000'001u, 999'999'937u, 0xFFFF'FFFFu}) {
+    for (const std::uint64_t us : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{999}, std::uint64_t{100'000},
+                                   std::uint64_t{5'000'000}, std::uint64_t{600'000'000}, std::uint64_t{0xFFFF'FFFF}}) {
+      const std::uint64_t ticks = lc::ticks_from_us(us, hz);
+      EXPECT_EQ(lc::us_from_ticks(ticks, hz), us) << us << " us at " << hz << " Hz";
+      EXPECT_LT(lc::us_from_ticks(ticks - 1u, hz), us) << "the fewest ticks: " << us << " us at " << hz << " Hz";
+    }
+  }
+  // Below 1 MHz a tick is longer than a microsecond: the duration reads back rounded up to it.
+  EXPECT_EQ(lc::us_from_ticks(lc::ticks_from_us(100'000u, 32'768u), 32'768u), 100'006u);  // 3277 ticks
 }
 
 // ---- WideTicks: the counter extended to 64 bits -----------------------------------------

@@ -635,6 +635,63 @@ TEST_P(WatchdogTest, ADispatchSeenPastItsThresholdThatTheLoopEndsWithinItIsAnEst
   EXPECT_EQ(rig.watchdog.stats().finals_estimated, 1u);
 }
 
+// finish(), the last poll of a watchdog that stops: a block that ended after the last poll gets
+// its final record from its note; a dispatch still running past its threshold gets a final
+// record flagged running_at_stop (end = the stop, its duration so far), counted apart; one
+// still within its threshold gets none. Nothing is reported twice.
+TEST_P(WatchdogTest, FinishReportsWhatEndedAndClosesWhatStillRunsPastItsThreshold) {
+  ASSERT_TRUE(start_100ms());
+  rig.idle_until(kWrapOffset - ms(100));
+  rig.monitor.begin(kWork);
+  rig.compute(ms(150));
+  rig.monitor.end_at(later(rig.now(), 1u));  // ends 1 tick after the poll at 150 ms
+  rig.watchdog.finish(later(rig.now(), 2u));
+  ASSERT_EQ(rig.reports.size(), 2u);
+  EXPECT_EQ(rig.reports[1].phase, Phase::final);
+  EXPECT_EQ(rig.reports[1].flags, 0u);
+  EXPECT_EQ(rig.reports[1].duration_ticks, ms(150) + 1u);
+
+  // Still running at the stop, past its threshold: a final record that says so.
+  rig.align();
+  const tick_t begin = rig.now();
+  rig.monitor.begin(kWork);
+  rig.compute(ms(120) + 5u);  // in progress at the poll at 110 ms
+  const tick_t stop = rig.now();
+  rig.watchdog.finish(stop);
+  ASSERT_EQ(rig.reports.size(), 4u);
+  EXPECT_EQ(rig.reports[2].phase, Phase::in_progress);
+  const BlockRecord& closed = rig.reports[3];
+  EXPECT_EQ(closed.phase, Phase::final);
+  EXPECT_EQ(closed.dispatch, 2u);
+  EXPECT_EQ(closed.flags, lc::kFlagRunningAtStop);
+  EXPECT_EQ(closed.start, begin);
+  EXPECT_EQ(closed.end, stop);
+  EXPECT_EQ(closed.duration_ticks, ms(120) + 5u);
+  EXPECT_EQ(rig.watchdog.stats().finals_at_stop, 1u);
+  EXPECT_EQ(rig.watchdog.stats().finals_estimated, 0u);
+  EXPECT_EQ(rig.monitor.stats().blocks, 1u) << "the loop counted only the block that ended";
+  rig.watchdog.finish(stop);  // a second finish closes nothing again
+  EXPECT_EQ(rig.reports.size(), 4u);
+  // Polled again after all, the watchdog reports the loop's note when the dispatch ends: the
+  // confirmed final record, the one a block count reads.
+  rig.monitor.end_at(later(stop, 1u));
+  rig.align();
+  ASSERT_EQ(rig.reports.size(), 5u);
+  EXPECT_EQ(rig.reports[4].phase, Phase::final);
+  EXPECT_EQ(rig.reports[4].dispatch, 2u);
+  EXPECT_EQ(rig.reports[4].flags, lc::kFlagUnwatched);
+  EXPECT_EQ(rig.reports[4].duration_ticks, ms(120) + 6u);
+  EXPECT_EQ(rig.monitor.stats().blocks, 2u);
+
+  // Still running at the stop within its threshold: no record.
+  rig.align();
+  rig.monitor.begin(kWork);
+  rig.compute(ms(50));
+  rig.watchdog.finish(rig.now());
+  EXPECT_EQ(rig.reports.size(), 5u);
+  EXPECT_EQ(rig.watchdog.stats().finals_at_stop, 1u);
+}
+
 // ---- Samples are kept per dispatch ---------------------------------------------------------
 
 TEST_P(WatchdogTest, EachRecordHoldsOnlyTheSamplesOfItsOwnDispatch) {

@@ -38,7 +38,10 @@ struct FlagName {
   const char* name;
 };
 constexpr FlagName kFlagNames[] = {
-    {kFlagHung, "hung"}, {kFlagUnwatched, "unwatched"}, {kFlagEndEstimated, "end_estimated"}};
+    {kFlagHung, "hung"},
+    {kFlagUnwatched, "unwatched"},
+    {kFlagEndEstimated, "end_estimated"},
+    {kFlagRunningAtStop, "running_at_stop"}};
 
 // "\nmemory = NAME N B, ..." with the known values; nothing when none is known.
 void memory_text(TextWriter& w, const MemoryReading& memory) noexcept {

@@ -63,10 +63,10 @@ bool EventHealth::record_unusual(tick_t latency) noexcept {
 
 Status EventHealth::configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept {
   const std::uint64_t period = ticks_from_us(config.period_us, tick_hz);
-  if (config.period_us != 0 && period == 0) return Status::period_below_one_tick;
+  if (config.period_us != 0 && below_one_tick(config.period_us, tick_hz)) return Status::period_below_one_tick;
   if (period > kMaxIntervalTicks) return Status::period_too_long;
   const std::uint64_t deadline = ticks_from_us(config.deadline_us, tick_hz);
-  if (config.deadline_us != 0 && deadline == 0) return Status::deadline_below_one_tick;
+  if (config.deadline_us != 0 && below_one_tick(config.deadline_us, tick_hz)) return Status::deadline_below_one_tick;
   if (deadline > kMaxIntervalTicks) return Status::deadline_too_long;
   detail::store_relaxed(period_, static_cast<tick_t>(period));
   detail::store_relaxed(deadline_, static_cast<tick_t>(deadline));

@@ -22,10 +22,10 @@ Status resolve(const MonitorConfig& c, Resolved& r) noexcept {
   if (c.hang_limit_us < c.threshold_us) return Status::hang_limit_below_threshold;
   const std::uint64_t hang = ticks_from_us(c.hang_limit_us, c.tick_hz);
   if (hang > kMaxIntervalTicks) return Status::hang_limit_too_long;
+  if (below_one_tick(c.threshold_us, c.tick_hz)) return Status::threshold_below_one_tick;
+  if (below_one_tick(c.sample_interval_us, c.tick_hz)) return Status::sample_interval_below_one_tick;
   const std::uint64_t threshold = ticks_from_us(c.threshold_us, c.tick_hz);
-  if (threshold == 0) return Status::threshold_below_one_tick;
   const std::uint64_t interval = ticks_from_us(c.sample_interval_us, c.tick_hz);
-  if (interval == 0) return Status::sample_interval_below_one_tick;
   r.threshold = static_cast<tick_t>(threshold);
   r.arm = static_cast<tick_t>(detail::divide(threshold * c.arm_permille, 1000u));
   r.interval = static_cast<tick_t>(interval);

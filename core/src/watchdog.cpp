@@ -93,7 +93,7 @@ Status Watchdog::add(Monitor& monitor) noexcept {
   if (loops_ == 0) {  // the loops' tick rate is known now: the health period in ticks
     const std::uint32_t us = config_.value.health_period_us;
     const std::uint64_t period = ticks_from_us(us, monitor.tick_hz());
-    if (us != 0 && period == 0) return Status::health_period_below_one_tick;
+    if (us != 0 && below_one_tick(us, monitor.tick_hz())) return Status::health_period_below_one_tick;
     if (period > kMaxIntervalTicks) return Status::health_period_too_long;
     health_period_ = static_cast<tick_t>(period);
   }
@@ -137,6 +137,7 @@ WatchdogStats Watchdog::stats() const noexcept {
   s.suppressed = detail::load_relaxed(suppressed_);
   s.notes_dropped = notes_dropped();
   s.finals_estimated = detail::load_relaxed(finals_estimated_);
+  s.finals_at_stop = detail::load_relaxed(finals_at_stop_);
   s.deadline_misses = detail::load_relaxed(deadline_misses_);
   s.health_records = detail::load_relaxed(health_records_);
   s.health_dropped = detail::load_relaxed(health_dropped_);
@@ -158,6 +159,24 @@ void Watchdog::poll(tick_t now) noexcept {
   for (std::size_t i = 0; i < loops_; ++i) {
     poll_loop(tracks_[i], now, suppressed);
     if (health_period_ != 0) health_step_(*this, tracks_[i], now);  // a period needs the step
+  }
+}
+
+void Watchdog::finish(tick_t now) noexcept {
+  if (!initialised_) return;
+  poll(now);
+  const bool suppressed = config_.value.stop_when_debugging && hal_.debugger_attached != nullptr &&
+                          hal_.debugger_attached(hal_.context);
+  for (std::size_t i = 0; i < loops_; ++i) {
+    Track& track = tracks_[i];
+    if (track.watch == nullptr) continue;
+    const std::uint32_t seq = track.watch->dispatch.seq;
+    if (track.watch->reported_block) {
+      report_watched(track, Phase::final, nullptr, suppressed, kFlagRunningAtStop);
+    } else {
+      stop_watching(track);  // within its threshold so far: no block
+    }
+    track.done_seq = seq;  // it still runs: never watch it again
   }
 }
 
@@ -437,9 +456,11 @@ void Watchdog::add_evidence(Observation& o, const detail::Watch& w) const noexce
 
 // Reports the watched dispatch of `track` from what the watchdog saw of it up to this poll:
 // in_progress or hang while it runs; final once it ended, at the note's end stamp when `ended`
-// is given, else at an estimated end (this poll): no note confirms a block then, and the
-// report is counted apart (finals_estimated). A final report releases the watch.
-void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept {
+// is given, else at this poll, flagged `open_flag`: kFlagEndEstimated (an estimated end: no note
+// confirms a block, counted in finals_estimated) or kFlagRunningAtStop (finish(): it still runs,
+// counted in finals_at_stop). A final report releases the watch.
+void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed,
+                              std::uint8_t open_flag) noexcept {
   const detail::Watch& w = *track.watch;
   Observation& o = observe(track, w.dispatch, phase);  // end: this poll
   o.duration_ticks = w.elapsed;
@@ -461,10 +482,11 @@ void Watchdog::report_watched(Track& track, Phase phase, const BlockNote* ended,
       o.duration_ticks = measured + (wraps << 32);
       track.done_seq = w.dispatch.seq;  // its end may not be published yet: never watch it afterwards
     } else {
-      // The loop has moved past it (a snapshot showed a later dispatch): done_seq stays, as it
-      // may name a later dispatch whose note came before its end was published.
-      o.flags = static_cast<std::uint8_t>(o.flags | kFlagEndEstimated);
-      if (!suppressed) detail::bump(finals_estimated_);
+      // Ended without a note (a snapshot showed a later dispatch), or still running at finish():
+      // done_seq stays here, as it may name a later dispatch whose note came before its end
+      // was published.
+      o.flags = static_cast<std::uint8_t>(o.flags | open_flag);
+      if (!suppressed) detail::bump(open_flag == kFlagRunningAtStop ? finals_at_stop_ : finals_estimated_);
     }
     stop_watching(track);  // the slot keeps its evidence until it is taken again
   } else {

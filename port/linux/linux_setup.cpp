@@ -252,7 +252,6 @@ SetupStatus Setup::start(const SetupConfig& config) noexcept {
     status.status = loops_[i].monitor.init(mc);
     if (status.status == Status::ok) status.status = watchdog_.add(loops_[i].monitor);
   }
-  if (status.status == Status::ok) status.status = watchdog_.add_interceptor(&Setup::report, this);
   if (status.status != Status::ok) {
     std::snprintf(status.message, sizeof status.message, "the watchdog refused its configuration: %s",
                   loopcanary::name(status.status));
@@ -274,13 +273,22 @@ SetupStatus Setup::start(const SetupConfig& config) noexcept {
     }
     sink_open_ = true;
   }
-  WatchdogThreadConfig tc;
-  tc.period_us = c.sample_interval_ms * 1000u;
-  tc.fifo_priority = c.fifo_priority;
-  status.port = watchdog_thread_.start(watchdog_, tc);
-  if (status.port.error == Error::thread_create_failed && status.port.sys_errno == EPERM && tc.fifo_priority != 0) {
-    tc.fifo_priority = 0;
+  DrainThreadConfig dc;
+  dc.consume = &Setup::consume;
+  dc.context = this;
+  status.port = drain_thread_.start(watchdog_, dc);
+  if (status.port.ok()) {
+    WatchdogThreadConfig tc;
+    tc.period_us = c.sample_interval_ms * 1000u;
+    tc.fifo_priority = c.fifo_priority;
+    tc.after_poll = &DrainThread::after_poll;
+    tc.after_poll_context = &drain_thread_;
     status.port = watchdog_thread_.start(watchdog_, tc);
+    if (status.port.error == Error::thread_create_failed && status.port.sys_errno == EPERM && tc.fifo_priority != 0) {
+      tc.fifo_priority = 0;
+      status.port = watchdog_thread_.start(watchdog_, tc);
+    }
+    if (!status.port.ok()) drain_thread_.stop();
   }
   if (!status.port.ok()) {
     format(status.port, status.message, sizeof status.message);
@@ -293,7 +301,12 @@ SetupStatus Setup::start(const SetupConfig& config) noexcept {
 }
 
 void Setup::stop() noexcept {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
   watchdog_thread_.stop();
+  // This thread is the watchdog's context now: the last poll, then every record to its consumer.
+  watchdog_.finish(Clock::now());
+  drain_thread_.stop();
   if (sink_open_) sink_.close();
   sink_open_ = false;
 }
@@ -306,11 +319,11 @@ SetupStats Setup::stats() const noexcept {
   return s;
 }
 
-void Setup::report(void* self, const BlockRecord& record) {
+void Setup::consume(void* self, const BlockRecord& record) {
   auto* setup = static_cast<Setup*>(self);
   if (setup->sink_open_) FileSink::interceptor(&setup->sink_, record);
   if (setup->config_.stderr_reports) {
-    static char text[16384];  // the watchdog thread is the only caller
+    static char text[16384];  // one consumer at a time: the drain thread, then the stopping thread
     format_text(record, text, sizeof text);
     std::fputs(text, stderr);
   }

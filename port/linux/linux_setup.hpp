@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // One-call set-up of a Linux process: a Setup owns the platform, the watchdog, the watchdog
-// thread, the file sink and the records' interceptors, and start() brings them up from one
-// SetupConfig whose every field has a default, overridable from the environment:
+// thread, the drain thread (the records' one consumer: log files when a directory is given,
+// stderr, your interceptor) and start() brings them up from one SetupConfig whose every field
+// has a default, overridable from the environment:
 //
 //   loopcanary::port_linux::Setup canary;    // static storage, or a local of main()
 //   canary.start();                          // SetupConfig{} + LOOPCANARY_* variables
@@ -45,7 +46,9 @@ namespace loopcanary::port_linux {
 /// Loop threads one Setup can watch at the same time and over its life (a released loop is
 /// reused by a later thread of the same name only).
 inline constexpr std::size_t kSetupMaxLoops = 16;
-/// Records the Setup's watchdog keeps in its ring for pop() (a power of two).
+/// Records the Setup's watchdog ring holds for its drain thread (a power of two): what a
+/// stalled consumer (log files on a disk that does not answer) lets pile up before the
+/// watchdog counts records_dropped.
 inline constexpr std::size_t kSetupRecordCapacity = 32;
 /// Longest loop name a ScopedLoop keeps, in characters (longer names are cut).
 inline constexpr std::size_t kSetupNameMax = 31;
@@ -75,8 +78,10 @@ struct SetupConfig {
   /// The watchdog thread at SCHED_FIFO (1..99), falling back to normal scheduling when the
   /// process has no right to it; 0: normal scheduling.
   int fifo_priority = 0;
-  /// Called with every report on the watchdog thread after the sink and stderr (a test's
-  /// collector, a forwarder). Must not call back into the Setup. May be null.
+  /// Called with every record on the Setup's drain thread (never the watchdog's: a slow
+  /// interceptor delays no poll), after the log files and stderr, in report order; at stop(),
+  /// the last ones on the stopping thread. A test's collector, a forwarder. Must not call back
+  /// into the Setup. May be null.
   Interceptor interceptor = nullptr;
   void* interceptor_context = nullptr;
 };
@@ -173,15 +178,19 @@ class Setup {
   /// variable or step. Call once, from any thread but a loop thread.
   SetupStatus start(const SetupConfig& config = SetupConfig{}) noexcept;
 
-  /// Stops and joins the watchdog thread and closes the sink. Idempotent. Call after the loop
-  /// threads are done (their dispatches are then no longer watched), from a thread that is not
-  /// the watchdog's.
+  /// Stops the watchdog thread, takes one last poll (Watchdog::finish: every dispatch that ended
+  /// gets its final record; one still running past its threshold gets a final record flagged
+  /// running_at_stop), lets the drain thread consume every record, joins it and closes the
+  /// files. So a block that ends just before a normal exit (the destructor of a static Setup)
+  /// is in the log. Idempotent. Call after the loop threads' last dispatches, from a thread
+  /// that is neither the watchdog's nor the drain thread (not from an interceptor).
   void stop() noexcept;
 
   bool started() const noexcept { return started_; }
   /// The configuration in use (after the environment), valid after a successful start().
   const SetupConfig& config() const noexcept { return config_; }
-  /// The watchdog, for pop(), stats() and the rest. Do not add loops or interceptors to it.
+  /// The watchdog, for stats() and the rest. Do not add loops or interceptors to it, nor pop():
+  /// the drain thread is the ring's one consumer (SetupConfig::interceptor sees every record).
   Watchdog& watchdog() noexcept { return watchdog_; }
   Platform& platform() noexcept { return platform_; }
   const FileSink& sink() const noexcept { return sink_; }
@@ -200,14 +209,16 @@ class Setup {
   static constexpr std::uint8_t kReleased = 2;
 
   Loop* claim(const char* name) noexcept;
-  static void report(void* self, const BlockRecord& record);
+  static void consume(void* self, const BlockRecord& record);
 
   bool started_ = false;
+  bool stopped_ = false;
   SetupConfig config_{};
   EnvironmentStrings strings_{};
   Platform platform_;
   StaticWatchdog<kSetupMaxLoops, kSetupRecordCapacity> watchdog_;
   WatchdogThread watchdog_thread_;
+  DrainThread drain_thread_;
   FileSink sink_;
   bool sink_open_ = false;
   Loop loops_[kSetupMaxLoops];

@@ -22,11 +22,12 @@ enum class Error : std::uint8_t {
   thread_stack_unknown,         ///< pthread_attr_getstack on the loop thread failed (errno)
   cpu_clock_failed,             ///< pthread_getcpuclockid on the loop thread failed (errno)
   already_attached,             ///< LoopThread::attach on an attached LoopThread
-  // WatchdogThread
+  // WatchdogThread, DrainThread
   period_out_of_range,          ///< WatchdogThreadConfig::period_us is outside 100..1'000'000
   priority_out_of_range,        ///< WatchdogThreadConfig::fifo_priority is outside 0..99
-  already_running,              ///< WatchdogThread::start while it runs
-  thread_create_failed,         ///< pthread_create failed (errno)
+  already_running,              ///< WatchdogThread::start or DrainThread::start while it runs
+  thread_create_failed,         ///< pthread_create (or the drain thread's sem_init) failed (errno)
+  consume_null,                 ///< DrainThreadConfig::consume is null
 };
 
 /// An Error plus the errno of the failing call (0 when none was involved).

@@ -127,4 +127,65 @@ void WatchdogThread::run() noexcept {
   }
 }
 
+DrainThread::~DrainThread() { stop(); }
+
+Result DrainThread::start(Watchdog& watchdog, const DrainThreadConfig& config) noexcept {
+  if (running_) return Result{Error::already_running, 0};
+  if (config.consume == nullptr) return Result{Error::consume_null, 0};
+  watchdog_ = &watchdog;
+  config_ = config;
+  stop_.store(false, std::memory_order_relaxed);
+  if (sem_init(&wake_, 0, 0) != 0) return Result{Error::thread_create_failed, errno};
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const int e = pthread_create(&thread_, nullptr, &DrainThread::body, this);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (e != 0) {
+    sem_destroy(&wake_);
+    return Result{Error::thread_create_failed, e};
+  }
+  running_ = true;
+  if (config_.name != nullptr) {
+    char name[16] = {};
+    std::strncpy(name, config_.name, sizeof name - 1);
+    pthread_setname_np(thread_, name);  // cosmetic: a failure changes nothing
+  }
+  return Result{};
+}
+
+void DrainThread::after_poll(void* self) noexcept {
+  auto& drain = *static_cast<DrainThread*>(self);
+  if (drain.watchdog_->pending() != 0) sem_post(&drain.wake_);
+}
+
+void DrainThread::stop() noexcept {
+  if (!running_) return;
+  stop_.store(true, std::memory_order_release);
+  sem_post(&wake_);
+  pthread_join(thread_, nullptr);
+  sem_destroy(&wake_);
+  running_ = false;
+  drain();  // this thread is the one consumer now: what came after the thread's last drain
+}
+
+void* DrainThread::body(void* self) noexcept {
+  auto& drain = *static_cast<DrainThread*>(self);
+  for (;;) {
+    while (sem_wait(&drain.wake_) != 0 && errno == EINTR) {
+    }
+    drain.drain();
+    if (drain.stop_.load(std::memory_order_acquire)) return nullptr;
+  }
+}
+
+void DrainThread::drain() noexcept {
+  BlockRecord record;
+  while (watchdog_->pop(record)) {
+    config_.consume(config_.context, record);
+    consumed_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 }  // namespace loopcanary::port_linux

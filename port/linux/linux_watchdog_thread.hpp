@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// A thread that polls a Watchdog every period, on absolute CLOCK_MONOTONIC deadlines (so it
-// does not drift), with a clean stop (the thread is joined; nothing leaks).
+// The two threads around a Watchdog on Linux: WatchdogThread polls it every period, on absolute
+// CLOCK_MONOTONIC deadlines (so it does not drift); DrainThread is the records' one consumer,
+// so writing them (files, fdatasync, a slow stderr) never delays a poll. Both stop cleanly (the
+// thread is joined; nothing leaks).
 #pragma once
 
 #include <pthread.h>
+#include <semaphore.h>
 
 #include <atomic>
 #include <cstdint>
@@ -69,6 +72,59 @@ class WatchdogThread {
   std::atomic<std::uint32_t> polls_{0};
   std::atomic<std::uint32_t> overruns_{0};
   std::atomic<std::uint32_t> max_lateness_us_{0};
+};
+
+/// What a DrainThread does with each record.
+struct DrainThreadConfig {
+  /// Called with each record popped from the watchdog's ring, in report order, on the drain
+  /// thread (and, at stop(), on the stopping thread). Required.
+  Interceptor consume = nullptr;
+  void* context = nullptr;
+  /// Thread name shown by ps, top and gdb (cut to 15 characters). May be null.
+  const char* name = "lc-drain";
+};
+
+/// The record ring's one consumer (Watchdog::pop) on a thread of its own. The watchdog's thread
+/// wakes it after a poll that left records in the ring (WatchdogThreadConfig::after_poll =
+/// &DrainThread::after_poll, context = the DrainThread): a post on a semaphore, nothing more,
+/// so a consumer that is slow or stalled (a disk that does not answer) never delays a poll. What
+/// the ring cannot hold meanwhile is the watchdog's records_dropped, and only that.
+class DrainThread {
+ public:
+  DrainThread() noexcept = default;
+  /// stop().
+  ~DrainThread();
+  DrainThread(const DrainThread&) = delete;
+  DrainThread& operator=(const DrainThread&) = delete;
+
+  /// Starts consuming `watchdog`'s records. The new thread blocks every signal. Errors:
+  /// consume_null (config.consume is null), already_running, thread_create_failed (with errno).
+  Result start(Watchdog& watchdog, const DrainThreadConfig& config) noexcept;
+
+  /// Wakes the drain thread when `self`'s watchdog holds records. WatchdogThreadConfig::after_poll
+  /// form; watchdog thread. No allocation, no lock: one sem_post.
+  static void after_poll(void* self) noexcept;
+
+  /// Joins the drain thread, then consumes what is left in the ring on the calling thread. Call
+  /// once the watchdog no longer polls (WatchdogThread::stop(), then Watchdog::finish()), so
+  /// that every record reaches `consume`. Idempotent. Any thread but the drain thread.
+  void stop() noexcept;
+
+  bool running() const noexcept { return running_; }
+  /// Records consumed so far. Any thread.
+  std::uint32_t consumed() const noexcept { return consumed_.load(std::memory_order_relaxed); }
+
+ private:
+  static void* body(void* self) noexcept;
+  void drain() noexcept;
+
+  Watchdog* watchdog_ = nullptr;
+  DrainThreadConfig config_{};
+  pthread_t thread_{};
+  sem_t wake_{};
+  bool running_ = false;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint32_t> consumed_{0};
 };
 
 }  // namespace loopcanary::port_linux

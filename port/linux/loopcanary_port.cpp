@@ -269,10 +269,11 @@ constexpr ErrorText kErrorText[] = {
     {"already_attached", "LoopThread::attach: this LoopThread is already attached to a thread"},
     {"period_out_of_range", "WatchdogThreadConfig.period_us must be 100..1000000"},
     {"priority_out_of_range", "WatchdogThreadConfig.fifo_priority must be 0 (normal) or 1..99 (SCHED_FIFO)"},
-    {"already_running", "WatchdogThread::start: the thread is already running"},
-    {"thread_create_failed", "WatchdogThread::start: pthread_create failed"},
+    {"already_running", "WatchdogThread::start or DrainThread::start: the thread is already running"},
+    {"thread_create_failed", "WatchdogThread::start or DrainThread::start: creating the thread failed"},
+    {"consume_null", "DrainThreadConfig.consume must not be null"},
 };
-static_assert(sizeof(kErrorText) / sizeof(kErrorText[0]) == static_cast<std::size_t>(Error::thread_create_failed) + 1,
+static_assert(sizeof(kErrorText) / sizeof(kErrorText[0]) == static_cast<std::size_t>(Error::consume_null) + 1,
               "kErrorText must have one entry per Error");
 
 const ErrorText& text_of(Error error) noexcept {

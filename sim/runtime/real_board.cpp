@@ -165,9 +165,9 @@ void RealBoard::finish() noexcept {
   finished_ = true;
   stop_peripherals();
   watchdog_thread_.stop();
-  // This thread owns the watchdog now: one last poll finalises a block that ended after the
-  // thread's last poll, then the consumer gets what is left.
-  config_.watchdog->poll(lx::Clock::now());
+  // This thread owns the watchdog now: the last poll (Watchdog::finish) finalises a block that
+  // ended after the thread's last poll, and closes one still running; the consumer gets the rest.
+  config_.watchdog->finish(lx::Clock::now());
   drain_records();
 }
 

@@ -68,9 +68,9 @@ std::uint64_t rate_tenths(std::uint64_t events, std::uint64_t window_us) {
   return window_us == 0 ? 0u : events * 10'000'000u / window_us;
 }
 
-// A configured time (a period, a deadline) in microseconds, rounded to the nearest tenth of a
-// millisecond: the microseconds configured went to whole ticks and back.
-std::uint64_t config_us(tick_t ticks, std::uint32_t tick_hz) { return (us_from_ticks(ticks, tick_hz) + 50u) / 100u * 100u; }
+// A configured time (a period, a deadline) in microseconds: exactly as configured (the core
+// rounds configured microseconds up to whole ticks, which read back as configured).
+std::uint64_t config_us(tick_t ticks, std::uint32_t tick_hz) { return us_from_ticks(ticks, tick_hz); }
 std::uint64_t config_us(const Board& board, tick_t ticks) { return config_us(ticks, board.tick_hz()); }
 
 // config_us() as milliseconds with one decimal, or "-" for 0 (not set).

@@ -68,8 +68,11 @@ void VirtualBoard::reset_hold(BusId bus) noexcept {
 void VirtualBoard::finish() noexcept {
   if (!started_ || finished_) return;
   peripherals_stopped_ = true;
-  // The next poll (within one period) finalises a block that ended at the last moment.
+  // The next poll (within one period) finalises a block that ended at the last moment; the last
+  // poll (Watchdog::finish) closes one still running, and the consumer gets the rest.
   advance(scheduler_->period(), Activity::idle, 0, 0);
+  if (config_.watchdog != nullptr) config_.watchdog->finish(time_.peek());
+  drain_records();
   finished_ = true;
 }
 

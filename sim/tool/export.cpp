@@ -52,6 +52,7 @@ std::vector<std::string> flag_names(const LogRecord& record) {
   if (record.hung) names.emplace_back("hung");
   if (record.unwatched) names.emplace_back("unwatched");
   if (record.end_estimated) names.emplace_back("end_estimated");
+  if (record.running_at_stop) names.emplace_back("running_at_stop");
   return names;
 }
 

@@ -111,7 +111,8 @@ class Timeline {
   std::map<std::tuple<std::uint32_t, std::uint64_t, std::string>, std::uint32_t> track_ids_;
 };
 
-/// Names of a block's flags ("hung", "unwatched", "end_estimated"), in that order.
+/// Names of a block's flags ("hung", "unwatched", "end_estimated", "running_at_stop"), in that
+/// order.
 std::vector<std::string> flag_names(const LogRecord& record);
 
 }  // namespace loopcanary::tool::exporting

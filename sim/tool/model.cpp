@@ -83,6 +83,7 @@ void LogRecord::clear_fields() noexcept {
   hung = false;
   unwatched = false;
   end_estimated = false;
+  running_at_stop = false;
   cpu_window_us = 0;
   cpu_thread_us.reset();
   cpu_steal_us = 0;

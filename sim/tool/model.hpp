@@ -133,6 +133,7 @@ struct LogRecord {
   bool hung = false;              ///< flag "hung"
   bool unwatched = false;         ///< flag "unwatched"
   bool end_estimated = false;     ///< flag "end_estimated"
+  bool running_at_stop = false;   ///< flag "running_at_stop"
   /// The dispatch's named stages, in the order they started; empty when the record has none
   /// (a record without `stages`, written before stages existed, has none).
   std::vector<Stage> stages;

@@ -359,8 +359,8 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   r.cause = static_cast<Cause>(cause);
   at = b.offset();
   if (!b.u8("flags", r.flags)) return failed();
-  if ((r.flags & ~7u) != 0) {
-    b.malformed(at, "flags", "bits other than 0..2 set (" + std::to_string(r.flags) + ")");
+  if ((r.flags & ~15u) != 0) {
+    b.malformed(at, "flags", "bits other than 0..3 set (" + std::to_string(r.flags) + ")");
     return failed();
   }
   if (!b.u8("loop_index", r.loop_index) || !b.uv("dispatch", 32, r.dispatch) || !b.uv("start", 32, r.start) ||
@@ -813,7 +813,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   o.phase = static_cast<Phase>(phase);
   at = b.offset();
   if (!b.u8("flags", o.flags)) return failed();
-  if ((o.flags & ~7u) != 0) return b.malformed(at, "flags", "bits other than 0, 1 and 2 set"), failed();
+  if ((o.flags & ~15u) != 0) return b.malformed(at, "flags", "bits other than 0..3 set"), failed();
   if (!b.u8("loop_index", o.loop_index) || !b.u8("watch", o.watch) || !b.uv("seq", 32, o.note.seq) ||
       !b.uv("begin", 32, o.note.begin) || !b.uv("end", 32, o.note.end) || !b.uv("duration", 64, o.duration_ticks) ||
       !b.uv("threshold", 32, o.threshold_ticks) || !b.uv("delayed_by_dispatch", 32, o.delayed_by_dispatch)) {

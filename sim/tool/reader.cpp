@@ -784,6 +784,7 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
             if (is(flag, "hung")) out.hung = true;
             else if (is(flag, "unwatched")) out.unwatched = true;
             else if (is(flag, "end_estimated")) out.end_estimated = true;
+            else if (is(flag, "running_at_stop")) out.running_at_stop = true;
             return true;  // a flag of a newer writer: ignored
           });
         }

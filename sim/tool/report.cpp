@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "export.hpp"
 
 namespace loopcanary::tool {
 
@@ -367,8 +368,9 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   out << "  cpu-busy = " << optional_permille(r.cpu_system_busy_permille) << ", process "
       << optional_permille(r.cpu_process_permille) << '\n';
   out << "  cause = " << to_string(r.cause) << '\n';
-  out << "  flags =" << (r.hung ? " hung" : "") << (r.unwatched ? " unwatched" : "") << (r.end_estimated ? " end_estimated" : "")
-      << '\n';
+  out << "  flags =";
+  for (const std::string& flag : exporting::flag_names(r)) out << ' ' << flag;
+  out << '\n';
   out << "  samples = " << r.samples_taken << " taken, " << r.samples_kept << " kept, " << r.samples_overwritten
       << " overwritten, " << r.samples_missed << " missed\n";
   if (!r.top.empty()) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -58,7 +59,7 @@ class ScopedEnv {
 
 constexpr lc::Event kSlow{"slow"};
 
-__attribute__((noinline)) void setup_test_compute(std::chrono::milliseconds how_long) {
+__attribute__((noinline)) void setup_test_compute(std::chrono::microseconds how_long) {
   const auto until = std::chrono::steady_clock::now() + how_long;
   volatile std::uint64_t x = 1;
   while (std::chrono::steady_clock::now() < until) {
@@ -379,4 +380,215 @@ TEST(LinuxSetupReport, ABlockReachesTheLogDirectoryAndTheInterceptor) {
   std::stringstream text;
   text << log.rdbuf();
   EXPECT_NE(text.str().find("\"slow\""), std::string::npos) << text.str();
+}
+
+namespace {
+
+// A Setup with the log directory `dir` (or none), stderr off, reporting into `collector`.
+lx::SetupConfig collecting_config(Collector& collector, const char* dir, std::uint32_t threshold_ms) {
+  lx::SetupConfig config;
+  config.environment = false;
+  config.threshold_ms = threshold_ms;
+  config.log_dir = dir;
+  config.qualifier = "setup-test";
+  config.stderr_reports = false;
+  config.interceptor = &Collector::intercept;
+  config.interceptor_context = &collector;
+  return config;
+}
+
+std::vector<std::string> log_lines(const std::string& path) {
+  std::ifstream log(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(log, line);) lines.push_back(line);
+  return lines;
+}
+
+// The lines of every JSON Lines file in `dir`, the current one and those rotated.
+std::size_t jsonl_lines(const std::string& dir) {
+  std::size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".jsonl") count += log_lines(entry.path().string()).size();
+  }
+  return count;
+}
+
+bool has_flag(const lc::BlockRecord& r, std::uint8_t flag) { return (r.flags & flag) != 0; }
+
+}  // namespace
+
+// A block that ends right before the program stops (a handler that is the last thing before
+// exit): stop() takes the last poll and drains, so its final record, with its whole duration,
+// is in the log and reaches the interceptor. (Without that last poll the final record is lost
+// unless a poll happens to fall between the end and stop().)
+TEST(LinuxSetupStop, ABlockEndingJustBeforeStopHasItsFinalRecord) {
+  loopcanary::test::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  Collector collector;
+  lx::Setup setup;
+  lx::SetupConfig config = collecting_config(collector, dir.path().c_str(), 100);
+  config.sample_interval_ms = 100;  // polls 100 ms apart, on a grid from start()
+  ASSERT_TRUE(setup.start(config).ok());
+  std::thread([&] {
+    lx::ScopedLoop loop(setup, "main");
+    ASSERT_TRUE(loop.ok());
+    LOOPCANARY_DISPATCH(loop.monitor(), kSlow);
+    setup_test_compute(std::chrono::milliseconds(250));  // ends half-way between two polls
+  }).join();
+  setup.stop();
+  const std::vector<lc::BlockRecord> records = collector.records();
+  ASSERT_FALSE(records.empty());
+  const lc::BlockRecord& last = records.back();
+  EXPECT_EQ(last.phase, lc::Phase::final);
+  EXPECT_EQ(last.flags & (lc::kFlagEndEstimated | lc::kFlagRunningAtStop), 0u);
+  EXPECT_GE(lc::us_from_ticks(last.duration_ticks, last.tick_hz), 249'000u);
+  const std::vector<std::string> lines = log_lines(dir.sub("loopcanary-setup-test.jsonl"));
+  ASSERT_EQ(lines.size(), records.size());
+  EXPECT_NE(lines.back().find("\"phase\":\"final\""), std::string::npos) << lines.back();
+  EXPECT_EQ(setup.watchdog().stats().records_dropped, 0u);
+}
+
+// stop() while a block still runs: its final record says so (running_at_stop), with the time
+// it had run, and is counted apart; the loop counted no block.
+TEST(LinuxSetupStop, ADispatchStillRunningAtStopGetsAFinalRecordThatSaysSo) {
+  Collector collector;
+  lx::Setup setup;
+  ASSERT_TRUE(setup.start(collecting_config(collector, nullptr, 50)).ok());
+  std::atomic<bool> release{false};
+  std::thread loop_thread([&] {
+    lx::ScopedLoop loop(setup, "main");
+    ASSERT_TRUE(loop.ok());
+    LOOPCANARY_DISPATCH(loop.monitor(), kSlow);
+    while (!release.load()) setup_test_compute(std::chrono::milliseconds(5));
+  });
+  lc::BlockRecord in_progress;
+  ASSERT_TRUE(collector.wait_for_phase(lc::Phase::in_progress, in_progress));
+  setup.stop();
+  const std::vector<lc::BlockRecord> records = collector.records();
+  release = true;
+  loop_thread.join();
+  ASSERT_FALSE(records.empty());
+  const lc::BlockRecord& last = records.back();
+  EXPECT_EQ(last.phase, lc::Phase::final);
+  EXPECT_TRUE(has_flag(last, lc::kFlagRunningAtStop));
+  EXPECT_FALSE(has_flag(last, lc::kFlagEndEstimated));
+  EXPECT_EQ(last.dispatch, in_progress.dispatch);
+  EXPECT_GE(last.duration_ticks, in_progress.duration_ticks);
+  EXPECT_EQ(setup.watchdog().stats().finals_at_stop, 1u);
+  EXPECT_EQ(setup.watchdog().stats().finals_estimated, 0u);
+}
+
+// The consumer stalls for 2 s (a disk that does not answer) on the first record: the watchdog
+// goes on polling, so the in-progress report of a block on another loop comes within a poll or
+// two of its threshold, not 2 s late; nothing is counted as dropped, since nothing was.
+TEST(LinuxSetupDrain, AStalledConsumerDelaysNoDetection) {
+  Collector collector;
+  std::atomic<bool> stalled{false};
+  collector.on_record = [&](const lc::BlockRecord&) {
+    if (!stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::seconds(2));
+  };
+  lx::Setup setup;
+  lx::SetupConfig config = collecting_config(collector, nullptr, 50);
+  config.sample_interval_ms = 5;
+  ASSERT_TRUE(setup.start(config).ok());
+  std::thread([&] {
+    lx::ScopedLoop loop(setup, "first");
+    ASSERT_TRUE(loop.ok());
+    LOOPCANARY_DISPATCH(loop.monitor(), kSlow);
+    setup_test_compute(std::chrono::milliseconds(80));
+  }).join();
+  while (!stalled.load()) std::this_thread::yield();  // the consumer is in its stall now
+  std::thread([&] {
+    lx::ScopedLoop loop(setup, "second");
+    ASSERT_TRUE(loop.ok());
+    LOOPCANARY_DISPATCH(loop.monitor(), kSlow);
+    setup_test_compute(std::chrono::milliseconds(300));
+  }).join();
+  setup.stop();
+  bool seen = false;
+  for (const lc::BlockRecord& r : collector.records()) {
+    EXPECT_EQ(r.records_dropped, 0u);
+    if (std::string(r.loop) == "second" && r.phase == lc::Phase::in_progress) {
+      seen = true;
+      // Reported at the first poll past the threshold: within 2 periods (10 ms) plus a loaded
+      // machine's scheduling slack, against the 2 s the stall would add on the watchdog thread.
+      EXPECT_LT(lc::us_from_ticks(r.duration_ticks, r.tick_hz), 50'000u + 150'000u);
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(setup.watchdog().stats().records_dropped, 0u);
+}
+
+// While the consumer stalls, more records come than the ring holds: exactly those the ring
+// refused are counted as dropped. Every record is delivered or counted, and each delivered
+// record's records_dropped equals the gaps in the report numbers before it.
+TEST(LinuxSetupDrain, WhatAStalledConsumerCouldNotTakeIsCountedAndOnlyThat) {
+  Collector collector;
+  std::atomic<bool> stalled{false};
+  collector.on_record = [&](const lc::BlockRecord&) {
+    if (!stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::seconds(2));
+  };
+  lx::Setup setup;
+  ASSERT_TRUE(setup.start(collecting_config(collector, nullptr, 5)).ok());
+  std::thread([&] {
+    lx::ScopedLoop loop(setup, "main");
+    ASSERT_TRUE(loop.ok());
+    for (int i = 0; i < 3 * static_cast<int>(lx::kSetupRecordCapacity); ++i) {
+      LOOPCANARY_DISPATCH(loop.monitor(), kSlow);
+      setup_test_compute(std::chrono::milliseconds(8));
+    }
+  }).join();
+  setup.stop();
+  const std::vector<lc::BlockRecord> records = collector.records();
+  const lc::WatchdogStats stats = setup.watchdog().stats();
+  EXPECT_GT(stats.records_dropped, 0u) << "the loop made more records than the ring holds";
+  EXPECT_EQ(records.size() + stats.records_dropped, stats.reports);
+  std::uint32_t expected_report = 1;
+  std::uint32_t gaps = 0;
+  for (const lc::BlockRecord& r : records) {
+    ASSERT_GE(r.report, expected_report);
+    gaps += r.report - expected_report;
+    EXPECT_EQ(r.records_dropped, gaps) << "report " << r.report;
+    expected_report = r.report + 1u;
+  }
+  EXPECT_EQ(gaps + (stats.reports + 1u - expected_report), stats.records_dropped);
+}
+
+// 1000 blocks through a Setup with a log directory: every record is in the log, in order, and
+// no counter moved (nothing was lost, so nothing is counted as lost).
+TEST(LinuxSetupDrain, AThousandBlocksAllReachTheLogWithEveryCounterZero) {
+  loopcanary::test::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  Collector collector;
+  lx::Setup setup;
+  ASSERT_TRUE(setup.start(collecting_config(collector, dir.path().c_str(), 1)).ok());
+  constexpr int kBlocks = 1000;
+  std::thread([&] {
+    lx::ScopedLoop loop(setup, "main");
+    ASSERT_TRUE(loop.ok());
+    for (int i = 0; i < kBlocks; ++i) {
+      {
+        LOOPCANARY_DISPATCH(loop.monitor(), kSlow);
+        setup_test_compute(std::chrono::microseconds(1'500));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the loop waits for work
+    }
+  }).join();
+  setup.stop();
+  const lc::WatchdogStats stats = setup.watchdog().stats();
+  const std::vector<lc::BlockRecord> records = collector.records();
+  std::size_t finals = 0;
+  for (const lc::BlockRecord& r : records) {
+    EXPECT_EQ(r.records_dropped, 0u);
+    EXPECT_EQ(r.notes_dropped, 0u);
+    if (r.phase == lc::Phase::final) ++finals;
+  }
+  EXPECT_EQ(finals, static_cast<std::size_t>(kBlocks));
+  EXPECT_EQ(stats.records_dropped, 0u);
+  EXPECT_EQ(stats.notes_dropped, 0u);
+  EXPECT_EQ(stats.finals_estimated, 0u);
+  EXPECT_EQ(stats.finals_at_stop, 0u);
+  EXPECT_EQ(stats.reports, records.size());
+  EXPECT_EQ(jsonl_lines(dir.path()), records.size());
+  EXPECT_EQ(setup.sink().status().records_written, records.size());
 }

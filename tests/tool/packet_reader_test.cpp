@@ -707,7 +707,7 @@ TEST(PacketReader, EveryMalformedBodyIsRejectedAndTheNextPacketRead) {
       {"delayed-by event index of the loop name", [](BodySpec& s) { s.phase = 3; s.delayed_by_dispatch = 6; s.delayed_by_event = 1; },
        "(delayed-by event): string index 1 is not in 2..3"},
       {"cause 4", [](BodySpec& s) { s.cause = 4; }, "(cause)"},
-      {"flag bit 3", [](BodySpec& s) { s.flags = 8; }, "(flags)"},
+      {"flag bit 4", [](BodySpec& s) { s.flags = 16; }, "(flags)"},
       {"presence bit 4", [](BodySpec& s) { s.presence = 16 | 15; }, "(presence)"},
       {"string count 2", [](BodySpec& s) { s.strings.resize(2); s.top = {}; s.samples = {}; }, "(string count): 2 is less than 3"},
       {"string count over the body", [](BodySpec& s) { s.raw["string count"] = Bytes{0xFF, 0xFF, 0xFF, 0xFF, 0x0F}; }, "(string count)"},

@@ -18,7 +18,8 @@ enum class Phase : std::uint8_t {
   /// The same, past its hang limit.
   hang,
   /// The dispatch ended over its threshold (the BlockCanary report). Flagged kFlagEndEstimated:
-  /// a dispatch reported in progress ended, and no block is confirmed.
+  /// a dispatch reported in progress ended, and no block is confirmed; flagged
+  /// kFlagRunningAtStop: the watchdog stopped while it still ran.
   final,
   /// A dispatch began later than its event's deadline after its due time: the record is about
   /// the dispatch that delayed it (BlockRecord::delayed_by).
@@ -82,6 +83,10 @@ enum RecordFlag : std::uint8_t {
   /// stamp was within the threshold, or its note was dropped); end = the first poll that found
   /// it ended. Counted in WatchdogStats::finals_estimated.
   kFlagEndEstimated = 1u << 2,
+  /// The watchdog stopped (Watchdog::finish) while the dispatch, already reported in progress,
+  /// still ran: end = the stopping poll, duration = the time it had run by then. The loop
+  /// counted no block (it never ended). Counted in WatchdogStats::finals_at_stop.
+  kFlagRunningAtStop = 1u << 3,
 };
 
 /// Everything one report says about one block: the fields below plus its StackEvidence. A plain

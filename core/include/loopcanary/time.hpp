@@ -62,17 +62,28 @@ LOOPCANARY_NOINLINE constexpr std::uint64_t scale(std::uint64_t x, std::uint32_t
 
 }  // namespace detail
 
-/// Microseconds to ticks at `tick_hz`, rounded down; exact whenever the result fits 64 bits
-/// (for every us below 2^32 seconds, 136 years, at any tick_hz). The result is 64-bit: a
-/// caller that stores it as tick_t checks it against kMaxIntervalTicks first. Any context; off
-/// the hot path (64-by-32 divisions).
-constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
-  return detail::scale(us, tick_hz, 1'000'000u);
-}
-
 /// Ticks to microseconds at `tick_hz` (> 0), rounded down. Any context; off the hot path.
 constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz) noexcept {
   return detail::scale(ticks, 1'000'000u, tick_hz);
+}
+
+/// Microseconds to ticks at `tick_hz`, rounded up: the fewest whole ticks that last at least
+/// `us` (so a threshold never fires early). With tick_hz of 1 MHz or more the round trip is
+/// exact, us_from_ticks(ticks_from_us(us)) == us, so a configured duration reads back as
+/// configured in every record; a slower clock reads it back rounded up to its tick. Exact
+/// whenever the result fits 64 bits (for every us below 2^32 seconds, 136 years, at any
+/// tick_hz). The result is 64-bit: a caller that stores it as tick_t checks it against
+/// kMaxIntervalTicks first. Any context; off the hot path (64-by-32 divisions).
+constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
+  const std::uint64_t down = detail::scale(us, tick_hz, 1'000'000u);
+  return tick_hz != 0 && us_from_ticks(down, tick_hz) < us ? down + 1u : down;
+}
+
+/// True when `us` lasts less than one tick at `tick_hz` (0 included): the clock cannot tell such
+/// a duration from none, and a configuration refuses it (*_below_one_tick) rather than round it
+/// up to a tick. Any context; off the hot path.
+constexpr bool below_one_tick(std::uint64_t us, std::uint32_t tick_hz) noexcept {
+  return detail::scale(us, tick_hz, 1'000'000u) == 0;
 }
 
 /// The longest interval init() accepts for a hang limit: half the counter's wrap period, so a

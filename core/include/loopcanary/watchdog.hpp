@@ -92,6 +92,9 @@ struct WatchdogStats {
   /// ended without a note from its loop, so no block is confirmed (it ended within its
   /// threshold by the loop's own end stamp, or its note was dropped and is in notes_dropped).
   std::uint32_t finals_estimated = 0;
+  /// Final reports flagged running_at_stop (among `reports`): finish() closed a dispatch that
+  /// had been reported in progress and still ran. The loop counted no block for it.
+  std::uint32_t finals_at_stop = 0;
   std::uint32_t deadline_misses = 0;     ///< deadline_miss reports produced (among `reports`)
   std::uint32_t health_records = 0;      ///< health records produced: the last health record number
   std::uint32_t health_dropped = 0;      ///< health records the health ring could not hold
@@ -187,6 +190,16 @@ class Watchdog {
   /// interval for samples to land on time. Does nothing before a successful init().
   void poll(tick_t now) noexcept;
 
+  /// The last step of a watchdog that stops watching (a process exiting, a test's end): a poll
+  /// at `now`, so every dispatch that ended has its final record, then a final record flagged
+  /// kFlagRunningAtStop for each dispatch still running that had been reported in progress (a
+  /// running dispatch still within its threshold is no block and makes none). A watchdog polled
+  /// again afterwards never watches a dispatch closed here again; if its loop's note comes (it
+  /// ended over its threshold), that note's final record confirms the block. Watchdog context,
+  /// or any context once the watchdog's own has stopped polling; then drain the ring (pop) to
+  /// its end. Does nothing before init().
+  void finish(tick_t now) noexcept;
+
   /// Takes the oldest record out of the ring. Exactly one consumer context (which may be the
   /// watchdog's own). False when the ring is empty.
   bool pop(BlockRecord& out) noexcept { return ring_.pop(out); }
@@ -272,7 +285,8 @@ class Watchdog {
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now) noexcept;
   void read_cpu(const Track& track, TimedCpuReading& reading) const noexcept;
-  void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed) noexcept;
+  void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed,
+                      std::uint8_t open_flag = kFlagEndEstimated) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;
   void report_deadline_miss(Track& track, const BlockNote& note, bool suppressed) noexcept;
   std::uint32_t notes_dropped() const noexcept;
@@ -319,6 +333,7 @@ class Watchdog {
   std::atomic<std::uint32_t> suppressed_{0};
   std::atomic<std::uint32_t> watches_busy_{0};
   std::atomic<std::uint32_t> finals_estimated_{0};
+  std::atomic<std::uint32_t> finals_at_stop_{0};
   std::atomic<std::uint32_t> deadline_misses_{0};
   std::atomic<std::uint32_t> health_records_{0};
   std::atomic<std::uint32_t> health_dropped_{0};

@@ -155,8 +155,10 @@ class Board {
   /// Validates `start`, then starts polling the watchdog and running the peripherals. Time 0
   /// of the peripherals' timelines is now.
   BoardError start(const BoardStart& start) noexcept;
-  /// Stops the peripherals, polls the watchdog at least once more (so a block that ended after
-  /// its last poll is finalised), hands the last records to the consumer and stops polling.
+  /// Stops the peripherals, polls the watchdog at least once more and ends with
+  /// Watchdog::finish (so a block that ended after its last poll is finalised, and one still
+  /// running gets a final record flagged running_at_stop), hands the last records to the
+  /// consumer and stops polling.
   /// Call on the loop thread once the loop has stopped. Idempotent.
   virtual void finish() noexcept = 0;
   /// "real" or "virtual".
