@@ -19,6 +19,7 @@
 #include "loopcanary/record.hpp"
 #include "loopcanary/watchdog.hpp"
 #include "loopcanary_port.hpp"
+#include "top_stack.hpp"
 
 namespace {
 
@@ -410,8 +411,12 @@ BlockRecord hand_record() {
   r.samples[0] = make_sample(26'000, {scope_frame(kDebounce), scope_frame(kInputTask)}, {0x8000123});
   r.samples[1] = make_sample(126'000, {}, {0xdeadbeef, 0x10});
   r.top_count = 2;
-  r.top[0] = lc::TopFrame{scope_frame(kDebounce), true, 2};
-  r.top[1] = lc::TopFrame{0xdeadbeef, false, 1};
+  r.top[0] = loopcanary::test::top_entry(scope_frame(kDebounce), true, 2);
+  // One sample's stack: its innermost PC anywhere in 0xdeadbeef..0xdeadbf00, called from 0x10.
+  r.top[1] = loopcanary::test::top_entry(0xdeadbeef, false, 1);
+  r.top[1].pc_count = 2;
+  r.top[1].frames[1] = 0x10;
+  r.top[1].leaf_high = 0xdeadbf00;
   r.top_other = 4;
   r.records_dropped = 5;
   r.notes_dropped = 6;
@@ -490,9 +495,9 @@ TEST(FormatText, HandRecordGivesBlockCanaryStyleLines) {
       "cause = running",
       "flags = hung",
       "samples = 7 taken, 2 kept, 5 overwritten, 1 missed",
-      "top frames:",
+      "top stacks:",
       "  28.5 % 2 debounce",                                   // 2 of 7 samples: 285 per mille
-      "  14.2 % 1 0xdeadbeef",                                 // 1 of 7: 142 per mille
+      "  14.2 % 1 pc 0xdeadbeef..0xdeadbf00 0x10",             // 1 of 7: 142 per mille
       "  other 4",
       "stacks:",
       "  +25.000 ms debounce < input_task | pc 0x8000123",     // 26000 - start 1000
@@ -548,7 +553,7 @@ TEST(FormatText, NoSamplesMeansNoTopFramesOrStacks) {
   r.top_count = 0;
   r.top_other = 0;
   const std::string text = text_of(r);
-  EXPECT_FALSE(has_line(text, "top frames:"));
+  EXPECT_FALSE(has_line(text, "top stacks:"));
   EXPECT_FALSE(has_line(text, "stacks:"));
   // The dropped line directly follows the samples line.
   const std::vector<std::string> lines = lines_of(text);
@@ -602,11 +607,11 @@ TEST(FormatText, ProgramCountersAreHex) {
     r.sample_count = 1;
     r.samples[0] = make_sample(r.start, {}, {c.pc});
     r.top_count = 1;
-    r.top[0] = lc::TopFrame{c.pc, false, 7};
+    r.top[0] = loopcanary::test::top_entry(c.pc, false, 7);
     r.top_other = 0;
     const std::string text = text_of(r);
     EXPECT_TRUE(has_line(text, "  +0.000 ms pc " + c.hex)) << text;
-    EXPECT_TRUE(has_line(text, "  100.0 % 7 " + c.hex)) << text;
+    EXPECT_TRUE(has_line(text, "  100.0 % 7 pc " + c.hex)) << text;
   }
 }
 
@@ -629,7 +634,7 @@ BlockRecord null_names_record() {
   r.sample_count = 1;
   r.samples[0] = make_sample(r.start, {scope_frame(nullptr)}, {});
   r.top_count = 1;
-  r.top[0] = lc::TopFrame{scope_frame(nullptr), true, 7};
+  r.top[0] = loopcanary::test::top_entry(scope_frame(nullptr), true, 7);
   r.top_other = 0;
   return r;
 }
@@ -699,11 +704,14 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
 
   const Json& top = doc["top"];
   ASSERT_EQ(top.items.size(), 2u);
-  EXPECT_EQ(string_of(top.at(0)["scope"]), "debounce");
   EXPECT_EQ(u64_of(top.at(0)["count"]), 2u);
-  EXPECT_EQ(top.at(0)["pc"].kind, Json::Kind::missing);
-  EXPECT_EQ(string_of(top.at(1)["pc"]), "0xdeadbeef");
+  EXPECT_EQ(strings_of(top.at(0)["scopes"]), std::vector<std::string>{"debounce"});
+  EXPECT_TRUE(top.at(0)["pcs"].items.empty());
+  EXPECT_EQ(top.at(0)["leaf_high"].kind, Json::Kind::null);
   EXPECT_EQ(u64_of(top.at(1)["count"]), 1u);
+  EXPECT_TRUE(top.at(1)["scopes"].items.empty());
+  EXPECT_EQ(strings_of(top.at(1)["pcs"]), (std::vector<std::string>{"0xdeadbeef", "0x10"}));
+  EXPECT_EQ(string_of(top.at(1)["leaf_high"]), "0xdeadbf00");
   EXPECT_EQ(u64_of(doc["top_other"]), 4u);
 
   const Json& stacks = doc["stacks"];
@@ -910,7 +918,7 @@ TEST(FormatJson, NamesAreEscaped) {
   r.loop = kLoopName;
   r.qualifier = "q\"\\";
   r.samples[0] = make_sample(26'000, {scope_frame(kScopeName)}, {});
-  r.top[0] = lc::TopFrame{scope_frame(kScopeName), true, 2};
+  r.top[0] = loopcanary::test::top_entry(scope_frame(kScopeName), true, 2);
 
   const std::string text = format_whole(&lc::format_json, r);
   for (std::size_t i = 0; i + 1 < text.size(); ++i) {
@@ -925,7 +933,7 @@ TEST(FormatJson, NamesAreEscaped) {
   EXPECT_EQ(string_of(doc["loop"]), kLoopName);
   EXPECT_EQ(string_of(doc["qualifier"]), "q\"\\");
   EXPECT_EQ(strings_of(doc["stacks"].at(0)["scopes"]), (std::vector<std::string>{kScopeName}));
-  EXPECT_EQ(string_of(doc["top"].at(0)["scope"]), kScopeName);
+  EXPECT_EQ(strings_of(doc["top"].at(0)["scopes"]), std::vector<std::string>{kScopeName});
 }
 
 TEST(FormatJson, BytesOutsideAsciiAreEscapedOneByOneSoTheLineIsValidJson) {
@@ -953,7 +961,7 @@ TEST(FormatJson, NullNamesPrintAsQuestionMarks) {
   EXPECT_EQ(string_of(doc["qualifier"]), "");
   EXPECT_EQ(string_of(doc["loop"]), "?");
   EXPECT_EQ(string_of(doc["event"]), "?");
-  EXPECT_EQ(string_of(doc["top"].at(0)["scope"]), "?");
+  EXPECT_EQ(strings_of(doc["top"].at(0)["scopes"]), std::vector<std::string>{"?"});
   EXPECT_EQ(strings_of(doc["stacks"].at(0)["scopes"]), (std::vector<std::string>{"?"}));
 }
 
@@ -1178,8 +1186,8 @@ TEST_F(FormatScenario, FinalRecordAsText) {
       "flags =",
       "samples = " + std::to_string(taken) + " taken, " + std::to_string(kept(taken)) + " kept, " +
           std::to_string(taken - kept(taken)) + " overwritten, 0 missed",
-      "top frames:",
-      "  100.0 % " + std::to_string(taken) + " fir_filter",
+      "top stacks:",
+      "  100.0 % " + std::to_string(taken) + " fir_filter | pc 0x4000abcd",
       "stacks:",
   };
   for (const std::string& line : stack_lines(taken)) wanted.push_back(line);
@@ -1223,7 +1231,7 @@ TEST_F(FormatScenario, FinalRecordAsJson) {
   EXPECT_EQ(u64_of(doc["samples"]["taken"]), taken);
   EXPECT_EQ(u64_of(doc["samples"]["kept"]), kept(taken));
   ASSERT_EQ(doc["top"].items.size(), 1u);
-  EXPECT_EQ(string_of(doc["top"].at(0)["scope"]), kFirFilter);
+  EXPECT_EQ(strings_of(doc["top"].at(0)["scopes"]), std::vector<std::string>{kFirFilter});
   EXPECT_EQ(u64_of(doc["top"].at(0)["count"]), taken);
   const Json& stacks = doc["stacks"];
   ASSERT_EQ(stacks.items.size(), kept(taken));

@@ -84,9 +84,13 @@ void print(const lc::BlockRecord& r) {
     }
   };
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    std::printf(" top=");
-    frame(r.top[i].frame, r.top[i].is_scope);
-    std::printf("/%d/%lu", r.top[i].is_scope ? 1 : 0, static_cast<unsigned long>(r.top[i].count));
+    const lc::TopStack& t = r.top[i];
+    std::printf(" top=%lu/%d/%d", static_cast<unsigned long>(t.count), t.scope_count, t.pc_count);
+    for (std::uint8_t f = 0; f < t.scope_count + t.pc_count; ++f) {
+      std::printf(",");
+      frame(t.frames[f], f < t.scope_count);
+    }
+    std::printf("..%llx", static_cast<unsigned long long>(t.leaf_high));
   }
   for (std::uint8_t i = 0; i < r.sample_count; ++i) {
     const lc::Sample& s = r.samples[i];

@@ -20,6 +20,7 @@
 #include "loopcanary/packet.hpp"
 #include "loopcanary/record.hpp"
 #include "packet_reader.hpp"
+#include "top_stack.hpp"
 
 namespace {
 
@@ -127,8 +128,11 @@ BlockRecord golden_record() {
   r.samples_taken = 20;
   r.samples_overwritten = 17;
   r.top_count = 2;
-  r.top[0] = lc::TopFrame{scope_frame(kIo), true, 3};
-  r.top[1] = lc::TopFrame{0x1000, false, 1};
+  r.top[0] = loopcanary::test::top_entry(scope_frame(kIo), true, 3);
+  r.top[1] = loopcanary::test::top_entry(0x1000, false, 1);  // innermost 0x1000..0x1040, called from 0x2000
+  r.top[1].pc_count = 2;
+  r.top[1].frames[1] = 0x2000;
+  r.top[1].leaf_high = 0x1040;
   r.top_other = 4;
   r.sample_count = 3;
   r.samples[0] = make_sample(0xFFFFFFFAu, 9, {kIo, kRun}, {0x1000, 0x2000});
@@ -161,9 +165,9 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
   }
   const Bytes expected = {
       0xA5, 0x4C,              // magic
-      0x02,                    // version 2
+      0x03,                    // version 3
       0x01,                    // type 1: block
-      0x6B, 0x00,              // body length 107, little-endian
+      0x73, 0x00,              // body length 115, little-endian
       0x01,                    // configuration: 64-bit PCs, little-endian
       0x10, 0x08, 0x08, 0x04,  // max samples 16, max frames 8, top frames 8, max stages 4
       0xC0, 0x84, 0x3D,        // tick_hz 1000000 = 0xF4240: 0x40|0x80, 0x04|0x80, 0x3D
@@ -203,8 +207,11 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0x11,                    // samples_overwritten 17
       0x02,                    // top_count 2
       0x04,                    // top_other 4
-      0x0B, 0x03,              // top[0]: key (5 << 1) | 1 (scope "io"), count 3
-      0x80, 0x40, 0x01,        // top[1]: key 0x1000 << 1 = 0x2000: 0x00|0x80, 0x40; count 1
+      0x03, 0x01, 0x00, 0x05,  // top[0]: count 3, 1 scope, no PC: "io"
+      0x01, 0x00, 0x02,        // top[1]: count 1, no scope, 2 PCs
+      0x80, 0x40,              //   PC 0x1000 - 0 (top[0] had no PC), zigzag 0x2000
+      0x80, 0x80, 0x01,        //   PC 0x2000 - 0, zigzag 0x4000
+      0x40,                    //   the innermost PC's range: 0x1040 - 0x1000
       0x03,                    // sample_count 3
       // sample 0
       0x0A,                    // at - start = 0xFFFFFFFA - 0xFFFFFFF0 = 10
@@ -225,7 +232,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0x00, 0x02,              // no scope, 2 PCs
       0x20,                    // PC 0x1000 - 0x0FF0 = 16, zigzag 32
       0x80, 0xC0, 0x01,        // PC 0x3000 - 0 (sample 1 had one PC), zigzag 0x6000
-      0x53, 0xE3, 0xDF, 0x7A,  // CRC-32 0x7ADFE353 (zlib.crc32 of bytes 2..112), little-endian
+      0x58, 0x68, 0xAA, 0x64,  // CRC-32 0x64AA6858 (zlib.crc32 of bytes 2..120), little-endian
   };
   EXPECT_EQ(encode(golden_record()), expected);
 }
@@ -271,11 +278,11 @@ TEST(Packet, DecodesBackToTheRecord) {
   EXPECT_EQ(d.samples_overwritten, r.samples_overwritten);
   EXPECT_EQ(d.top_other, r.top_other);
   ASSERT_EQ(d.top_count, 2u);
-  EXPECT_TRUE(d.top[0].is_scope);
-  EXPECT_EQ(name_of(d.top[0].frame), "io");
+  EXPECT_TRUE(d.top[0].scope_count == 1);
+  EXPECT_EQ(name_of(d.top[0].frames[0]), "io");
   EXPECT_EQ(d.top[0].count, 3u);
-  EXPECT_FALSE(d.top[1].is_scope);
-  EXPECT_EQ(d.top[1].frame, 0x1000u);
+  EXPECT_FALSE(d.top[1].scope_count == 1);
+  EXPECT_EQ(d.top[1].frames[0], 0x1000u);
   EXPECT_EQ(d.top[1].count, 1u);
   ASSERT_EQ(d.sample_count, r.sample_count);
   for (std::size_t i = 0; i < d.sample_count; ++i) {
@@ -481,7 +488,7 @@ TEST(Packet, NullNamesAreLengthZeroNotCut) {
   r.sample_count = 1;
   r.samples[0] = make_sample(0, 0, {nullptr}, {});
   r.top_count = 1;
-  r.top[0] = lc::TopFrame{scope_frame(nullptr), true, 1};
+  r.top[0] = loopcanary::test::top_entry(scope_frame(nullptr), true, 1);
   // The string table: 4 names (the null scope is one string, used twice), each of length 0 and
   // not cut.
   const Bytes table = {0x04, 0x00, 0x00, 0x00, 0x00};
@@ -493,8 +500,8 @@ TEST(Packet, NullNamesAreLengthZeroNotCut) {
   ASSERT_NE(d.record.event, nullptr);
   EXPECT_EQ(d.record.event->name, nullptr);
   ASSERT_EQ(d.record.top_count, 1u);
-  EXPECT_TRUE(d.record.top[0].is_scope);
-  EXPECT_EQ(d.record.top[0].frame, Frame{0});
+  EXPECT_TRUE(d.record.top[0].scope_count == 1);
+  EXPECT_EQ(d.record.top[0].frames[0], Frame{0});
   ASSERT_EQ(d.record.samples[0].scope_count, 1u);
   EXPECT_EQ(d.record.samples[0].frames[0], Frame{0});
 
@@ -514,8 +521,8 @@ TEST(Packet, ScopeStringsAreOnePerPointerInOrderOfFirstUse) {
   static const char kA2[] = "alpha";  // equal text, another pointer
   BlockRecord r;
   r.top_count = 2;
-  r.top[0] = lc::TopFrame{scope_frame(kB), true, 2};
-  r.top[1] = lc::TopFrame{0x400, false, 1};
+  r.top[0] = loopcanary::test::top_entry(scope_frame(kB), true, 2);
+  r.top[1] = loopcanary::test::top_entry(0x400, false, 1);
   r.sample_count = 3;
   r.samples[0] = make_sample(0, 0, {kA, kB}, {});
   r.samples[1] = make_sample(0, 0, {kB, kA}, {0x400});
@@ -531,7 +538,7 @@ TEST(Packet, ScopeStringsAreOnePerPointerInOrderOfFirstUse) {
   const BlockRecord& d = decoded_record.record;
   ASSERT_EQ(d.top_count, 2u);
   ASSERT_EQ(d.sample_count, 3u);
-  const Frame beta = d.top[0].frame;
+  const Frame beta = d.top[0].frames[0];
   const Frame alpha = d.samples[0].frames[0];
   const Frame alpha2 = d.samples[2].frames[0];
   EXPECT_EQ(name_of(beta), "beta");
@@ -549,16 +556,16 @@ TEST(Packet, ScopeStringsAreOnePerPointerInOrderOfFirstUse) {
 TEST(Packet, TopProgramCounterKeyKeepsTheHighestBit) {
   BlockRecord r;
   r.top_count = 2;
-  r.top[0] = lc::TopFrame{~Frame{0}, false, 5};
-  r.top[1] = lc::TopFrame{Frame{1} << (kPointerBits - 1), false, 6};
+  r.top[0] = loopcanary::test::top_entry(~Frame{0}, false, 5);
+  r.top[1] = loopcanary::test::top_entry(Frame{1} << (kPointerBits - 1), false, 6);
   const lt::DecodedRecord decoded_record = decoded(r);
   const BlockRecord& d = decoded_record.record;
   ASSERT_EQ(d.top_count, 2u);
-  EXPECT_EQ(d.top[0].frame, ~Frame{0});
-  EXPECT_FALSE(d.top[0].is_scope);
+  EXPECT_EQ(d.top[0].frames[0], ~Frame{0});
+  EXPECT_FALSE(d.top[0].scope_count == 1);
   EXPECT_EQ(d.top[0].count, 5u);
-  EXPECT_EQ(d.top[1].frame, Frame{1} << (kPointerBits - 1));
-  EXPECT_FALSE(d.top[1].is_scope);
+  EXPECT_EQ(d.top[1].frames[0], Frame{1} << (kPointerBits - 1));
+  EXPECT_FALSE(d.top[1].scope_count == 1);
 }
 
 // ---- Size -----------------------------------------------------------------------------------
@@ -567,7 +574,7 @@ TEST(Packet, TopProgramCounterKeyKeepsTheHighestBit) {
 const std::vector<std::string>& long_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (std::size_t i = 0; i < lc::kMaxStages + lc::kMaxSamples * lc::kMaxFrames + lc::kTopFrames; ++i) {
+    for (std::size_t i = 0; i < lc::kMaxStages + (lc::kMaxSamples + lc::kTopFrames) * lc::kMaxFrames; ++i) {
       v.push_back("scope_name_longer_than_the_limit_" + std::to_string(i));
     }
     return v;
@@ -577,8 +584,8 @@ const std::vector<std::string>& long_names() {
 
 // Every field at its widest: 64-bit values at the maximum, every sample full. `scopes` frames
 // of each sample are distinct long scope names, the rest PCs whose deltas are the widest
-// (alternating 0 and 2^(w-1)); top entries are distinct long scopes when `top_scopes`, else
-// maximal PCs.
+// (alternating 0 and 2^(w-1)); top entries the same, with distinct long scopes when
+// `top_scopes` (else all PCs), and the widest range of the innermost PC.
 BlockRecord worst_record(std::size_t scopes, bool top_scopes) {
   const std::vector<std::string>& names = long_names();
   std::size_t next = 0;
@@ -598,10 +605,18 @@ BlockRecord worst_record(std::size_t scopes, bool top_scopes) {
   r.event = &kLong;
   r.stage_count = static_cast<std::uint8_t>(lc::kMaxStages);
   for (std::size_t i = 0; i < lc::kMaxStages; ++i) r.stages[i] = lc::StageTime{names[next++].c_str(), 0xFFFFFFFFu};
+  // Top entries as long as samples: `scopes` scopes (each its own string) when top_scopes, the
+  // rest PCs whose differences need every bit, the innermost PC's range the widest.
   r.top_count = static_cast<std::uint8_t>(lc::kTopFrames);
+  const std::size_t top_scope_count = top_scopes ? scopes : 0;
   for (std::size_t i = 0; i < lc::kTopFrames; ++i) {
-    r.top[i] = top_scopes ? lc::TopFrame{scope_frame(names[next++].c_str()), true, 0xFFFFFFFFu}
-                          : lc::TopFrame{~Frame{0}, false, 0xFFFFFFFFu};
+    lc::TopStack& t = r.top[i];
+    t.count = 0xFFFFFFFFu;
+    t.scope_count = static_cast<std::uint8_t>(top_scope_count);
+    t.pc_count = static_cast<std::uint8_t>(lc::kMaxFrames - top_scope_count);
+    for (std::size_t f = 0; f < top_scope_count; ++f) t.frames[f] = scope_frame(names[next++].c_str());
+    for (std::size_t f = top_scope_count; f < lc::kMaxFrames; ++f) t.frames[f] = (i % 2 == 0) ? Frame{1} << (kPointerBits - 1) : 0;
+    t.leaf_high = t.pc_count != 0 ? ~Frame{0} : 0;
   }
   r.sample_count = static_cast<std::uint8_t>(lc::kMaxSamples);
   for (std::size_t i = 0; i < lc::kMaxSamples; ++i) {
@@ -777,8 +792,8 @@ TEST(Packet, TypicalRecordIsAFractionOfItsJsonLine) {
   r.samples_taken = 16;
   r.samples_overwritten = 8;
   r.top_count = 2;
-  r.top[0] = lc::TopFrame{0x08001A3Cu, false, 12};
-  r.top[1] = lc::TopFrame{0x08001A52u, false, 4};
+  r.top[0] = loopcanary::test::top_entry(0x08001A3Cu, false, 12);
+  r.top[1] = loopcanary::test::top_entry(0x08001A52u, false, 4);
   r.sample_count = 8;
   for (std::size_t i = 0; i < 8; ++i) {
     const Frame leaf = (i % 4 == 3) ? 0x08001A52u : 0x08001A3Cu + 2 * (i % 3);

@@ -61,6 +61,9 @@ TEST(Scale, MultipliesBeforeDividingWithoutFormingTheProduct) {
   using lc::detail::scale;
   static_assert(scale(0xFFFF'FFFF'FFFF'FFFFu, 0xFFFF'FFFFu, 0xFFFF'FFFFu) == 0xFFFF'FFFF'FFFF'FFFFu);
   EXPECT_EQ(scale(10u, 3u, 4u), 7u) << "7.5 rounds down";
+  EXPECT_EQ(scale(10u, 3u, 4u, 3u), 8u) << "7.5 rounds up with round = div - 1";
+  EXPECT_EQ(scale(8u, 3u, 4u, 3u), 6u) << "exact: no rounding";
+  static_assert(scale(0xFFFF'FFFF'FFFF'FFFEu, 0xFFFF'FFFFu, 0xFFFF'FFFFu, 0xFFFF'FFFEu) == 0xFFFF'FFFF'FFFF'FFFEu);
   EXPECT_EQ(scale(0u, 7u, 3u), 0u);
   // x * mul is 2^72 here: the whole and the remainder are scaled separately.
   EXPECT_EQ(scale(std::uint64_t{1} << 40, 1u << 31, 1u << 30), std::uint64_t{1} << 41);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -71,13 +72,14 @@ const char* scope_name(lc::Frame frame) { return reinterpret_cast<const char*>(f
 
 bool has_flag(const BlockRecord& record, lc::RecordFlag flag) { return (record.flags & flag) != 0; }
 
-/// How many of the record's samples had the named scope `name` on top (0 when absent).
+/// How many of the record's samples had the named scope `name` innermost, from its stack table.
 std::uint32_t top_scope_count(const BlockRecord& record, const char* name) {
+  std::uint32_t count = 0;
   for (std::size_t i = 0; i < record.top_count; ++i) {
-    const lc::TopFrame& top = record.top[i];
-    if (top.is_scope && std::strcmp(scope_name(top.frame), name) == 0) return top.count;
+    const lc::TopStack& top = record.top[i];
+    if (top.scope_count > 0 && std::strcmp(scope_name(top.frames[0]), name) == 0) count += top.count;
   }
-  return 0;
+  return count;
 }
 
 /// Every kept sample belongs to the record's dispatch: its sequence, and a time inside
@@ -403,7 +405,7 @@ TEST_P(WatchdogTest, SeedCaseEarlyCulpritDominatesTheTopFrames) {
   EXPECT_EQ(top_scope_count(*r, "b"), 3u);
   EXPECT_GE(in_a * 10u, r->samples_taken * 9u) << in_a << " of " << r->samples_taken << " samples on \"a\"";
   ASSERT_GT(std::size_t{r->top_count}, 0u);
-  EXPECT_STREQ(scope_name(r->top[0].frame), "a") << "the most frequent top frame";
+  EXPECT_STREQ(scope_name(r->top[0].frames[0]), "a") << "the most frequent stack";
 }
 
 // The library's defaults (arm at 25 %, 10 ms sample interval), only the threshold set: samples
@@ -722,7 +724,7 @@ TEST_P(WatchdogTest, EachRecordHoldsOnlyTheSamplesOfItsOwnDispatch) {
     expect_own_samples(*r);
     EXPECT_EQ(r->samples_taken, kSamplesIn150ms);
     ASSERT_EQ(r->top_count, 1);
-    EXPECT_STREQ(scope_name(r->top[0].frame), e.scope);
+    EXPECT_STREQ(scope_name(r->top[0].frames[0]), e.scope);
     EXPECT_EQ(r->top[0].count, kSamplesIn150ms);
   }
 }
@@ -976,8 +978,10 @@ TEST_P(WatchdogTest, PcCaptureFillsSamplesWithProgramCounters) {
     EXPECT_EQ(bare->samples[i].frames[0], kFakePc);
   }
   ASSERT_EQ(bare->top_count, 1);
-  EXPECT_FALSE(bare->top[0].is_scope);
-  EXPECT_EQ(bare->top[0].frame, kFakePc);
+  EXPECT_EQ(bare->top[0].scope_count, 0);
+  EXPECT_EQ(bare->top[0].pc_count, 1);
+  EXPECT_EQ(bare->top[0].frames[0], kFakePc);
+  EXPECT_EQ(bare->top[0].leaf_high, kFakePc);
   EXPECT_EQ(bare->top[0].count, kSamplesIn150ms);
 
   const std::optional<BlockRecord> scoped = rig.find(2, Phase::final);
@@ -1751,3 +1755,64 @@ TEST_P(NoteRingTest, DropsOfALoopThatNeverReportsAgainShowInTheNextRecordOfAnoth
 }
 
 }  // namespace
+
+// ---- The stack table: every sample of a dispatch, by stack ----------------------------------
+
+namespace stack_table {
+
+lc::Sample pc_sample(std::initializer_list<lc::Frame> pcs, const char* scope = nullptr) {
+  lc::Sample s;
+  if (scope != nullptr) s.frames[s.scope_count++] = reinterpret_cast<lc::Frame>(scope);
+  for (const lc::Frame pc : pcs) s.frames[s.scope_count + s.pc_count++] = pc;
+  return s;
+}
+
+// Samples with the same scopes and callers share an entry whatever their innermost PC, which
+// the entry keeps as a range; another caller, another scope or another depth is another entry.
+TEST(StackTable, SamplesShareAnEntryByTheirCallersAndKeepTheRangeOfTheirInnermostPc) {
+  lc::WatchEvidence evidence{};
+  lc::watch_started(evidence);
+  static const char kScope[] = "parse";
+  for (const lc::Frame leaf : {0x1010u, 0x1004u, 0x1020u, 0x1008u}) lc::add_sample(evidence, pc_sample({leaf, 0x2000, 0x3000}));
+  lc::add_sample(evidence, pc_sample({0x1010, 0x2100, 0x3000}));          // another call site
+  lc::add_sample(evidence, pc_sample({0x1010, 0x2000, 0x3000}, kScope));  // inside a scope
+  lc::add_sample(evidence, pc_sample({0x1010, 0x2000}));                   // a shallower stack
+  const lc::StackEvidence& s = evidence.stack;
+  ASSERT_EQ(s.top_count, 4u);
+  EXPECT_EQ(s.top_other, 0u);
+  const lc::TopStack& loop = s.top[0];  // the most frequent first
+  EXPECT_EQ(loop.count, 4u);
+  EXPECT_EQ(loop.scope_count, 0u);
+  ASSERT_EQ(loop.pc_count, 3u);
+  EXPECT_EQ(loop.frames[0], 0x1004u) << "the lowest innermost PC";
+  EXPECT_EQ(loop.leaf_high, 0x1020u) << "the highest";
+  EXPECT_EQ(loop.frames[1], 0x2000u);
+  EXPECT_EQ(loop.frames[2], 0x3000u);
+  std::uint32_t counted = 0;
+  for (std::size_t i = 0; i < s.top_count; ++i) {
+    counted += s.top[i].count;
+    if (i == 0) continue;
+    EXPECT_EQ(s.top[i].count, 1u);
+    EXPECT_EQ(s.top[i].leaf_high, 0x1010u) << "one innermost PC: its range is that PC";
+  }
+  EXPECT_EQ(counted, s.samples_taken);
+  EXPECT_EQ(s.top[2].scope_count, 1u);
+  EXPECT_STREQ(scope_name(s.top[2].frames[0]), kScope);
+}
+
+// More distinct stacks than the table holds: the rest are counted in top_other, and every sample
+// is counted once, in an entry or there.
+TEST(StackTable, StacksBeyondTheTableAreCountedInTopOther) {
+  lc::WatchEvidence evidence{};
+  lc::watch_started(evidence, lc::kMaxSamples, 2);
+  for (lc::Frame caller = 0x2000; caller < 0x2005; ++caller) lc::add_sample(evidence, pc_sample({0x1000, caller}));
+  lc::add_sample(evidence, pc_sample({0x1004, 0x2000}));
+  const lc::StackEvidence& s = evidence.stack;
+  ASSERT_EQ(s.top_count, 2u);
+  EXPECT_EQ(s.top[0].count, 2u);
+  EXPECT_EQ(s.top[0].frames[1], 0x2000u);
+  EXPECT_EQ(s.top_other, 3u);
+  EXPECT_EQ(s.top[0].count + s.top[1].count + s.top_other, s.samples_taken);
+}
+
+}  // namespace stack_table

@@ -61,27 +61,46 @@ void set_stages(BlockRecord& record, const BlockNote& note) noexcept {
   }
 }
 
-// Histogram key: the innermost named scope when the loop uses scopes (exact, symbol-free),
-// else the innermost program counter.
+// The sample's entry key (TopStack): the same scopes and the same callers; the innermost program
+// counter may differ.
+bool same_stack(const TopStack& entry, const Sample& sample) noexcept {
+  if (entry.scope_count != sample.scope_count || entry.pc_count != sample.pc_count) return false;
+  const std::size_t frames = std::size_t{sample.scope_count} + sample.pc_count;
+  for (std::size_t f = 0; f < frames; ++f) {
+    if (f != sample.scope_count && entry.frames[f] != sample.frames[f]) return false;
+  }
+  return true;
+}
+
+// Counts `sample` under its stack's entry (a new one while there is room, else top_other),
+// widening the entry's innermost program counter range.
 void count_top(StackEvidence& stack, const Sample& sample, std::size_t capacity) noexcept {
-  const bool is_scope = sample.scope_count > 0;
-  const Frame frame = sample.frames[0];
-  TopFrame* const top = stack.top;
+  TopStack* const top = stack.top;
   for (std::uint8_t i = 0; i < stack.top_count; ++i) {
-    TopFrame& entry = top[i];
-    if (entry.frame == frame && entry.is_scope == is_scope) {
-      ++entry.count;
-      // Keep the table ordered by count, most frequent first.
-      for (std::uint8_t j = i; j > 0 && top[j - 1].count < top[j].count; --j) {
-        const TopFrame swap = top[j - 1];
-        top[j - 1] = top[j];
-        top[j] = swap;
-      }
-      return;
+    TopStack& entry = top[i];
+    if (!same_stack(entry, sample)) continue;
+    ++entry.count;
+    if (sample.pc_count != 0) {
+      const Frame leaf = sample.frames[sample.scope_count];
+      if (leaf < entry.frames[entry.scope_count]) entry.frames[entry.scope_count] = leaf;
+      if (leaf > entry.leaf_high) entry.leaf_high = leaf;
     }
+    // Keep the table ordered by count, most frequent first.
+    for (std::uint8_t j = i; j > 0 && top[j - 1].count < top[j].count; --j) {
+      const TopStack swap = top[j - 1];
+      top[j - 1] = top[j];
+      top[j] = swap;
+    }
+    return;
   }
   if (stack.top_count < capacity) {
-    top[stack.top_count++] = TopFrame{frame, is_scope, 1};
+    TopStack& entry = top[stack.top_count++];
+    entry.count = 1;
+    entry.scope_count = sample.scope_count;
+    entry.pc_count = sample.pc_count;
+    const std::size_t frames = std::size_t{sample.scope_count} + sample.pc_count;
+    for (std::size_t f = 0; f < frames; ++f) entry.frames[f] = sample.frames[f];
+    entry.leaf_high = sample.pc_count != 0 ? sample.frames[sample.scope_count] : 0u;
   } else {
     ++stack.top_other;
   }

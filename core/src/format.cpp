@@ -33,6 +33,43 @@ std::uint64_t sample_offset_us(const BlockRecord& r, const Sample& s) noexcept {
 
 const char* scope_name(Frame f) noexcept { return name_or(reinterpret_cast<const char*>(f), "?"); }
 
+// A stack's frames in the text form: scope names (" < " between), then " | pc" and the program
+// counters; the innermost one as "LOW..HIGH" when `leaf_high` is above it (a top entry's range).
+void stack_text(TextWriter& w, std::uint8_t scope_count, std::uint8_t pc_count, const Frame* frames,
+                Frame leaf_high) noexcept {
+  for (std::uint8_t f = 0; f < scope_count; ++f) {
+    if (f != 0) w.puts(" < ");
+    w.name(scope_name(frames[f]));
+  }
+  if (pc_count == 0) return;
+  w.puts(scope_count > 0 ? " | pc" : "pc");
+  for (std::uint8_t f = 0; f < pc_count; ++f) {
+    w.put(' ');
+    w.hex(frames[scope_count + f]);
+    if (f == 0 && leaf_high > frames[scope_count]) {
+      w.puts("..");
+      w.hex(leaf_high);
+    }
+  }
+}
+
+// A stack's frames in the JSON form: "scopes":[...],"pcs":[...].
+void stack_json(TextWriter& w, std::uint8_t scope_count, std::uint8_t pc_count, const Frame* frames) noexcept {
+  w.puts("\"scopes\":[");
+  for (std::uint8_t f = 0; f < scope_count; ++f) {
+    if (f != 0) w.put(',');
+    w.json_string(scope_name(frames[f]));
+  }
+  w.puts("],\"pcs\":[");
+  for (std::uint8_t f = 0; f < pc_count; ++f) {
+    if (f != 0) w.put(',');
+    w.put('"');
+    w.hex(frames[scope_count + f]);
+    w.put('"');
+  }
+  w.put(']');
+}
+
 struct FlagName {
   std::uint8_t bit;
   const char* name;
@@ -261,19 +298,15 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   w.u64(r.samples_missed);
   w.puts(" missed\n");
   if (r.top_count > 0) {
-    w.puts("top frames:\n");
+    w.puts("top stacks:\n");
     for (std::uint8_t i = 0; i < r.top_count; ++i) {
-      const TopFrame& t = r.top[i];
+      const TopStack& t = r.top[i];
       w.puts("  ");
       w.percent(r.samples_taken != 0 ? static_cast<std::uint32_t>(detail::divide(std::uint64_t{t.count} * 1000u, r.samples_taken)) : 0u);
       w.puts(" % ");
       w.u64(t.count);
       w.put(' ');
-      if (t.is_scope) {
-        w.name(scope_name(t.frame));
-      } else {
-        w.hex(t.frame);
-      }
+      stack_text(w, t.scope_count, t.pc_count, t.frames, t.leaf_high);
       w.put('\n');
     }
     if (r.top_other != 0) {
@@ -289,17 +322,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
       w.puts("  +");
       w.ms(sample_offset_us(r, s));
       w.puts(" ms ");
-      for (std::uint8_t f = 0; f < s.scope_count; ++f) {
-        if (f != 0) w.puts(" < ");
-        w.name(scope_name(s.frames[f]));
-      }
-      if (s.pc_count > 0) {
-        w.puts(s.scope_count > 0 ? " | pc" : "pc");
-        for (std::uint8_t f = 0; f < s.pc_count; ++f) {
-          w.put(' ');
-          w.hex(s.frames[s.scope_count + f]);
-        }
-      }
+      stack_text(w, s.scope_count, s.pc_count, s.frames, 0);
       w.put('\n');
     }
   }
@@ -411,18 +434,20 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   w.u64(r.samples_missed);
   w.puts("},\"top\":[");
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    const TopFrame& t = r.top[i];
+    const TopStack& t = r.top[i];
     if (i != 0) w.put(',');
-    if (t.is_scope) {
-      w.puts("{\"scope\":");
-      w.json_string(scope_name(t.frame));
-    } else {
-      w.puts("{\"pc\":\"");
-      w.hex(t.frame);
-      w.put('"');
-    }
-    w.puts(",\"count\":");
+    w.puts("{\"count\":");
     w.u64(t.count);
+    w.put(',');
+    stack_json(w, t.scope_count, t.pc_count, t.frames);
+    w.puts(",\"leaf_high\":");
+    if (t.pc_count != 0) {
+      w.put('"');
+      w.hex(t.leaf_high);
+      w.put('"');
+    } else {
+      w.puts("null");
+    }
     w.put('}');
   }
   w.puts("],\"top_other\":");
@@ -433,19 +458,9 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
     if (i != 0) w.put(',');
     w.puts("{\"at_us\":");
     w.u64(sample_offset_us(r, s));
-    w.puts(",\"scopes\":[");
-    for (std::uint8_t f = 0; f < s.scope_count; ++f) {
-      if (f != 0) w.put(',');
-      w.json_string(scope_name(s.frames[f]));
-    }
-    w.puts("],\"pcs\":[");
-    for (std::uint8_t f = 0; f < s.pc_count; ++f) {
-      if (f != 0) w.put(',');
-      w.put('"');
-      w.hex(s.frames[s.scope_count + f]);
-      w.put('"');
-    }
-    w.puts("]}");
+    w.put(',');
+    stack_json(w, s.scope_count, s.pc_count, s.frames);
+    w.put('}');
   }
   w.puts("],\"records_dropped\":");
   w.u64(r.records_dropped);

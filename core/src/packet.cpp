@@ -21,7 +21,8 @@ T zigzag(T v) noexcept {
 }
 
 // A packet's names after its `First` fixed strings, by pointer, in order of first use (a block
-// packet: the delayed-by event, stages, top entries, then samples; a health packet: events).
+// packet: the delayed-by event, stages, top entries' scopes, then samples'; a health packet:
+// events).
 template <std::size_t Capacity, std::uint32_t First>
 struct StringTable {
   const char* names[Capacity > 0 ? Capacity : 1];
@@ -37,6 +38,21 @@ struct StringTable {
   }
 };
 using ScopeStrings = StringTable<detail::kPacketStringsMax - 3, 3>;
+
+// A stack's frames (a top entry's or a sample's): the scopes' string indices, then each program
+// counter as the zigzag difference from the one at the same depth of `previous` (the entry or
+// sample before it; none: from 0).
+void write_frames(ByteWriter& w, ScopeStrings& scopes, std::uint8_t scope_count, std::uint8_t pc_count,
+                  const Frame* frames, std::uint8_t previous_scopes, std::uint8_t previous_pcs,
+                  const Frame* previous) noexcept {
+  w.u8(scope_count);
+  w.u8(pc_count);
+  for (unsigned f = 0; f < scope_count; ++f) w.uv(scopes.index(frames[f]));
+  for (unsigned f = 0; f < pc_count; ++f) {
+    const Frame base = previous != nullptr && f < previous_pcs ? previous[previous_scopes + f] : Frame{0};
+    w.uv(zigzag<Frame>(frames[scope_count + f] - base));
+  }
+}
 
 constexpr unsigned kConfiguration = detail::kPacketConfiguration;
 
@@ -73,7 +89,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   if (delayer_named) scopes.index(delayer_name);
   for (unsigned i = 0; i < r.stage_count; ++i) scopes.index(r.stages[i].name);
   for (unsigned i = 0; i < r.top_count; ++i) {
-    if (r.top[i].is_scope) scopes.index(r.top[i].frame);
+    for (unsigned f = 0; f < r.top[i].scope_count; ++f) scopes.index(r.top[i].frames[f]);
   }
   for (unsigned i = 0; i < r.sample_count; ++i) {
     for (unsigned f = 0; f < r.samples[i].scope_count; ++f) scopes.index(r.samples[i].frames[f]);
@@ -129,9 +145,12 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   w.u8(r.top_count);
   w.uv(r.top_other);
   for (unsigned i = 0; i < r.top_count; ++i) {
-    const TopFrame& t = r.top[i];
-    w.uv_flagged(t.is_scope ? scopes.index(t.frame) : t.frame, t.is_scope);
+    const TopStack& t = r.top[i];
+    const TopStack* before = i != 0 ? &r.top[i - 1] : nullptr;
     w.uv(t.count);
+    write_frames(w, scopes, t.scope_count, t.pc_count, t.frames, before != nullptr ? before->scope_count : 0,
+                 before != nullptr ? before->pc_count : 0, before != nullptr ? before->frames : nullptr);
+    if (t.pc_count != 0) w.uv(t.leaf_high - t.frames[t.scope_count]);
   }
   w.u8(r.sample_count);
   const Sample* previous = nullptr;
@@ -139,14 +158,8 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
     const Sample& s = r.samples[i];
     w.uv(static_cast<tick_t>(s.at - (previous != nullptr ? previous->at : r.start)));
     w.uv(zigzag<std::uint32_t>(s.seq - (2u * r.dispatch - 1u)));
-    w.u8(s.scope_count);
-    w.u8(s.pc_count);
-    for (unsigned f = 0; f < s.scope_count; ++f) w.uv(scopes.index(s.frames[f]));
-    for (unsigned f = 0; f < s.pc_count; ++f) {
-      const Frame base = previous != nullptr && f < previous->pc_count
-                             ? previous->frames[previous->scope_count + f] : Frame{0};
-      w.uv(zigzag<Frame>(s.frames[s.scope_count + f] - base));
-    }
+    write_frames(w, scopes, s.scope_count, s.pc_count, s.frames, previous != nullptr ? previous->scope_count : 0,
+                 previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr);
     previous = &s;
   }
 

@@ -692,14 +692,16 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
   TextWriter w(out + head, size - head);
   // Every distinct program counter, with its role (the first PC of a sample is the
   // interrupted instruction, the others are return addresses).
-  PcUse uses[kMaxSamples * kMaxFrames + kTopFrames];
+  PcUse uses[(kMaxSamples + kTopFrames) * kMaxFrames + kTopFrames];
   std::size_t count = 0;
   for (std::uint8_t i = 0; i < r.sample_count; ++i) {
     const Sample& s = r.samples[i];
     for (std::uint8_t f = 0; f < s.pc_count; ++f) uses[count++] = PcUse{s.frames[s.scope_count + f], f != 0};
   }
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    if (!r.top[i].is_scope) uses[count++] = PcUse{r.top[i].frame, false};
+    const TopStack& t = r.top[i];
+    for (std::uint8_t f = 0; f < t.pc_count; ++f) uses[count++] = PcUse{t.frames[t.scope_count + f], f != 0};
+    if (t.pc_count != 0) uses[count++] = PcUse{t.leaf_high, false};
   }
   std::sort(uses, uses + count, [](const PcUse& a, const PcUse& b) {
     return a.pc != b.pc ? a.pc < b.pc : a.return_address < b.return_address;

@@ -427,9 +427,9 @@ void Reporter::print_live(const BlockRecord& record, const char* function) noexc
 
 const char* top_scope(const BlockRecord& record, std::uint32_t& count) noexcept {
   count = 0;
-  if (record.top_count == 0 || !record.top[0].is_scope) return "";
+  if (record.top_count == 0 || record.top[0].scope_count == 0) return "";
   count = record.top[0].count;
-  return reinterpret_cast<const char*>(record.top[0].frame);
+  return reinterpret_cast<const char*>(record.top[0].frames[0]);
 }
 
 // ---- Summary -------------------------------------------------------------------------------

@@ -56,15 +56,64 @@ bool is_runtime_frame(const Frame& frame) {
   return false;
 }
 
-std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRules& rules) {
-  for (std::size_t i = 0; i < sample.frames.size(); ++i) {
-    const Frame& f = sample.frames[i];
+namespace {
+
+// The culprit rule on a stack's frames, innermost first; `unknown` (an index, or frames.size()
+// for none) is a frame not known and skipped.
+std::optional<std::size_t> first_culprit(const std::vector<Frame>& frames, std::size_t unknown,
+                                         const CulpritRules& rules) {
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    if (i == unknown) continue;
+    const Frame& f = frames[i];
     if (rules.concern.empty() ? !is_runtime_frame(f) : frame_matches(f, rules.concern)) return i;
   }
   return std::nullopt;
 }
 
+// The culprit over every sample of the dispatch: each entry of the record's stack table gives
+// its count to its stack's culprit; the share is of every sample counted (top_other included).
+Culprit table_culprit(const LogRecord& record, const CulpritRules& rules) {
+  Culprit best;
+  std::uint64_t counted = record.top_other;
+  std::vector<std::pair<std::string, std::uint64_t>> counts;  // label, samples; in table order
+  std::vector<const Frame*> frames;
+  for (const TopEntry& entry : record.top) {
+    counted += entry.count;
+    const std::optional<std::size_t> at =
+        first_culprit(entry.frames, entry.leaf_known() ? entry.frames.size() : entry.leaf(), rules);
+    if (!at) continue;
+    const Frame& f = entry.frames[*at];
+    std::string label = f.label();
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == label; });
+    if (it == counts.end()) {
+      counts.emplace_back(std::move(label), entry.count);
+      frames.push_back(&f);
+    } else {
+      it->second += entry.count;
+    }
+  }
+  best.of = std::max<std::uint64_t>(counted, record.samples_taken);
+  best.all_samples = true;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (best.label.empty() || counts[i].second > best.samples) {  // ties: the more frequent entry first
+      best.label = counts[i].first;
+      best.frame = *frames[i];
+      best.samples = counts[i].second;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRules& rules) {
+  return first_culprit(sample.frames, sample.frames.size(), rules);
+}
+
 Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
+  // Every sample of the dispatch, by its stack, when the record has its stack table (format
+  // version 2); else, for a record of version 1, its kept samples.
+  if (record.top_stacks) return table_culprit(record, rules);
   Culprit best;
   best.of = record.stacks.size();
   // Kept samples are at most a few dozen: a small vector of (label, count, first frame). A
@@ -111,12 +160,44 @@ Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
   return best;
 }
 
+std::vector<CountedStack> record_stacks(const LogRecord& record) {
+  std::vector<CountedStack> out;
+  if (!record.top_stacks) {
+    out.reserve(record.stacks.size());
+    for (const Sample& sample : record.stacks) out.push_back(CountedStack{sample, 1});
+    return out;
+  }
+  out.reserve(record.top.size() + 1);
+  std::uint64_t counted = record.top_other;
+  for (const TopEntry& entry : record.top) {
+    counted += entry.count;
+    CountedStack s;
+    s.samples = entry.count;
+    const std::size_t unknown = entry.leaf_known() ? entry.frames.size() : entry.leaf();
+    for (std::size_t i = 0; i < entry.frames.size(); ++i) {
+      if (i != unknown) s.stack.frames.push_back(entry.frames[i]);
+    }
+    out.push_back(std::move(s));
+  }
+  // Samples counted but in no entry: the table was full (top_other), or a writer counted more.
+  const std::uint64_t rest = std::max(counted, record.samples_taken) - (counted - record.top_other);
+  if (rest != 0) {
+    CountedStack s;
+    s.samples = rest;
+    Frame other;
+    other.scope = kOtherStacks;
+    s.stack.frames.push_back(std::move(other));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 Culprit deadline_culprit(const LogRecord& record, const CulpritRules& rules) {
   Culprit culprit = block_culprit(record, rules);
-  if (culprit.known() || record.top.empty()) return culprit;
-  const TopEntry& top = record.top.front();  // most frequent first
-  culprit.label = top.frame.label();
-  culprit.frame = top.frame;
+  if (culprit.known() || record.top.empty() || record.top.front().frames.empty()) return culprit;
+  const TopEntry& top = record.top.front();  // most frequent first: its innermost frame
+  culprit.label = top.frames.front().label();
+  culprit.frame = top.frames.front();
   culprit.samples = top.count;
   culprit.of = record.samples_taken;
   return culprit;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // `loopcanary export --format folded`: one line per distinct stack, root first, frames joined by
-// ';', then a space and the number of kept samples with that stack (the input of flamegraph.pl,
-// inferno and speedscope). Memory: one counter per distinct stack.
+// ';', then a space and the number of samples with that stack (record_stacks(): every sample of
+// each block, by its stack table; the input of flamegraph.pl, inferno and speedscope). Memory:
+// one counter per distinct stack.
 #include <ostream>
 #include <string>
 
@@ -16,21 +17,22 @@ class FoldedWriter final : public Writer {
 
   void add(const Block& block) override {
     const LogRecord& r = block.record;
-    if (r.stacks.empty()) {
+    const std::vector<CountedStack> stacks = record_stacks(r);
+    if (stacks.empty()) {
       ++blocks_without_samples_;
       return;
     }
     ++blocks_;
-    overwritten_ += r.samples_overwritten;
-    for (const Sample& sample : r.stacks) {
-      root_first_labels(sample, labels_);
+    if (!r.top_stacks) overwritten_ += r.samples_overwritten;
+    for (const CountedStack& s : stacks) {
+      root_first_labels(s.stack, labels_);
       key_.clear();
       for (std::size_t i = 0; i < labels_.size(); ++i) {
         if (i != 0) key_.push_back(';');
         key_ += labels_[i];
       }
-      ++counts_[key_];
-      ++samples_;
+      counts_[key_] += s.samples;
+      samples_ += s.samples;
     }
   }
 
@@ -41,8 +43,8 @@ class FoldedWriter final : public Writer {
   std::string summary() const override {
     return std::to_string(counts_.size()) + " distinct stacks, " + std::to_string(samples_) + " samples of " +
            std::to_string(blocks_) + " blocks; " + std::to_string(blocks_without_samples_) +
-           " blocks without kept samples and " + std::to_string(overwritten_) +
-           " samples overwritten before their report are not in it";
+           " blocks without samples and " + std::to_string(overwritten_) +
+           " samples overwritten before their report (records without a stack table) are not in it";
   }
 
  private:

@@ -398,18 +398,20 @@ class HtmlWriter final : public Writer {
     row.share = static_cast<double>(static_cast<long long>(block.culprit.share() * 1000.0)) / 10.0;
     row.reports = block.reports;
     row.dispatch = r.dispatch;
-    row.samples = r.stacks.size();
+    const std::vector<CountedStack> stacks = record_stacks(r);
+    row.samples = 0;
+    for (const CountedStack& s : stacks) row.samples += s.samples;
     rows_.push(std::move(row));
     if (rows_.size() > kMaxHtmlBlocks) rows_.pop();
 
-    if (r.stacks.empty()) return;
+    if (stacks.empty()) return;
     Flame& flame = flames_[block.culprit.label];
     if (flame.nodes.empty()) flame.nodes.push_back(Node{"all", 0, {}});
     ++flame.blocks;
-    for (const Sample& sample : r.stacks) {
-      root_first_labels(sample, labels_);
+    for (const CountedStack& s : stacks) {
+      root_first_labels(s.stack, labels_);
       std::size_t at = 0;
-      ++flame.nodes[0].count;
+      flame.nodes[0].count += s.samples;
       for (const std::string& label : labels_) {
         auto it = flame.nodes[at].children.find(label);
         if (it == flame.nodes[at].children.end()) {
@@ -417,9 +419,9 @@ class HtmlWriter final : public Writer {
           it = flame.nodes[at].children.emplace(label, flame.nodes.size() - 1).first;
         }
         at = it->second;
-        ++flame.nodes[at].count;
+        flame.nodes[at].count += s.samples;
       }
-      ++flame.samples;
+      flame.samples += s.samples;
     }
   }
 

@@ -42,6 +42,20 @@ bool digits(std::string_view text, std::size_t at, std::size_t count, unsigned& 
 
 }  // namespace
 
+std::size_t TopEntry::leaf() const noexcept {
+  std::size_t i = 0;
+  while (i < frames.size() && frames[i].is_scope()) ++i;
+  return i;
+}
+
+bool TopEntry::leaf_known() const noexcept {
+  const std::size_t i = leaf();
+  if (i == frames.size()) return true;
+  const Frame& low = frames[i];
+  return low.pc == leaf_high.pc ||
+         (!low.function.empty() && low.function == leaf_high.function && low.module == leaf_high.module);
+}
+
 std::string Frame::label() const {
   if (!function.empty()) return function;
   if (!scope.empty()) return scope;
@@ -95,6 +109,7 @@ void LogRecord::clear_fields() noexcept {
   samples_overwritten = 0;
   samples_missed = 0;
   top_other = 0;
+  top_stacks = false;
   records_dropped = 0;
   notes_dropped = 0;
   has_linux = false;

@@ -74,10 +74,22 @@ struct Sample {
   std::vector<Frame> frames;  ///< innermost first: scopes, then PCs
 };
 
-/// One entry of a report's top-frame histogram (`top`).
+/// One entry of a report's stack table (`top`, docs/report-format.md): `count` samples of the
+/// dispatch had these scopes and callers, and an innermost program counter from the one in
+/// `frames` (the lowest seen) to `leaf_high` (the highest). Every sample of the dispatch is
+/// under one entry or in LogRecord::top_other. A record of format version 1 has one frame per
+/// entry, the innermost (a scope, else a PC).
 struct TopEntry {
-  Frame frame;                ///< a scope frame or a PC frame (symbolised as the stacks' PCs)
-  std::uint64_t count = 0;    ///< samples whose key (innermost scope, else innermost PC) is `frame`
+  std::vector<Frame> frames;  ///< innermost first: scopes, then PCs (symbolised as the stacks' PCs)
+  Frame leaf_high;            ///< a PC frame: the highest innermost PC (pc 0 when the entry has no PC)
+  std::uint64_t count = 0;
+  /// Index in `frames` of the innermost PC (the first PC frame); frames.size() when none.
+  std::size_t leaf() const noexcept;
+  /// Whether every innermost PC of the entry is known to lie in one function: the lowest and
+  /// the highest are one PC, or both symbolised to one function. When not (one call site
+  /// calling several functions, or no symbols), only the callers are known, and the culprit
+  /// rule skips the innermost PC.
+  bool leaf_known() const noexcept;
 };
 
 /// One named stage of a dispatch (the record's `stages`, docs/report-format.md): the part of the
@@ -153,6 +165,10 @@ struct LogRecord {
   std::uint64_t samples_missed = 0;
   std::vector<TopEntry> top;      ///< most frequent first
   std::uint64_t top_other = 0;
+  /// `top` holds every sample by its whole stack (format version 2, packets of version 3): the
+  /// culprit counts every sample. False for format version 1 and "top_innermost" records,
+  /// whose entries hold the innermost frame only: the culprit comes from the kept samples.
+  bool top_stacks = false;
   std::vector<Sample> stacks;     ///< kept samples, oldest first (empty when ReaderOptions::want_stacks is false)
 
   std::uint64_t records_dropped = 0;
@@ -266,6 +282,8 @@ const char* to_string(WarningKind kind) noexcept;
 /// is version 1. A record whose "format_version" is another number is skipped with an
 /// unknown_version warning.
 constexpr std::uint64_t kFormatVersion = loopcanary::kJsonFormatVersion;
+/// The oldest JSON format version the reader reads (1: `top` entries hold one frame).
+constexpr std::uint64_t kFormatVersionOldest = 1;
 /// JSON nesting limit (objects and arrays); deeper lines are skipped (too_deep).
 constexpr int kMaxJsonDepth = 64;
 
@@ -408,18 +426,37 @@ bool is_runtime_frame(const Frame& frame);
 /// without, the first frame that is not a runtime frame. std::nullopt when no frame qualifies.
 std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRules& rules);
 
-/// A block's culprit: its most frequent sample culprit (by Frame::label()) over the kept samples
-/// of its representative report, with that share. Ties: the one seen first (oldest sample).
+/// A block's culprit: the most frequent culprit (by Frame::label()) of every sample of the
+/// dispatch, by its representative report's stack table (docs/tool.md, "Culprit"), with that
+/// share; ties go to the more frequent stack. A record of format version 1 has no stack table:
+/// its kept samples then (ties: the oldest sample).
 struct Culprit {
   std::string label;          ///< Frame::label() of the culprit; "" when none (no samples, or none qualifies)
   Frame frame;                ///< the culprit frame (first occurrence)
-  std::uint64_t samples = 0;  ///< kept samples whose culprit it is
-  std::uint64_t of = 0;       ///< kept samples of the report
+  std::uint64_t samples = 0;  ///< samples whose culprit it is
+  std::uint64_t of = 0;       ///< samples counted: every sample of the dispatch, or the kept ones (all_samples false)
+  bool all_samples = false;   ///< counted over every sample of the dispatch (the stack table)
   bool known() const noexcept { return !label.empty(); }
   /// samples / of, 0 when of == 0.
   double share() const noexcept { return of == 0 ? 0.0 : static_cast<double>(samples) / static_cast<double>(of); }
 };
 Culprit block_culprit(const LogRecord& record, const CulpritRules& rules);
+
+/// One stack of a record and how many samples had it (record_stacks()).
+struct CountedStack {
+  Sample stack;                ///< its frames, innermost first (at_us 0)
+  std::uint64_t samples = 0;
+};
+
+/// Name of the one frame of the stack that stands for the samples of top_other.
+inline constexpr const char* kOtherStacks = "(other stacks)";
+
+/// A record's stacks with their sample counts, as the exports draw them (flame graphs, folded,
+/// pprof): with a stack table (LogRecord::top_stacks), every sample of the dispatch: each
+/// entry's frames (without the innermost PC when it is not known: TopEntry::leaf_known) with its
+/// count, and the samples of top_other as one stack of the scope frame kOtherStacks; else the
+/// kept samples, one each. Their counts add up to Culprit::of of block_culprit().
+std::vector<CountedStack> record_stacks(const LogRecord& record);
 
 /// The delaying culprit of a deadline miss (a deadline_miss record carries the evidence of the
 /// dispatch that ran at the due time): block_culprit() of the record, else its most frequent top

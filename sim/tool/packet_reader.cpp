@@ -20,6 +20,7 @@ namespace loopcanary::tool {
 // The core's types (the tool has a Frame and a Sample of its own, model.hpp).
 using CoreFrame = loopcanary::Frame;
 using CoreSample = loopcanary::Sample;
+using CoreTopStack = loopcanary::TopStack;
 
 
 // What a decoded record points into: its event descriptor and its names, on the heap so that
@@ -279,6 +280,7 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   out.is_health = false;
   out.record = BlockRecord{};
   out.previous_boot = previous_boot;
+  out.top_innermost = false;
   out.reset_cause = ResetCause::unknown;
   BlockRecord& r = out.record;
 
@@ -449,26 +451,82 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   }
   if (!b.uv("top_other", 32, r.top_other)) return failed();
   const std::uint64_t pc_mask = pc64 ? ~std::uint64_t{0} : 0xFFFFFFFFu;
+  // A stack's frames (a top entry's, version 3, or a sample's): the counts, the scopes' string
+  // indices, each PC as the zigzag difference from the one at its depth in `previous`.
+  const auto read_frames = [&](std::uint8_t& scope_count, std::uint8_t& pc_count, CoreFrame* frames,
+                               std::uint8_t previous_scopes, std::uint8_t previous_pcs, const CoreFrame* previous) {
+    at = b.offset();
+    if (!b.u8("scope_count", scope_count) || !b.u8("pc_count", pc_count)) return false;
+    const unsigned count = unsigned{scope_count} + pc_count;
+    if (count > max_frames) {
+      b.malformed(at, "scope_count + pc_count", std::to_string(count) + " frames are over the packet's max frames " + std::to_string(max_frames));
+      return false;
+    }
+    if (count > kMaxFrames) {
+      b.fail(WarningKind::unknown_config, at, "scope_count + pc_count",
+             std::to_string(count) + " frames do not fit this build's LOOPCANARY_MAX_FRAMES " + std::to_string(kMaxFrames));
+      return false;
+    }
+    for (std::uint8_t f = 0; f < scope_count; ++f) {
+      std::uint32_t index = 0;
+      at = b.offset();
+      if (!b.uv("scope", 32, index) || !scope_index("scope", index, at, frames[f])) return false;
+    }
+    for (std::uint8_t f = 0; f < pc_count; ++f) {
+      std::uint64_t delta_pc = 0;
+      if (!b.sv("pc", pc_bits, delta_pc)) return false;
+      const std::uint64_t base = previous != nullptr && f < previous_pcs ? previous[previous_scopes + f] : 0;
+      frames[scope_count + f] = static_cast<CoreFrame>((base + delta_pc) & pc_mask);
+    }
+    return true;
+  };
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    TopFrame& t = r.top[i];
+    CoreTopStack& t = r.top[i];
+    if (version >= 3) {  // count, frames, the range of the innermost PC
+      const CoreTopStack* before = i == 0 ? nullptr : &r.top[i - 1];
+      if (!b.uv("top count", 32, t.count)) return failed();
+      if (!read_frames(t.scope_count, t.pc_count, t.frames, before != nullptr ? before->scope_count : 0,
+                       before != nullptr ? before->pc_count : 0, before != nullptr ? before->frames : nullptr)) {
+        return failed();
+      }
+      t.leaf_high = 0;
+      if (t.pc_count != 0) {
+        std::uint64_t span = 0;
+        at = b.offset();
+        if (!b.uv("top leaf range", pc_bits, span)) return failed();
+        const std::uint64_t low = t.frames[t.scope_count];
+        if (span > (pc_mask - low)) {
+          b.malformed(at, "top leaf range", "the highest innermost PC is over " + std::to_string(pc_bits) + " bits");
+          return failed();
+        }
+        t.leaf_high = static_cast<CoreFrame>(low + span);
+      }
+      continue;
+    }
+    // Versions 1 and 2: the innermost frame only, key = (value << 1) | is_scope (65 bits for
+    // 64-bit PCs), then the count.
     std::uint64_t low = 0;
     std::uint8_t high = 0;
     at = b.offset();
     if (!b.varint("top key", low, high)) return failed();
-    // key = (value << 1) | is_scope: value has the pointer width (65 bits for 64-bit PCs).
     const std::uint64_t value = (low >> 1) | (static_cast<std::uint64_t>(high) << 63);
     if ((high >> 1) != 0 || (value & ~pc_mask) != 0) {
       b.malformed(at, "top key", "value over " + std::to_string(pc_bits) + " bits");
       return failed();
     }
-    t.is_scope = (low & 1u) != 0;
-    if (t.is_scope) {
-      if (!scope_index("top key", value, at, t.frame)) return failed();
+    const bool is_scope = (low & 1u) != 0;
+    t.scope_count = is_scope ? 1 : 0;
+    t.pc_count = is_scope ? 0 : 1;
+    t.leaf_high = 0;
+    if (is_scope) {
+      if (!scope_index("top key", value, at, t.frames[0])) return failed();
     } else {
-      t.frame = static_cast<CoreFrame>(value);
+      t.frames[0] = static_cast<CoreFrame>(value);
+      t.leaf_high = t.frames[0];
     }
     if (!b.uv("top count", 32, t.count)) return failed();
   }
+  out.top_innermost = version < 3;
   if (!b.count("sample_count", r.sample_count, max_samples, "max samples", "samples", kMaxSamples,
                "LOOPCANARY_MAX_SAMPLES")) {
     return failed();
@@ -484,29 +542,9 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     at_tick = static_cast<tick_t>(at_tick + delta);
     s.at = at_tick;
     s.seq = static_cast<std::uint32_t>(first_seq + static_cast<std::uint32_t>(seq));
-    at = b.offset();
-    if (!b.u8("scope_count", s.scope_count) || !b.u8("pc_count", s.pc_count)) return failed();
-    const unsigned frames = unsigned{s.scope_count} + s.pc_count;
-    if (frames > max_frames) {
-      b.malformed(at, "scope_count + pc_count", std::to_string(frames) + " frames are over the packet's max frames " + std::to_string(max_frames));
+    if (!read_frames(s.scope_count, s.pc_count, s.frames, previous != nullptr ? previous->scope_count : 0,
+                     previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr)) {
       return failed();
-    }
-    if (frames > kMaxFrames) {
-      b.fail(WarningKind::unknown_config, at, "scope_count + pc_count",
-             std::to_string(frames) + " frames do not fit this build's LOOPCANARY_MAX_FRAMES " + std::to_string(kMaxFrames));
-      return failed();
-    }
-    for (std::uint8_t f = 0; f < s.scope_count; ++f) {
-      std::uint32_t index = 0;
-      at = b.offset();
-      if (!b.uv("scope", 32, index) || !scope_index("scope", index, at, s.frames[f])) return failed();
-    }
-    for (std::uint8_t f = 0; f < s.pc_count; ++f) {
-      std::uint64_t delta_pc = 0;
-      if (!b.sv("pc", pc_bits, delta_pc)) return failed();
-      const std::uint64_t base =
-          previous != nullptr && f < previous->pc_count ? previous->frames[previous->scope_count + f] : 0;
-      s.frames[s.scope_count + f] = static_cast<CoreFrame>((base + delta_pc) & pc_mask);
     }
   }
   if (b.remaining() != 0) {
@@ -525,12 +563,13 @@ bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
   out.is_health = true;
   out.previous_boot = false;
+  out.top_innermost = false;
   out.reset_cause = ResetCause::unknown;
   out.health = HealthRecord{};
   HealthRecord& h = out.health;
-  if (version != 2) {  // health packets exist from version 2 on
+  if (version < 2) {  // health packets exist from version 2 on, unchanged since
     b.fail(WarningKind::unknown_config, 0, "format version",
-           "health packets of version " + std::to_string(version) + " are not one this tool reads (2)");
+           "health packets of version " + std::to_string(version) + " are not one this tool reads (2..3)");
     return failed();
   }
   std::uint8_t config = 0, max_events = 0;
@@ -858,6 +897,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   out.storage_->pool = st.pool;
   out.is_health = false;
   out.previous_boot = st.previous_boot;
+  out.top_innermost = false;  // assembled here, by stack
   out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
   const char* q = st.pool->name(qualifier);
   assemble(o, evidence, q != nullptr ? q : "", rule, out.record);
@@ -895,6 +935,10 @@ void format_record_json(const DecodedRecord& decoded, std::string& line) {
     line += ",\"previous_boot\":true,\"reset_cause\":\"";
     line += to_string(decoded.reset_cause);
     line += "\"}";
+  }
+  if (decoded.top_innermost && !line.empty() && line.back() == '}') {
+    line.pop_back();
+    line += ",\"top_innermost\":true}";
   }
 }
 

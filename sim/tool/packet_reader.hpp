@@ -48,6 +48,10 @@ class DecodedRecord {
   HealthRecord health;               ///< with is_health: as the device's watchdog built it
   bool previous_boot = false;        ///< a `previous_boot` packet (type 2): kept across a reset
   ResetCause reset_cause = ResetCause::unknown;  ///< with previous_boot
+  /// A block packet of version 1 or 2: its top entries hold the innermost frame only, not the
+  /// whole stack (the JSON form says so with "top_innermost":true; the culprit then comes from
+  /// the kept samples).
+  bool top_innermost = false;
   std::uint64_t offset = 0;          ///< byte offset of the packet's first magic byte in its capture
 
  private:
@@ -65,7 +69,7 @@ class DecodedRecord {
 /// 1 (no stages) and version 2 (stages, deadline misses, health packets). A packet of another
 /// version is skipped whole.
 inline constexpr std::uint8_t kPacketVersionOldest = 1;
-inline constexpr std::uint8_t kPacketVersionNewest = 2;
+inline constexpr std::uint8_t kPacketVersionNewest = 3;
 static_assert(kPacketVersion >= kPacketVersionOldest && kPacketVersion <= kPacketVersionNewest,
               "the tool must decode the packet version this build's encoder writes");
 

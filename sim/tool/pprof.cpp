@@ -103,7 +103,7 @@ class PprofWriter final : public Writer {
   }
 
   void add(const Block& block) override {
-    if (block.record.stacks.empty()) {
+    if (block.record.stacks.empty() && block.record.top.empty()) {
       ++blocks_without_samples_;
       return;
     }
@@ -112,7 +112,7 @@ class PprofWriter final : public Writer {
   }
 
   void add_deadline_miss(const LogRecord& record) override {
-    if (record.stacks.empty()) {
+    if (record.stacks.empty() && record.top.empty()) {
       ++misses_without_samples_;
       return;
     }
@@ -121,28 +121,29 @@ class PprofWriter final : public Writer {
   }
 
  private:
-  // One pprof sample per distinct stack of the record's kept samples (the phase label is the
-  // record's, the block ID `id`).
+  // One pprof sample per distinct stack of the record's samples (record_stacks(): every sample
+  // of the dispatch, by its stack table; the phase label is the record's, the block ID `id`).
   void add_record(const LogRecord& r, const std::string& id) {
-    overwritten_ += r.samples_overwritten;
+    if (!r.top_stacks) overwritten_ += r.samples_overwritten;
     if (r.wall_ms) {
       first_ms_ = std::min(first_ms_.value_or(*r.wall_ms), *r.wall_ms);
       last_ms_ = std::max(last_ms_.value_or(*r.wall_ms), *r.wall_ms);
     }
     // The block's distinct stacks (leaf first, as profile.proto wants) and their counts.
     stacks_.clear();
-    for (const Sample& sample : r.stacks) {
+    std::uint64_t kept = 0;
+    for (const CountedStack& s : record_stacks(r)) {
       stack_.clear();
-      if (sample.frames.empty()) {
+      if (s.stack.frames.empty()) {
         stack_.push_back(no_frames_location());
       } else {
-        for (const Frame& frame : sample.frames) stack_.push_back(location(frame));
+        for (const Frame& frame : s.stack.frames) stack_.push_back(location(frame));
       }
-      ++stacks_[stack_];
+      stacks_[stack_] += s.samples;
+      kept += s.samples;
     }
     const std::uint64_t labels[6] = {intern(label_value(r.loop)), intern(label_value(r.event)), intern(to_string(r.cause)),
                                      intern(label_value(r.qualifier)), intern(to_string(r.phase)), intern(id)};
-    const std::uint64_t kept = r.stacks.size();
     // Values are int64 in profile.proto: a duration past 2^63 ns (292 years: a damaged record)
     // is clamped there.
     constexpr std::uint64_t kMaxUs = static_cast<std::uint64_t>(INT64_MAX) / 1000;
@@ -202,8 +203,8 @@ class PprofWriter final : public Writer {
            std::to_string(misses_) + " deadline misses in " + std::to_string(pprof_samples_) + " pprof samples (" +
            std::to_string(functions_count_) + " functions, " + std::to_string(locations_count_) + " locations); " +
            std::to_string(blocks_without_samples_) + " blocks and " + std::to_string(misses_without_samples_) +
-           " deadline misses without kept samples and " + std::to_string(overwritten_) +
-           " samples overwritten before their report are not in it";
+           " deadline misses without samples and " + std::to_string(overwritten_) +
+           " samples overwritten before their report (records without a stack table) are not in it";
   }
 
  private:

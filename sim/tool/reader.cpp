@@ -688,13 +688,13 @@ bool other_kind(Scanner& s, std::string& kind_value, const char* reading) {
   return false;
 }
 
-// A record's "format_version" (kFormatVersion when absent): false with an unknown_version
-// warning for any other.
+// A record's "format_version" (kFormatVersionOldest when absent): false with an
+// unknown_version warning for one this reader does not read.
 bool known_version(std::uint64_t version, WarningKind& kind, std::string& what) {
-  if (version == kFormatVersion) return true;
+  if (version >= kFormatVersionOldest && version <= kFormatVersion) return true;
   kind = WarningKind::unknown_version;
-  what = "format_version " + std::to_string(version) + " is unknown (this reader reads version " +
-         std::to_string(kFormatVersion) + ")";
+  what = "format_version " + std::to_string(version) + " is unknown (this reader reads versions " +
+         std::to_string(kFormatVersionOldest) + " to " + std::to_string(kFormatVersion) + ")";
   return false;
 }
 
@@ -717,9 +717,54 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
 
   enum : unsigned { kReport = 1, kPhase = 2, kLoop = 4, kDispatch = 8, kDuration = 16 };
   unsigned seen = 0;
-  std::uint64_t version = kFormatVersion;
+  std::uint64_t version = kFormatVersionOldest;  // a line without "format_version" predates it
 
   Scanner s(data, length);
+  bool top_innermost = false;
+  // The frames of a stack ("stacks" and "top" entries): "scopes" and "pcs" arrays into `frames`
+  // (null: checked and dropped). Scopes come before PCs in the frames whatever the key order:
+  // PCs found before the scopes are moved behind them by finish().
+  struct StackFrames {
+    std::vector<Frame>* frames;
+    std::size_t used = 0;
+    std::size_t scopes = 0;
+    std::size_t pcs_before_scopes = 0;
+    bool seen_scopes = false;
+    // A reused frame keeps its strings: each field is set by the caller or, for a PC frame's
+    // symbol, after the parse (set_symbol).
+    Frame& add(std::vector<Frame>& spare) { return next(*frames, used, spare); }
+    void finish(std::vector<Frame>& spare) {
+      if (frames == nullptr) return;
+      trim(*frames, used, spare);
+      if (pcs_before_scopes > 0 && scopes > 0) {
+        std::rotate(frames->begin(), frames->begin() + static_cast<std::ptrdiff_t>(pcs_before_scopes), frames->end());
+      }
+    }
+  };
+  const auto stack_frames = [&](StackFrames& out_frames, bool is_scopes, const char* field) {
+    if (!s.is('[')) return s.wrong_type(field, "an array");
+    if (is_scopes) out_frames.seen_scopes = true;
+    return s.array([&](std::size_t) {
+      if (out_frames.frames == nullptr) {
+        std::uint64_t pc = 0;
+        std::string_view ignored;
+        return is_scopes ? s.str_view(field, ignored, text) : s.hex_string(field, pc, text);
+      }
+      Frame& f = out_frames.add(sc.spare_frames);
+      if (is_scopes) {
+        std::string_view scope;
+        if (!s.str_view(field, scope, text)) return false;
+        set_text(f.scope, scope.empty() ? std::string_view("?") : scope);
+        f.pc = 0;
+        f.clear_symbol();
+        ++out_frames.scopes;
+        return true;
+      }
+      f.scope.clear();
+      if (!out_frames.seen_scopes) ++out_frames.pcs_before_scopes;
+      return s.hex_string(field, f.pc, text);
+    });
+  };
   // "linux"."frames" and "symbols"."frames": entries collected in sc.symbols, merged at the end.
   const auto symbol_frames = [&](const SymbolFields& names) {
     if (!s.is('[')) return s.wrong_type(names.frames, "an array");
@@ -874,12 +919,7 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
             Sample* sample = nullptr;
             if (want_stacks) sample = &next(stacks, stacks_used, sc.spare_samples);
             if (sample != nullptr) sample->at_us = 0;
-            std::size_t frames_used = 0;
-            std::size_t scopes = 0;
-            // Scopes come before PCs in Sample::frames whatever the key order: PCs found before
-            // the scopes are moved behind them at the end.
-            std::size_t pcs_before_scopes = 0;
-            bool seen_scopes = false;
+            StackFrames frames{sample != nullptr ? &sample->frames : nullptr};
             const bool sample_ok = s.object([&](std::string_view k) {
               if (is(k, "at_us")) {
                 std::uint64_t at = 0;
@@ -889,38 +929,10 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
               }
               const bool is_scopes = is(k, "scopes");
               if (!is_scopes && !is(k, "pcs")) return s.skip_value();
-              const char* field = is_scopes ? "stacks.scopes" : "stacks.pcs";
-              if (!s.is('[')) return s.wrong_type(field, "an array");
-              if (is_scopes) seen_scopes = true;
-              return s.array([&](std::size_t) {
-                if (sample == nullptr) {
-                  std::uint64_t pc = 0;
-                  return is_scopes ? (s.str_view(field, value, text)) : s.hex_string(field, pc, text);
-                }
-                // A reused frame keeps its strings: each field is set below or, for a PC
-                // frame's symbol, after the parse (set_symbol).
-                Frame& f = next(sample->frames, frames_used, sc.spare_frames);
-                if (is_scopes) {
-                  std::string_view scope;
-                  if (!s.str_view(field, scope, text)) return false;
-                  set_text(f.scope, scope.empty() ? std::string_view("?") : scope);
-                  f.pc = 0;
-                  f.clear_symbol();
-                  ++scopes;
-                  return true;
-                }
-                f.scope.clear();
-                if (!seen_scopes) ++pcs_before_scopes;
-                return s.hex_string(field, f.pc, text);
-              });
+              return stack_frames(frames, is_scopes, is_scopes ? "stacks.scopes" : "stacks.pcs");
             });
-            if (sample != nullptr) trim(sample->frames, frames_used, sc.spare_frames);
-            if (!sample_ok) return false;
-            if (sample != nullptr && pcs_before_scopes > 0 && scopes > 0) {
-              std::rotate(sample->frames.begin(), sample->frames.begin() + static_cast<std::ptrdiff_t>(pcs_before_scopes),
-                          sample->frames.end());
-            }
-            return true;
+            frames.finish(sc.spare_frames);
+            return sample_ok;
           });
         }
         if (is(key, "symbols")) {
@@ -935,23 +947,50 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
         if (is(key, "tick_hz")) return s.u64("tick_hz", out.tick_hz);
         if (is(key, "threshold_us")) return s.u64("threshold_us", out.threshold_us);
         if (is(key, "top_other")) return s.u64("top_other", out.top_other);
+        if (is(key, "top_innermost")) {
+          bool innermost = false;
+          if (!s.boolean("top_innermost", innermost)) return false;
+          top_innermost = innermost;
+          return true;
+        }
         if (is(key, "top")) {
           if (!s.is('[')) return s.wrong_type("top", "an array");
           return s.array([&](std::size_t) {
             if (!s.is('{')) return s.wrong_type("top", "an object");
             TopEntry& entry = next(top, top_used, sc.spare_top);
-            entry.frame.clear();
             entry.count = 0;
-            return s.object([&](std::string_view k) {
+            entry.leaf_high.clear();
+            StackFrames frames{&entry.frames};
+            // Version 2: "scopes", "pcs" and "leaf_high"; version 1: "scope" or "pc", one frame.
+            const bool entry_ok = s.object([&](std::string_view k) {
+              if (is(k, "count")) return s.u64("top.count", entry.count);
+              if (is(k, "scopes") || is(k, "pcs")) {
+                const bool is_scopes = is(k, "scopes");
+                return stack_frames(frames, is_scopes, is_scopes ? "top.scopes" : "top.pcs");
+              }
+              if (is(k, "leaf_high")) return s.is('n') ? s.skip_value() : s.hex_string("top.leaf_high", entry.leaf_high.pc, text);
               if (is(k, "scope")) {
-                if (!s.str("top.scope", entry.frame.scope)) return false;
-                if (entry.frame.scope.empty()) entry.frame.scope = "?";
+                Frame& f = frames.add(sc.spare_frames);
+                f.clear();
+                if (!s.str("top.scope", f.scope)) return false;
+                if (f.scope.empty()) f.scope = "?";
+                ++frames.scopes;
                 return true;
               }
-              if (is(k, "pc")) return s.hex_string("top.pc", entry.frame.pc, text);
-              if (is(k, "count")) return s.u64("top.count", entry.count);
+              if (is(k, "pc")) {
+                Frame& f = frames.add(sc.spare_frames);
+                f.clear();
+                if (!s.hex_string("top.pc", f.pc, text)) return false;
+                entry.leaf_high.pc = f.pc;
+                return true;
+              }
               return s.skip_value();
             });
+            frames.finish(sc.spare_frames);
+            if (entry.leaf() < entry.frames.size() && entry.leaf_high.pc == 0) {
+              entry.leaf_high.pc = entry.frames[entry.leaf()].pc;  // no range given: one PC
+            }
+            return entry_ok;
           });
         }
         break;
@@ -1000,8 +1039,14 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
     }
   }
   for (TopEntry& entry : out.top) {
-    if (!entry.frame.is_scope()) set_symbol(entry.frame, symbols_used == 0 ? nullptr : find_symbol(entry.frame.pc, symbols, by_pc));
+    for (Frame& f : entry.frames) {
+      if (!f.is_scope()) set_symbol(f, symbols_used == 0 ? nullptr : find_symbol(f.pc, symbols, by_pc));
+    }
+    if (entry.leaf() < entry.frames.size()) {
+      set_symbol(entry.leaf_high, symbols_used == 0 ? nullptr : find_symbol(entry.leaf_high.pc, symbols, by_pc));
+    }
   }
+  out.top_stacks = version >= 2 && !top_innermost;
   return true;
 }
 

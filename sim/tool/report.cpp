@@ -167,7 +167,8 @@ struct Group {
   std::string worst_id;
   std::uint64_t worst_us = 0;
   std::uint64_t culprit_samples = 0;  // samples of each block's culprit, summed
-  std::uint64_t kept_samples = 0;     // kept samples of the blocks, summed
+  std::uint64_t samples_counted = 0;     // samples the blocks' culprits were counted over, summed
+  bool all_samples = true;            // every block's culprit counted every sample of its dispatch
   StageSplit stages;
 };
 
@@ -232,7 +233,8 @@ void add_block(Group& g, const Block& block) {
     g.worst_us = r.duration_us;
   }
   g.culprit_samples += block.culprit.samples;
-  g.kept_samples += block.culprit.of;
+  g.samples_counted += block.culprit.of;
+  if (!block.culprit.all_samples && block.culprit.of != 0) g.all_samples = false;
   g.stages.add(r);
 }
 
@@ -374,15 +376,23 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   out << "  samples = " << r.samples_taken << " taken, " << r.samples_kept << " kept, " << r.samples_overwritten
       << " overwritten, " << r.samples_missed << " missed\n";
   if (!r.top.empty()) {
-    out << "  top frames:\n";
+    out << (r.top_stacks ? "  top stacks (every sample, by stack; innermost first):\n" : "  top frames:\n");
     for (const TopEntry& t : r.top) {
       const double share = r.samples_taken == 0 ? 0.0 : static_cast<double>(t.count) / static_cast<double>(r.samples_taken);
-      out << "    " << percent(share) << " % " << t.count << ' ' << describe(t.frame) << '\n';
+      out << "    " << percent(share) << " % " << t.count << '\n';
+      const std::size_t leaf = t.leaf();
+      for (std::size_t i = 0; i < t.frames.size(); ++i) {
+        out << "      " << describe(t.frames[i]);
+        if (i == leaf && t.leaf_high.pc != t.frames[i].pc) {
+          out << " .. " << describe(t.leaf_high) << (t.leaf_known() ? "" : " (not one known function)");
+        }
+        out << '\n';
+      }
     }
     if (r.top_other > 0) out << "    other " << r.top_other << '\n';
   }
   if (!r.stacks.empty()) {
-    out << "  stacks (innermost first; * the culprit):\n";
+    out << "  stacks (kept samples, innermost first; * the sample's culprit):\n";
     for (const Sample& s : r.stacks) {
       const std::optional<std::size_t> culprit = sample_culprit(s, rules);
       out << "    +" << ms(s.at_us) << " ms\n";
@@ -390,9 +400,11 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
         out << "      " << (culprit && *culprit == i ? "* " : "  ") << describe(s.frames[i]) << '\n';
       }
     }
+  }
+  if (!r.top.empty() || !r.stacks.empty()) {
     const Culprit c = block_culprit(r, rules);
     out << "  culprit = " << (c.known() ? c.label : std::string("(no culprit frame)")) << " (" << c.samples << '/'
-        << c.of << " kept samples, " << percent(c.share()) << " %)\n";
+        << c.of << (c.all_samples ? " samples, " : " kept samples, ") << percent(c.share()) << " %)\n";
   }
   out << "  dropped = " << r.records_dropped << " records, " << r.notes_dropped << " notes\n";
 }
@@ -465,7 +477,7 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
       out << "},\"events\":" << names_json(g.events) << ",\"events_other\":" << g.events.other
           << ",\"qualifiers\":" << names_json(g.qualifiers) << ",\"qualifiers_other\":" << g.qualifiers.other
           << ",\"culprits\":" << names_json(g.culprits) << ",\"culprits_other\":" << g.culprits.other
-          << ",\"culprit_samples\":" << g.culprit_samples << ",\"kept_samples\":" << g.kept_samples
+          << ",\"culprit_samples\":" << g.culprit_samples << ",\"samples\":" << g.samples_counted
           << ",\"stages\":" << stages_json(g.stages)
           << ",\"first_seen\":" << (g.first_ms ? json_string(format_utc_time(*g.first_ms)) : "null")
           << ",\"last_seen\":" << (g.last_ms ? json_string(format_utc_time(*g.last_ms)) : "null")
@@ -518,8 +530,9 @@ int run_report(const Options& options, std::ostream& out, std::ostream& err) {
       if (options.by != GroupBy::qualifier) out << "  qualifiers: " << names_text(g.qualifiers) << '\n';
       if (options.by != GroupBy::culprit) out << "  culprits: " << names_text(g.culprits) << '\n';
       if (options.by == GroupBy::culprit) {
-        const double share = g.kept_samples == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.kept_samples);
-        out << "  culprit share: " << g.culprit_samples << '/' << g.kept_samples << " kept samples (" << percent(share) << " %)\n";
+        const double share = g.samples_counted == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.samples_counted);
+        out << "  culprit share: " << g.culprit_samples << '/' << g.samples_counted
+            << (g.all_samples ? " samples (" : " kept samples (") << percent(share) << " %)\n";
       }
       if (g.stages.blocks() > 0) {
         out << "  stages (mean share of " << g.stages.blocks() << " of " << g.blocks

@@ -657,7 +657,13 @@ class Symbolizer {
       }
     }
     for (const TopEntry& t : record.top) {
-      if (!t.frame.is_scope()) add(t.frame, true);
+      bool first = true;
+      for (const Frame& f : t.frames) {
+        if (f.is_scope()) continue;
+        add(f, first);
+        first = false;
+      }
+      if (t.leaf() < t.frames.size()) add(t.leaf_high, true);
     }
     for (const auto& [pc, entry] : pcs) {
       const Frame& f = *entry.first;

@@ -215,8 +215,8 @@ DT_TEST(Scenario, early_culprit_dominates_the_histogram) {
     DT_ASSERT(rig.pop(lc::Phase::final, r));
     DT_EXPECT_EQ(r.duration_ticks, std::uint64_t{ms(810)});
     DT_ASSERT_GE(r.top_count, 1u);
-    DT_EXPECT(r.top[0].is_scope);
-    DT_EXPECT_EQ(r.top[0].frame, reinterpret_cast<lc::Frame>(kScopeA));
+    DT_EXPECT(r.top[0].scope_count == 1);
+    DT_EXPECT_EQ(r.top[0].frames[0], reinterpret_cast<lc::Frame>(kScopeA));
     DT_EXPECT_GE(r.top[0].count * 10u, r.samples_taken * 9u);
     DT_EXPECT_GT(r.samples_taken, 20u);
   });

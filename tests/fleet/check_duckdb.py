@@ -79,10 +79,10 @@ def main():
             r = rows[key]
             got = {"blocks": int(r["blocks"]), "hangs": int(r["hangs"]), "worst_ms": float(r["worst_ms"]),
                    "p50_ms": float(r["p50_ms"]), "p95_ms": float(r["p95_ms"]),
-                   "causes": {c: int(r[c]) for c in CAUSES}, "kept_samples": int(r["kept_samples"])}
+                   "causes": {c: int(r[c]) for c in CAUSES}, "samples": int(r["samples"])}
             want = {"blocks": g["blocks"], "hangs": g["hangs"], "worst_ms": g["worst_ms"], "p50_ms": g["p50_ms"],
                     "p95_ms": g["p95_ms"], "causes": {c: g["causes"][c] for c in CAUSES},
-                    "kept_samples": g["kept_samples"]}
+                    "samples": g["samples"]}
             for mix in ("events", "qualifiers", "culprits"):
                 if g[mix + "_other"] == 0:  # the report lists them all
                     got[mix] = {e["key"]: int(e["value"]) for e in r[mix]}

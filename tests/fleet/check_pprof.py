@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """fleet.pprof (tests/fleet/CMakeLists.txt): `loopcanary export --format pprof` read by Go's own
 pprof (`go tool pprof -raw` and `-top`, Debian golang-go). Over the fleet: the profile parses;
-its sample total equals the kept samples of the blocks (`report --format json`, kept_samples)
+its sample total equals the samples of the blocks (`report --format json`, samples)
 plus those of the deadline-miss records (counted in the JSON Lines here); the samples of each
 group's worst block add up to its worst duration in `blocked`; the top function is report's top
 culprit; every sample carries every label. Symbolised records (`loopcanary symbolize`) give
@@ -111,8 +111,9 @@ def main():
         check(len(s["values"]) == 2 and s["locations"], f"sample {s}")
 
     misses = [r for r in records(args.fleet) if r.get("phase") == "deadline_miss"]
-    block_samples = sum(g["kept_samples"] for g in report["groups"])
-    miss_samples = sum(len(r["stacks"]) for r in misses)
+    # Every sample of each record, by its stack table (samples.taken).
+    block_samples = sum(g["samples"] for g in report["groups"])
+    miss_samples = sum(r["samples"]["taken"] for r in misses)
     total = sum(s["values"][0] for s in samples)
     check(total == block_samples + miss_samples,
           f"pprof holds {total} samples, the records {block_samples} (blocks) + {miss_samples} (deadline misses)")
@@ -122,7 +123,7 @@ def main():
         by_phase[s["labels"]["phase"]] = by_phase.get(s["labels"]["phase"], 0) + s["values"][0]
     check(by_phase.get("deadline_miss", 0) == miss_samples,
           f"phase deadline_miss holds {by_phase.get('deadline_miss', 0)} samples, the records {miss_samples}")
-    miss_ns = sum(r["duration_us"] * 1000 for r in misses if r["stacks"])
+    miss_ns = sum(r["duration_us"] * 1000 for r in misses if r["samples"]["taken"])
     got_miss_ns = sum(s["values"][1] for s in samples if s["labels"]["phase"] == "deadline_miss")
     check(got_miss_ns == miss_ns, f"deadline misses: {got_miss_ns} ns blocked, the records' lateness {miss_ns} ns")
     for g in report["groups"]:
@@ -172,8 +173,8 @@ def main():
     report = json.loads(run([args.tool, "report", args.capture, "--format", "json"])[0])
     _, samples, _ = parse_raw(pprof("-raw", profile))
     total = sum(s["values"][0] for s in samples)
-    check(total == sum(g["kept_samples"] for g in report["groups"]) and total > 0,
-          f"device capture: pprof {total} samples, report {sum(g['kept_samples'] for g in report['groups'])}")
+    check(total == sum(g["samples"] for g in report["groups"]) and total > 0,
+          f"device capture: pprof {total} samples, report {sum(g['samples'] for g in report['groups'])}")
     for s in samples:
         check(sorted(s["labels"]) == LABELS, f"device capture: sample labels {s['labels']}")
 

@@ -113,7 +113,7 @@ def main():
         def bad_phase(r):
             r["phase"] = "done"
         def version(r):
-            r["format_version"] = 2
+            r["format_version"] += 1
         for change in (renamed, retyped, nested_retyped, dropped, added, bad_phase, version):
             record = copy.deepcopy(samples)
             change(record)

@@ -24,6 +24,7 @@
 #include "linux_file_sink.hpp"
 #include "loopcanary/event.hpp"
 #include "loopcanary/record.hpp"
+#include "../top_stack.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;
@@ -70,9 +71,7 @@ void fill(lc::BlockRecord& r, std::uint32_t run, std::uint32_t n) {
   }
   r.top_count = static_cast<std::uint8_t>(lc::kTopFrames);
   for (std::size_t i = 0; i < lc::kTopFrames; ++i) {
-    r.top[i].frame = pcs[i % 3] + 1 + i;
-    r.top[i].is_scope = false;
-    r.top[i].count = static_cast<std::uint32_t>(lc::kTopFrames - i);
+    r.top[i] = loopcanary::test::top_entry(pcs[i % 3] + 1 + i, false, static_cast<std::uint32_t>(lc::kTopFrames - i));
   }
 }
 

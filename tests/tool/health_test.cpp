@@ -130,10 +130,10 @@ TEST(ToolHealthReader, AnUnknownFormatVersionIsSkippedWithAWarning) {
   const std::string path = dir.write(
       "dev.jsonl",
       "{\"kind\":\"health\",\"format_version\":1,\"number\":1,\"loop\":\"main\",\"end\":1,\"window_us\":5}\n"
-      "{\"kind\":\"health\",\"format_version\":2,\"number\":2,\"loop\":\"main\",\"end\":2,\"window_us\":5}\n"
+      "{\"kind\":\"health\",\"format_version\":3,\"number\":2,\"loop\":\"main\",\"end\":2,\"window_us\":5}\n"
       "{\"kind\":\"health\",\"number\":3,\"loop\":\"main\",\"end\":3,\"window_us\":5}\n");
   const Read r = read(path);
-  EXPECT_EQ(r.warnings, path + ":2: format_version 2 is unknown (this reader reads version 1)\n");
+  EXPECT_EQ(r.warnings, path + ":2: format_version 3 is unknown (this reader reads versions 1 to 2)\n");
   EXPECT_EQ(r.stats.warnings_of(WarningKind::unknown_version), 1u);
   ASSERT_EQ(r.health.size(), 2u);
   EXPECT_EQ(r.health[0].number, 1u);
@@ -397,7 +397,7 @@ TEST(ToolHealth, PrintsEachLoopsTimeSeriesOneLinePerRecord) {
   // JSON: one series per loop, a point per record.
   const HealthRun json = run_health_on({path}, "json");
   ASSERT_EQ(json.status, 0);
-  EXPECT_EQ(json.out.rfind("{\"format_version\":1,\"series\":[{\"source\":", 0), 0u) << json.out;
+  EXPECT_EQ(json.out.rfind("{\"format_version\":2,\"series\":[{\"source\":", 0), 0u) << json.out;
   char point[200];
   std::snprintf(point, sizeof point, "{\"time_s\":%.6f,\"number\":1,\"window_us\":1000000,\"dispatches\":400,\"rate_mhz\":%u,",
                 static_cast<double>(static_cast<loopcanary::tick_t>(first_start + 1000000u)) / 1e6,
@@ -477,9 +477,9 @@ TEST(ToolHealth, CapturesHoldHealthPacketsThatDecodeAndTheCommandsRead) {
   std::vector<std::string> decoded;
   for (std::string line; std::getline(lines, line);) decoded.push_back(line);
   ASSERT_EQ(decoded.size(), 3u) << out.str();
-  EXPECT_EQ(decoded[0].rfind("{\"format_version\":1,\"report\":1,", 0), 0u) << decoded[0];
-  EXPECT_EQ(decoded[1].rfind("{\"kind\":\"health\",\"format_version\":1,\"number\":5,", 0), 0u) << decoded[1];
-  EXPECT_EQ(decoded[2].rfind("{\"format_version\":1,\"report\":2,", 0), 0u) << decoded[2];
+  EXPECT_EQ(decoded[0].rfind("{\"format_version\":2,\"report\":1,", 0), 0u) << decoded[0];
+  EXPECT_EQ(decoded[1].rfind("{\"kind\":\"health\",\"format_version\":2,\"number\":5,", 0), 0u) << decoded[1];
+  EXPECT_EQ(decoded[2].rfind("{\"format_version\":2,\"report\":2,", 0), 0u) << decoded[2];
   EXPECT_NE(err.str().find("3 records (1 health); 1 capture: 3 packets decoded"), std::string::npos) << err.str();
   const HealthRun run = run_health_on({path});
   ASSERT_EQ(run.status, 0) << run.err;

@@ -18,6 +18,7 @@
 #include "packet_builder.hpp"
 #include "packet_reader.hpp"
 #include "test_util.hpp"
+#include "../top_stack.hpp"
 
 namespace lt = loopcanary::tool;
 using lt::WarningKind;
@@ -145,11 +146,11 @@ TEST(PacketReader, DecodesEveryFieldOfATypicalRecord) {
   EXPECT_EQ(r.samples_missed, 1u);
   EXPECT_EQ(r.samples_overwritten, 1u);
   ASSERT_EQ(r.top_count, 2u);
-  EXPECT_TRUE(r.top[0].is_scope);
-  EXPECT_EQ(scope(r.top[0].frame), "crc");
+  EXPECT_TRUE(r.top[0].scope_count == 1);
+  EXPECT_EQ(scope(r.top[0].frames[0]), "crc");
   EXPECT_EQ(r.top[0].count, 2u);
-  EXPECT_FALSE(r.top[1].is_scope);
-  EXPECT_EQ(r.top[1].frame, 0x8001234u);
+  EXPECT_FALSE(r.top[1].scope_count == 1);
+  EXPECT_EQ(r.top[1].frames[0], 0x8001234u);
   EXPECT_EQ(r.top[1].count, 1u);
   EXPECT_EQ(r.top_other, 0u);
   ASSERT_EQ(r.sample_count, 2u);
@@ -158,7 +159,7 @@ TEST(PacketReader, DecodesEveryFieldOfATypicalRecord) {
   EXPECT_EQ(s0.seq, 13u);  // 2 × 7 − 1
   ASSERT_EQ(s0.scope_count, 1u);
   ASSERT_EQ(s0.pc_count, 2u);
-  EXPECT_EQ(s0.frames[0], r.top[0].frame);  // one string, one pointer
+  EXPECT_EQ(s0.frames[0], r.top[0].frames[0]);  // one string, one pointer
   EXPECT_EQ(s0.frames[1], 0x8001234u);
   EXPECT_EQ(s0.frames[2], 0x8000100u);
   const loopcanary::Sample& s1 = r.samples[1];
@@ -212,7 +213,7 @@ TEST(PacketReader, DecodesTheStagesOfAVersion2Record) {
   EXPECT_EQ(r.stages[2].ticks, 20u);
   EXPECT_EQ(r.stages[3].name, r.stages[0].name);  // one string, one pointer
   EXPECT_EQ(r.stages[3].ticks, 0xFFFFFFFFu);
-  EXPECT_EQ(scope(r.top[0].frame), "crc");
+  EXPECT_EQ(scope(r.top[0].frames[0]), "crc");
   EXPECT_EQ(scope(r.samples[1].frames[0]), "crc");
   // The JSON line (format_json) carries them, and the tool's reader reads them back.
   const std::string line = json(d.records[0]);
@@ -433,7 +434,7 @@ TEST(PacketReader, SixtyFourBitProgramCounters) {
   const Decoded d = decode(make_packet(s));
   ASSERT_EQ(d.records.size(), 1u) << (d.problems.empty() ? "" : d.problems[0].what);
   const loopcanary::BlockRecord& r = d.records[0].record;
-  EXPECT_EQ(r.top[0].frame, high);
+  EXPECT_EQ(r.top[0].frames[0], high);
   EXPECT_EQ(r.samples[0].frames[0], high);
   EXPECT_EQ(r.samples[1].frames[0], high + 0x10);
 }
@@ -449,7 +450,7 @@ TEST(PacketReader, CutNamesGetAnEllipsisAndEmptyNamesPrintAsTheFormatsPrintNull)
   EXPECT_EQ(str(r.event->name), first31 + "...");
   const std::string line = json(d.records[0]);
   EXPECT_NE(line.find("\"qualifier\":\"\",\"loop\":\"?\""), std::string::npos) << line;
-  EXPECT_NE(line.find("\"top\":[{\"scope\":\"?\",\"count\":2}"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"top\":[{\"count\":2,\"scopes\":[\"?\"],\"pcs\":[],\"leaf_high\":null}"), std::string::npos) << line;
 }
 
 TEST(PacketReader, PreviousBootRecordsCarryTheResetCause) {
@@ -464,7 +465,9 @@ TEST(PacketReader, PreviousBootRecordsCarryTheResetCause) {
   EXPECT_EQ(d.records[0].reset_cause, loopcanary::ResetCause::software);
   EXPECT_EQ(d.records[0].record.phase, loopcanary::Phase::hang);
   const std::string line = json(d.records[0]);
-  const std::string tail = ",\"notes_dropped\":2,\"previous_boot\":true,\"reset_cause\":\"software\"}";
+  // A version 2 packet: its top entries hold the innermost frame only, as the line says.
+  const std::string tail =
+      ",\"notes_dropped\":2,\"previous_boot\":true,\"reset_cause\":\"software\",\"top_innermost\":true}";
   ASSERT_GT(line.size(), tail.size());
   EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << line;
   // Still one record the tool's reader accepts.
@@ -599,8 +602,8 @@ TEST(PacketReader, AHeaderClaimingMoreThanTheCaptureHoldsBeforeAWholePacketIsGar
 }
 
 TEST(PacketReader, ANewerVersionIsSkippedWhole) {
-  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 3), WarningKind::unknown_version,
-                      "format version 3 (this tool reads 1 to 2)");
+  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 4), WarningKind::unknown_version,
+                      "format version 4 (this tool reads 1 to 3)");
   expect_only_problem(make_packet(make_body(with_report(9)), 1, 0), WarningKind::unknown_version, "format version 0");
 }
 
@@ -967,9 +970,9 @@ loopcanary::BlockRecord hang_record() {
   r.samples_overwritten = 0;
   r.top_other = 1;
   r.top_count = 3;
-  r.top[0] = {frame_of(kErase), true, 7};
-  r.top[1] = {frame_of(kStorage), true, 1};
-  r.top[2] = {0x8004568, false, 1};
+  r.top[0] = loopcanary::test::top_entry(frame_of(kErase), true, 7);
+  r.top[1] = loopcanary::test::top_entry(frame_of(kStorage), true, 1);
+  r.top[2] = loopcanary::test::top_entry(0x8004568, false, 1);
   r.sample_count = 8;
   for (std::uint8_t i = 0; i < 8; ++i) {
     loopcanary::Sample& s = r.samples[i];
@@ -1033,13 +1036,16 @@ void expect_same_record(const loopcanary::BlockRecord& a, const loopcanary::Bloc
   EXPECT_EQ(a.top_other, b.top_other);
   ASSERT_EQ(a.top_count, b.top_count);
   for (std::uint8_t i = 0; i < a.top_count; ++i) {
-    EXPECT_EQ(a.top[i].is_scope, b.top[i].is_scope) << "top " << int{i};
-    EXPECT_EQ(a.top[i].count, b.top[i].count) << "top " << int{i};
-    if (a.top[i].is_scope) {
-      EXPECT_EQ(scope(a.top[i].frame), scope(b.top[i].frame)) << "top " << int{i};
-    } else {
-      EXPECT_EQ(a.top[i].frame, b.top[i].frame) << "top " << int{i};
+    const loopcanary::TopStack& x = a.top[i];
+    const loopcanary::TopStack& y = b.top[i];
+    EXPECT_EQ(x.count, y.count) << "top " << int{i};
+    ASSERT_EQ(x.scope_count, y.scope_count) << "top " << int{i};
+    ASSERT_EQ(x.pc_count, y.pc_count) << "top " << int{i};
+    for (std::uint8_t f = 0; f < x.scope_count; ++f) EXPECT_EQ(scope(x.frames[f]), scope(y.frames[f])) << "top " << int{i};
+    for (std::uint8_t f = x.scope_count; f < x.scope_count + x.pc_count; ++f) {
+      EXPECT_EQ(x.frames[f], y.frames[f]) << "top " << int{i} << " frame " << int{f};
     }
+    EXPECT_EQ(x.leaf_high, y.leaf_high) << "top " << int{i};
   }
   ASSERT_EQ(a.sample_count, b.sample_count);
   for (std::uint8_t i = 0; i < a.sample_count; ++i) {
@@ -1151,14 +1157,14 @@ TEST(PacketRoundTrip, StagesSurviveTheEncoderAndTheDecoder) {
   }
   std::vector<std::uint8_t> buffer(loopcanary::kMaxPacketBytes);
   ASSERT_GT(loopcanary::encode_packet(r, buffer.data(), buffer.size()), 2u);
-  EXPECT_EQ(buffer[2], 2u) << "the encoder writes format version 2";
+  EXPECT_EQ(buffer[2], 3u) << "the encoder writes format version 3";
   const lt::DecodedRecord d = round_trip(r);
   expect_same_record(r, d.record);
   EXPECT_EQ(format(d.record), format(r));
   EXPECT_NE(format(r).find("\"stages\":[{\"name\":\"input\",\"us\":1000},"), std::string::npos) << format(r);
   if (loopcanary::kMaxStages >= 4) {
     EXPECT_EQ(d.record.stages[0].name, d.record.stages[3].name);  // one string
-    EXPECT_EQ(reinterpret_cast<loopcanary::Frame>(d.record.stages[1].name), d.record.top[1].frame);  // "storage"
+    EXPECT_EQ(reinterpret_cast<loopcanary::Frame>(d.record.stages[1].name), d.record.top[1].frames[0]);  // "storage"
   }
   // No stages: stage_count 0 comes back.
   r.stage_count = 0;
@@ -1264,7 +1270,7 @@ TEST(PacketReader, DecodesEveryFieldOfAHealthPacket) {
   EXPECT_EQ(h.events[1].deadline_ticks, 0u);
   // Decoded: the core's format_health_json line, "kind":"health" first.
   const std::string line = json(dr);
-  EXPECT_EQ(line.rfind("{\"kind\":\"health\",\"format_version\":1,\"number\":5,\"qualifier\":\"fw-1.0\",\"loop\":\"main\",\"loop_index\":1,", 0), 0u)
+  EXPECT_EQ(line.rfind("{\"kind\":\"health\",\"format_version\":2,\"number\":5,\"qualifier\":\"fw-1.0\",\"loop\":\"main\",\"loop_index\":1,", 0), 0u)
       << line;
   EXPECT_EQ(line.back(), '}');
   // Without idle time: idle unknown.
@@ -1560,7 +1566,7 @@ TEST(EvidenceReader, AssemblesARecordFromAWatchItsSamplesAndAnObservation) {
   EXPECT_EQ(scope(r.samples[0].frames[0]), "parse");
   EXPECT_EQ(r.samples[1].frames[1], 0x804u);
   ASSERT_EQ(r.top_count, 1u);  // both samples under the scope "parse"
-  EXPECT_EQ(scope(r.top[0].frame), "parse");
+  EXPECT_EQ(scope(r.top[0].frames[0]), "parse");
   EXPECT_EQ(r.top[0].count, 2u);
   EXPECT_FALSE(d.records[0].previous_boot);
   EXPECT_EQ(d.stats.evidence, 4u);

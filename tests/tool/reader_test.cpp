@@ -174,7 +174,7 @@ TEST(ToolReader, EveryFaultIsOneWarningWithFileAndLine) {
       file + ":2: malformed JSON at column 1: expected '{'",
       file + ":3: field \"dispatch\": expected a non-negative integer, got a string",
       file + ":4: missing field loop",
-      file + ":5: format_version 2 is unknown (this reader reads version 1)",
+      file + ":5: format_version 3 is unknown (this reader reads versions 1 to 2)",
       file + ":6: nesting deeper than 64 levels",
       file + ":8: malformed JSON at column 41: the line ends where a value should be (truncated record)",
       file + ":9: field \"duration_us\": expected a non-negative integer, got -3",

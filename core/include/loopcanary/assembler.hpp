@@ -81,8 +81,8 @@ void watch_started(WatchEvidence& evidence, std::size_t max_samples = kMaxSample
                    std::size_t top_frames = kTopFrames) noexcept;
 
 /// Adds `sample` to a watch: kept among the latest WatchEvidence::max_samples (the oldest is overwritten and
-/// counted once full) and counted under its top frame (the innermost scope when it has scopes,
-/// else the innermost program counter). `sample` has at least one frame.
+/// counted once full) and counted under its stack (TopStack: same scopes and callers), or in
+/// top_other when the table is full. `sample` has at least one frame.
 void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept;
 
 /// Builds the record of `observation` into `out` (every field written): its stack evidence from

@@ -72,7 +72,7 @@ FormatResult format_text(const BlockRecord& record, char* buffer, std::size_t si
 /// The JSON Lines format version that format_json and format_health_json write in every record
 /// ("format_version", docs/report-format.md "Format version"; schemas in docs/schema/). Fields
 /// are added within a version, never renamed, retyped or removed; such a change takes the next.
-inline constexpr unsigned kJsonFormatVersion = 1;
+inline constexpr unsigned kJsonFormatVersion = 2;
 
 /// One JSON object on one line ("format_version" first), ending with '\n'. Any context; reentrant.
 FormatResult format_json(const BlockRecord& record, char* buffer, std::size_t size) noexcept;

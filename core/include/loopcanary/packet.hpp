@@ -20,7 +20,7 @@ namespace loopcanary {
 inline constexpr std::uint8_t kPacketMagic0 = 0xA5;
 inline constexpr std::uint8_t kPacketMagic1 = 0x4C;
 /// Format version this build writes (and the newest its decoders read).
-inline constexpr std::uint8_t kPacketVersion = 2;
+inline constexpr std::uint8_t kPacketVersion = 3;
 /// Bytes before the body (magic, version, type, length) and after it (CRC-32).
 inline constexpr std::size_t kPacketHeaderBytes = 6;
 inline constexpr std::size_t kPacketTrailerBytes = 4;
@@ -77,11 +77,11 @@ constexpr std::size_t larger(std::size_t a, std::size_t b) noexcept { return a >
 constexpr std::size_t kPointerBits = sizeof(Frame) * 8;
 // A name in the string table: its length varint (1 byte up to kPacketNameMax) and the bytes.
 constexpr std::size_t kPacketNameBytes = 1 + kPacketNameMax;
-// Strings: qualifier, loop, event, then at most the delayed-by event, one per stage, per scope
-// frame of the samples and per top entry.
-constexpr std::size_t kPacketStringsMax = 4 + kMaxStages + kMaxSamples * kMaxFrames + kTopFrames;
-// A string index, or a top entry's key holding one.
-constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(2 * kPacketStringsMax));
+// Strings: qualifier, loop, event, then at most the delayed-by event, one per stage and per scope
+// frame of the top entries and of the samples.
+constexpr std::size_t kPacketStringsMax = 4 + kMaxStages + (kTopFrames + kMaxSamples) * kMaxFrames;
+// A string index.
+constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(kPacketStringsMax));
 // A frame is a scope (its string, counted here, and its index) or a PC delta (zigzag: pointer bits).
 constexpr std::size_t kPacketFrameBytes =
     larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits));
@@ -96,8 +96,9 @@ constexpr std::size_t kPacketBodyMax =
     varint_bytes(bit_width(kPacketStringsMax)) + 3 * kPacketNameBytes +  // string count, fixed strings
     1 + kMaxStages * (kPacketNameBytes + kPacketIndexBytes + varint_bytes(32)) +  // stages (and their strings)
     3 * varint_bytes(32) + 1 + varint_bytes(32) +           // sample counters, top_count, top_other
-    kTopFrames * (larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits + 1)) +
-                  varint_bytes(32)) +                       // top entries: key (and scope string), count
+    kTopFrames * (varint_bytes(32) + 2 +                    // top entries: count, frame counts,
+                  kMaxFrames * kPacketFrameBytes +          //   frames (and their scope strings),
+                  varint_bytes(kPointerBits)) +             //   the innermost PC's range
     1 + kMaxSamples * (2 * varint_bytes(32) + 2 +           // samples: time, sequence, counts
                        kMaxFrames * kPacketFrameBytes);     //   frames (and their scope strings)
 }  // namespace detail
@@ -168,13 +169,6 @@ struct ByteWriter {
   void uv(std::uint64_t v) noexcept {
     for (; v >= 0x80u; v >>= 7) u8(static_cast<unsigned>(v & 0x7Fu) | 0x80u);
     u8(static_cast<unsigned>(v));
-  }
-  /// uv of (value << 1) | flag without the 65th bit a 64-bit value would need: the first byte
-  /// holds the flag and the value's low 6 bits, the rest is uv(value >> 6).
-  void uv_flagged(std::uint64_t value, bool flag) noexcept {
-    const std::uint64_t rest = value >> 6;
-    u8((static_cast<unsigned>(value & 0x3Fu) << 1) | (flag ? 1u : 0u) | (rest != 0 ? 0x80u : 0u));
-    if (rest != 0) uv(rest);
   }
   /// Memory presence byte, then each known value.
   void memory(const MemoryReading& m) noexcept {

@@ -46,16 +46,28 @@ struct Sample {
   Frame frames[kMaxFrames] = {};
 };
 
-/// A frame that was on top of the loop's stack in `count` samples.
-struct TopFrame {
-  Frame frame = 0;
-  bool is_scope = false;        ///< frame is a scope name (else a program counter)
-  std::uint32_t count = 0;
+/// A stack that `count` samples of one dispatch had: every sample of the dispatch is counted
+/// under one entry (or in StackEvidence::top_other), so a block's attribution covers the whole
+/// dispatch, not only the samples kept. Samples share an entry when their scopes and their
+/// callers (every program counter but the innermost) are equal; the innermost program counter
+/// may differ between them (a loop runs through many addresses of one function), and the entry
+/// keeps the lowest and the highest seen. When both lie in one function, every sample of the
+/// entry was in it (a function's code is contiguous); when not (one call site calling several
+/// functions through a pointer), the innermost frame is not known for the entry and only its
+/// callers are.
+struct TopStack {
+  std::uint32_t count = 0;       ///< samples counted under this entry
+  std::uint8_t scope_count = 0;  ///< frames[0, scope_count): scope names (const char*), innermost first
+  std::uint8_t pc_count = 0;     ///< frames[scope_count, +pc_count): program counters, innermost first
+  /// As in a Sample; frames[scope_count] (when pc_count > 0) is the lowest innermost program
+  /// counter the entry's samples had.
+  Frame frames[kMaxFrames] = {};
+  Frame leaf_high = 0;           ///< the highest innermost program counter (pc_count > 0; else 0)
 };
 
-/// What the watchdog sampled of one dispatch's stack: the latest samples and the frames most
-/// often on top. A BlockRecord carries it as its base (record.samples_taken, record.top, ...);
-/// the watchdog collects it in this form while it watches the dispatch.
+/// What the watchdog sampled of one dispatch's stack: the latest samples, and every sample
+/// counted by its stack. A BlockRecord carries it as its base (record.samples_taken,
+/// record.top, ...); the watchdog collects it in this form while it watches the dispatch.
 struct StackEvidence {
   std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)
   /// Sample attempts that produced no usable stack, or whose sample an evidence ring did not
@@ -64,9 +76,9 @@ struct StackEvidence {
   std::uint32_t samples_overwritten = 0;  ///< older samples not kept (only the latest are)
   std::uint8_t sample_count = 0;          ///< samples[0, sample_count), oldest first
   std::uint8_t top_count = 0;             ///< top[0, top_count), most frequent first
-  std::uint32_t top_other = 0;            ///< samples whose top frame did not fit in top[]
+  std::uint32_t top_other = 0;            ///< samples whose stack did not fit in top[]
   Sample samples[kMaxSamples] = {};
-  TopFrame top[kTopFrames] = {};
+  TopStack top[kTopFrames] = {};          ///< every sample of the dispatch, by stack
 };
 
 /// One named stage of a dispatch (Monitor::stage_at) and how long it ran.

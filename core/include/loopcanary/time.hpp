@@ -51,13 +51,16 @@ constexpr std::uint64_t divide(std::uint64_t n, std::uint32_t d) noexcept {
 #endif
 }
 
-/// x * mul / div for div > 0, rounded down, without forming the 64-bit product x * mul: exact
-/// whenever the result fits 64 bits (x = whole * div + rest, and rest * mul < 2^64). Any
-/// context; off the hot path. One out-of-line copy serves both unit conversions below.
-LOOPCANARY_NOINLINE constexpr std::uint64_t scale(std::uint64_t x, std::uint32_t mul, std::uint32_t div) noexcept {
+/// (x * mul + round) / div for div > 0 and round < div, without forming the 64-bit product
+/// x * mul: round 0 rounds down, div - 1 rounds up. Exact whenever the result fits 64 bits
+/// (x = whole * div + rest, and rest * mul + round < 2^64, as rest and round are below div and
+/// every factor is 32-bit). Any context; off the hot path. One out-of-line copy serves both unit
+/// conversions below.
+LOOPCANARY_NOINLINE constexpr std::uint64_t scale(std::uint64_t x, std::uint32_t mul, std::uint32_t div,
+                                                  std::uint32_t round = 0) noexcept {
   const std::uint64_t whole = divide(x, div);
   const std::uint64_t rest = x - whole * div;
-  return whole * mul + divide(rest * mul, div);
+  return whole * mul + divide(rest * mul + round, div);
 }
 
 }  // namespace detail
@@ -75,15 +78,14 @@ constexpr std::uint64_t us_from_ticks(std::uint64_t ticks, std::uint32_t tick_hz
 /// tick_hz). The result is 64-bit: a caller that stores it as tick_t checks it against
 /// kMaxIntervalTicks first. Any context; off the hot path (64-by-32 divisions).
 constexpr std::uint64_t ticks_from_us(std::uint64_t us, std::uint32_t tick_hz) noexcept {
-  const std::uint64_t down = detail::scale(us, tick_hz, 1'000'000u);
-  return tick_hz != 0 && us_from_ticks(down, tick_hz) < us ? down + 1u : down;
+  return detail::scale(us, tick_hz, 1'000'000u, 999'999u);
 }
 
 /// True when `us` lasts less than one tick at `tick_hz` (0 included): the clock cannot tell such
 /// a duration from none, and a configuration refuses it (*_below_one_tick) rather than round it
 /// up to a tick. Any context; off the hot path.
-constexpr bool below_one_tick(std::uint64_t us, std::uint32_t tick_hz) noexcept {
-  return detail::scale(us, tick_hz, 1'000'000u) == 0;
+constexpr bool below_one_tick(std::uint32_t us, std::uint32_t tick_hz) noexcept {
+  return std::uint64_t{us} * tick_hz < 1'000'000u;  // both 32-bit: the product fits
 }
 
 /// The longest interval init() accepts for a hang limit: half the counter's wrap period, so a
