@@ -1815,4 +1815,18 @@ TEST(StackTable, StacksBeyondTheTableAreCountedInTopOther) {
   EXPECT_EQ(s.top[0].count + s.top[1].count + s.top_other, s.samples_taken);
 }
 
+// A stack of one PC has no callers that would tell two functions' samples apart: each PC is an
+// entry of its own (a virtual board's call site, a device sample without its return address).
+TEST(StackTable, AStackOfOnePcIsKeyedByThatPc) {
+  lc::WatchEvidence evidence{};
+  lc::watch_started(evidence);
+  for (const lc::Frame pc : {0x1000u, 0x2000u, 0x1000u}) lc::add_sample(evidence, pc_sample({pc}));
+  const lc::StackEvidence& s = evidence.stack;
+  ASSERT_EQ(s.top_count, 2u);
+  EXPECT_EQ(s.top[0].count, 2u);
+  EXPECT_EQ(s.top[0].frames[0], 0x1000u);
+  EXPECT_EQ(s.top[0].leaf_high, 0x1000u);
+  EXPECT_EQ(s.top[1].frames[0], 0x2000u);
+}
+
 }  // namespace stack_table

@@ -62,12 +62,14 @@ void set_stages(BlockRecord& record, const BlockNote& note) noexcept {
 }
 
 // The sample's entry key (TopStack): the same scopes and the same callers; the innermost program
-// counter may differ.
+// counter may differ when there are callers to tell the call sites apart (two PCs or more). A
+// stack of one PC has no callers: its PC is the key.
 bool same_stack(const TopStack& entry, const Sample& sample) noexcept {
   if (entry.scope_count != sample.scope_count || entry.pc_count != sample.pc_count) return false;
   const std::size_t frames = std::size_t{sample.scope_count} + sample.pc_count;
+  const std::size_t any_leaf = sample.pc_count > 1 ? sample.scope_count : frames;  // frames: none
   for (std::size_t f = 0; f < frames; ++f) {
-    if (f != sample.scope_count && entry.frames[f] != sample.frames[f]) return false;
+    if (f != any_leaf && entry.frames[f] != sample.frames[f]) return false;
   }
   return true;
 }

@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "loopcanary_culprit/culprit_rule.hpp"
 
 namespace loopcanary::simrt {
 namespace {
@@ -19,18 +23,6 @@ void copy_text(char* out, std::size_t size, const char* text) noexcept {
   out[n] = '\0';
 }
 
-bool starts_with(const char* text, const char* prefix) noexcept {
-  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
-}
-
-// "ns::f(int, char)" -> "ns::f"; keeps "(anonymous namespace)::" in front.
-void copy_without_parameters(char* out, std::size_t size, const char* function) noexcept {
-  copy_text(out, size, function);
-  const char* anonymous = "(anonymous namespace)::";
-  const std::size_t skip = starts_with(out, anonymous) ? std::strlen(anonymous) : 0;
-  char* paren = std::strchr(out + skip, '(');
-  if (paren != nullptr) *paren = '\0';
-}
 
 // Microseconds as milliseconds with one decimal: "400.0".
 std::string ms_text(std::uint64_t us) {
@@ -284,62 +276,72 @@ std::string delayed_by_type(const Runtime& runtime, const BlockSpan& span) {
   return text.empty() ? "none" : text;
 }
 
+// A frame's label, as the tool labels it (docs/tool.md, "Culprit"): the function, else the
+// scope, else <module base name>+0x<offset>, else the PC.
+void label_of(const culprit::FrameFacts& f, Frame pc, const port_linux::Symbol& symbol, char* out, std::size_t size) {
+  if (!f.function.empty()) {
+    std::snprintf(out, size, "%.*s", static_cast<int>(f.function.size()), f.function.data());
+  } else if (!f.scope.empty()) {
+    std::snprintf(out, size, "%.*s", static_cast<int>(f.scope.size()), f.scope.data());
+  } else if (symbol.in_module) {
+    const char* base = std::strrchr(symbol.module_path, '/');
+    std::snprintf(out, size, "%s+0x%" PRIx64, base != nullptr ? base + 1 : symbol.module_path, symbol.module_offset);
+  } else {
+    std::snprintf(out, size, "0x%" PRIxPTR, pc);
+  }
+}
+
 }  // namespace
 
 // ---- CulpritFinder -------------------------------------------------------------------------
 
 CulpritFinder::CulpritFinder() noexcept {
-  const ssize_t n = readlink("/proc/self/exe", executable_, sizeof executable_ - 1);
-  executable_[n > 0 ? n : 0] = '\0';
   port_linux::Symbol warm_up;
-  symbolizer_.symbolize(reinterpret_cast<std::uintptr_t>(&top_scope), false, warm_up);
-}
-
-bool CulpritFinder::firmware_frame(Frame pc, bool return_address, char* name, std::size_t size) noexcept {
-  port_linux::Symbol symbol;
-  if (!symbolizer_.symbolize(pc, return_address, symbol) || !symbol.has_function) return false;
-  if (std::strcmp(symbol.module_path, executable_) != 0) return false;
-  const char* f = symbol.function;
-  if (starts_with(f, "loopcanary::") || starts_with(f, "std::") || starts_with(f, "__")) return false;
-  copy_without_parameters(name, size, f);
-  return true;
+  symbolizer_.symbolize(reinterpret_cast<std::uintptr_t>(&label_of), false, warm_up);
 }
 
 bool CulpritFinder::find(const BlockRecord& record, char* name, std::size_t size, std::uint32_t& votes,
-                         std::uint32_t& voters) noexcept {
-  struct Vote {
-    char name[kCulpritMax];
-    std::uint32_t count;
-  };
-  Vote votes_by_name[kMaxSamples] = {};
-  std::size_t distinct = 0;
-  voters = 0;
-  for (std::uint8_t i = 0; i < record.sample_count; ++i) {
-    const Sample& sample = record.samples[i];
-    char found[kCulpritMax];
-    bool named = false;
-    for (std::uint8_t f = 0; f < sample.pc_count && !named; ++f) {
-      named = firmware_frame(sample.frames[sample.scope_count + f], f != 0, found, sizeof found);
+                         std::uint32_t& voters) {
+  // Every sample of the dispatch, by its stack table, under the one culprit rule.
+  culprit::Tally tally;
+  char labels[kTopFrames][kCulpritMax];
+  std::uint64_t counted = record.top_other;
+  for (std::uint8_t e = 0; e < record.top_count; ++e) {
+    const TopStack& t = record.top[e];
+    counted += t.count;
+    const std::size_t count = std::size_t{t.scope_count} + t.pc_count;
+    port_linux::Symbol symbols[kMaxFrames];
+    culprit::FrameFacts facts[kMaxFrames];
+    for (std::size_t f = 0; f < count; ++f) {
+      if (f < t.scope_count) {
+        const char* scope = reinterpret_cast<const char*>(t.frames[f]);
+        facts[f].scope = scope != nullptr && scope[0] != '\0' ? scope : "?";
+        continue;
+      }
+      port_linux::Symbol& s = symbols[f];
+      symbolizer_.symbolize(t.frames[f], f != t.scope_count, s);
+      if (s.has_function && s.exact) facts[f].function = s.function;
+      if (s.has_function && !s.exact) facts[f].nearest_symbol = s.function;
+      if (s.in_module) facts[f].module = s.module_path;
     }
-    if (!named) continue;
-    ++voters;
-    std::size_t v = 0;
-    while (v < distinct && std::strcmp(votes_by_name[v].name, found) != 0) ++v;
-    if (v == distinct) copy_text(votes_by_name[distinct++].name, kCulpritMax, found);
-    ++votes_by_name[v].count;
+    std::size_t unknown = count;  // none
+    if (t.pc_count != 0 && t.leaf_high != t.frames[t.scope_count]) {
+      port_linux::Symbol high;
+      symbolizer_.symbolize(t.leaf_high, false, high);
+      const culprit::FrameFacts high_facts{{}, high.has_function && high.exact ? high.function : "", {},
+                                           high.in_module ? high.module_path : ""};
+      if (!culprit::leaf_known(false, facts[t.scope_count], high_facts)) unknown = t.scope_count;
+    }
+    const std::optional<std::size_t> at =
+        culprit::first(count, unknown, {}, [&](std::size_t i) { return facts[i]; });
+    if (!at) continue;
+    label_of(facts[*at], t.frames[*at], symbols[*at], labels[e], sizeof labels[e]);
+    tally.add(labels[e], t.count, e);
   }
-  std::size_t best = 0;
-  for (std::size_t v = 1; v < distinct; ++v) {
-    if (votes_by_name[v].count > votes_by_name[best].count) best = v;
-  }
-  if (distinct == 0) {
-    copy_text(name, size, "");
-    votes = 0;
-    return false;
-  }
-  copy_text(name, size, votes_by_name[best].name);
-  votes = votes_by_name[best].count;
-  return true;
+  voters = static_cast<std::uint32_t>(counted > record.samples_taken ? counted : record.samples_taken);
+  votes = static_cast<std::uint32_t>(tally.samples());
+  copy_text(name, size, tally.known() ? labels[tally.entry()] : "");
+  return tally.known();
 }
 
 // ---- Reporter ------------------------------------------------------------------------------
@@ -378,10 +380,7 @@ void Reporter::handle(const BlockRecord& record) noexcept {
 
 void Reporter::print_live(const BlockRecord& record, const char* function) noexcept {
   if (config_.live == nullptr || config_.board == nullptr) return;
-  std::uint32_t scope_count = 0;
-  const char* scope = top_scope(record, scope_count);
-  const char* where_scope = scope[0] != '\0' ? scope : "-";
-  const char* where_function = function[0] != '\0' ? function : "-";
+  const char* where = function[0] != '\0' ? function : "-";
   const std::string at = s_text(config_.board->us_since_start(record.end));
   const std::string ms = ms_text(duration_us(record));
   const int cpu = cpu_percent(record);
@@ -393,19 +392,17 @@ void Reporter::print_live(const BlockRecord& record, const char* function) noexc
   }
   switch (record.phase) {
     case Phase::in_progress:
-      std::fprintf(config_.live, "[loopcanary] %7s s  block in progress  %-16s %8s ms so far  %s, cpu %s  in %s / %s\n",
-                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
-                   where_function);
+      std::fprintf(config_.live, "[loopcanary] %7s s  block in progress  %-16s %8s ms so far  %s, cpu %s  in %s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where);
       break;
     case Phase::hang:
-      std::fprintf(config_.live, "[loopcanary] %7s s  HANG, still stuck  %-16s %8s ms so far  %s, cpu %s  in %s / %s\n",
-                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
-                   where_function);
+      std::fprintf(config_.live, "[loopcanary] %7s s  HANG, still stuck  %-16s %8s ms so far  %s, cpu %s  in %s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where);
       break;
     case Phase::final:
-      std::fprintf(config_.live, "[loopcanary] %7s s  block ended        %-16s %8s ms total    %s, cpu %s  in %s / %s%s\n",
-                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where_scope,
-                   where_function, (record.flags & kFlagHung) != 0 ? "  (had hung)" : "");
+      std::fprintf(config_.live, "[loopcanary] %7s s  block ended        %-16s %8s ms total    %s, cpu %s  in %s%s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where,
+                   (record.flags & kFlagHung) != 0 ? "  (had hung)" : "");
       break;
     case Phase::deadline_miss: {
       for (std::size_t i = 0; i < missed_count_; ++i) {
@@ -425,12 +422,6 @@ void Reporter::print_live(const BlockRecord& record, const char* function) noexc
   std::fflush(config_.live);
 }
 
-const char* top_scope(const BlockRecord& record, std::uint32_t& count) noexcept {
-  count = 0;
-  if (record.top_count == 0 || record.top[0].scope_count == 0) return "";
-  count = record.top[0].count;
-  return reinterpret_cast<const char*>(record.top[0].frames[0]);
-}
 
 // ---- Summary -------------------------------------------------------------------------------
 
@@ -445,18 +436,16 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
   if (groups.empty()) {
     std::fprintf(out, "  none: no dispatch went over its threshold\n");
   } else {
-    std::vector<Row> rows{{"event", "blocks", "worst ms", "cause", "hang", "top scope", "top function",
-                           "delayed", "max wait ms", "irqs lost"}};
+    std::vector<Row> rows{{"event", "blocks", "worst ms", "cause", "hang", "culprit", "delayed", "max wait ms",
+                           "irqs lost"}};
     for (const EventBlocks& g : groups) {
       const BlockRecord& w = g.worst->record;
-      std::uint32_t scope_count = 0;
-      const char* scope = top_scope(w, scope_count);
       rows.push_back(Row{g.event->name, number(g.records.size()), ms_text(duration_us(w)), to_string(w.cause),
-                         g.hung ? "yes" : "no", with_votes(scope, scope_count, w.samples_taken),
+                         g.hung ? "yes" : "no",
                          with_votes(g.worst->function, g.worst->function_votes, g.worst->function_voters),
                          number(g.delayed), ms_text(g.delayed_wait_max_us), number(g.irqs_lost)});
     }
-    print_table(out, rows, 0b1110000110u);
+    print_table(out, rows, 0b111000110u);
 
     std::fprintf(out, "\nEach block: its stages, and the events it delayed (posted before it ended, dispatched after)\n");
     for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
@@ -521,13 +510,10 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
   o.key("blocks").open('[');
   for (const EventBlocks& g : group_blocks(in)) {
     const BlockRecord& w = g.worst->record;
-    std::uint32_t scope_count = 0;
-    const char* scope = top_scope(w, scope_count);
     o.open('{').key("event").string(g.event->name).key("blocks").value(g.records.size());
     o.key("worst_ms").ms(duration_us(w)).key("cause").string(to_string(w.cause)).key("hang").boolean(g.hung);
-    o.key("top_scope").string(scope).key("top_scope_samples").value(scope_count).key("samples").value(w.samples_taken);
-    o.key("top_function").string(g.worst->function).key("top_function_samples").value(g.worst->function_votes);
-    o.key("symbolised_samples").value(g.worst->function_voters);
+    o.key("culprit").string(g.worst->function).key("culprit_samples").value(g.worst->function_votes);
+    o.key("samples").value(g.worst->function_voters);
     o.key("delayed").value(g.delayed).key("max_wait_ms").ms(g.delayed_wait_max_us);
     o.key("irqs_lost").value(g.irqs_lost);
     o.key("dispatches").open('[');

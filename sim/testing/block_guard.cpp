@@ -188,13 +188,8 @@ void BlockGuard::fail(const BlockRecord& record, std::string measure, std::uint6
           record.loop + "\" " + (record.phase == Phase::hang ? "hung: " : "") + "ran " + format_ms(duration_us) +
           " (" + failure.measure + "), over " + whose + " budget of " + format_ms(budget_us) + "\n";
   text += "  cause: " + std::string(to_string(record.cause)) + "\n";
-  text += "  function: " + (failure.function.empty() ? std::string("(no sample named one)") : failure.function) +
+  text += "  culprit: " + (failure.function.empty() ? std::string("(no sample named one)") : failure.function) +
           (voters != 0 ? " (" + std::to_string(votes) + "/" + std::to_string(voters) + " samples)" : "") + "\n";
-  std::uint32_t scope_count = 0;
-  const char* scope = simrt::top_scope(record, scope_count);
-  text += "  scope: " + (scope[0] != '\0' ? std::string(scope) + " (" + std::to_string(scope_count) + "/" +
-                                                std::to_string(record.samples_taken) + " samples)"
-                                          : std::string("(none)")) + "\n";
 
   // The record in the core's text form (the same as a device's log).
   std::string record_text(format_text(record, nullptr, 0).needed + 1, '\0');

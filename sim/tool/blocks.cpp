@@ -5,106 +5,57 @@
 #include <ostream>
 #include <string_view>
 
+#include "loopcanary_culprit/culprit_rule.hpp"
 #include "model.hpp"
 
 namespace loopcanary::tool {
 
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) noexcept {
-  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+// What the culprit rule reads of a frame (loopcanary_culprit/culprit_rule.hpp).
+culprit::FrameFacts facts_of(const Frame& f) noexcept {
+  return culprit::FrameFacts{f.scope, f.function, f.nearest_symbol, f.module};
 }
-
-std::string_view base_name(std::string_view path) noexcept {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// Modules of the C and C++ runtimes, the dynamic loader and the vDSO (base-name prefixes).
-constexpr const char* kRuntimeModules[] = {"libc.so", "libc-", "libm.so", "libm-", "libstdc++", "libgcc_s",
-                                           "libpthread", "ld-linux", "ld.so", "ld64.so", "linux-vdso",
-                                           "linux-gate", "[vdso]"};
-// Functions of loopcanary (the simulator runtime loopcanary::simrt included) and the C++ library.
-constexpr const char* kRuntimeFunctions[] = {"loopcanary::", "std::", "__gnu_cxx::", "__cxa", "__cxxabiv1::"};
-
-}  // namespace
-
-bool frame_matches(const Frame& frame, const std::vector<std::string>& prefixes) {
-  for (const std::string& p : prefixes) {
-    if (p.empty()) continue;
-    if (frame.is_scope()) {
-      if (starts_with(frame.scope, p)) return true;
-      continue;
-    }
-    if (!frame.function.empty() && starts_with(frame.function, p)) return true;
-    if (!frame.module.empty() && (starts_with(frame.module, p) || starts_with(base_name(frame.module), p))) return true;
-  }
-  return false;
-}
-
-bool is_runtime_frame(const Frame& frame) {
-  if (frame.is_scope()) return false;
-  if (!frame.module.empty()) {
-    const std::string_view base = base_name(frame.module);
-    for (const char* m : kRuntimeModules) {
-      if (starts_with(base, m)) return true;
-    }
-  }
-  for (const char* f : kRuntimeFunctions) {
-    if (starts_with(frame.function, f) || starts_with(frame.nearest_symbol, f)) return true;
-  }
-  return false;
-}
-
-namespace {
 
 // The culprit rule on a stack's frames, innermost first; `unknown` (an index, or frames.size()
 // for none) is a frame not known and skipped.
 std::optional<std::size_t> first_culprit(const std::vector<Frame>& frames, std::size_t unknown,
                                          const CulpritRules& rules) {
-  for (std::size_t i = 0; i < frames.size(); ++i) {
-    if (i == unknown) continue;
-    const Frame& f = frames[i];
-    if (rules.concern.empty() ? !is_runtime_frame(f) : frame_matches(f, rules.concern)) return i;
-  }
-  return std::nullopt;
+  return culprit::first(frames.size(), unknown, rules.concern, [&](std::size_t i) { return facts_of(frames[i]); });
 }
 
 // The culprit over every sample of the dispatch: each entry of the record's stack table gives
 // its count to its stack's culprit; the share is of every sample counted (top_other included).
 Culprit table_culprit(const LogRecord& record, const CulpritRules& rules) {
   Culprit best;
+  culprit::Tally tally;
+  std::vector<const Frame*> named;  // per entry, its culprit frame (null: none)
   std::uint64_t counted = record.top_other;
-  std::vector<std::pair<std::string, std::uint64_t>> counts;  // label, samples; in table order
-  std::vector<const Frame*> frames;
-  for (const TopEntry& entry : record.top) {
+  for (std::size_t e = 0; e < record.top.size(); ++e) {
+    const TopEntry& entry = record.top[e];
     counted += entry.count;
     const std::optional<std::size_t> at =
         first_culprit(entry.frames, entry.leaf_known() ? entry.frames.size() : entry.leaf(), rules);
-    if (!at) continue;
-    const Frame& f = entry.frames[*at];
-    std::string label = f.label();
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == label; });
-    if (it == counts.end()) {
-      counts.emplace_back(std::move(label), entry.count);
-      frames.push_back(&f);
-    } else {
-      it->second += entry.count;
-    }
+    named.push_back(at ? &entry.frames[*at] : nullptr);
+    if (at) tally.add(entry.frames[*at].label(), entry.count, e);
   }
   best.of = std::max<std::uint64_t>(counted, record.samples_taken);
   best.all_samples = true;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (best.label.empty() || counts[i].second > best.samples) {  // ties: the more frequent entry first
-      best.label = counts[i].first;
-      best.frame = *frames[i];
-      best.samples = counts[i].second;
-    }
+  if (tally.known()) {
+    best.label = tally.label();
+    best.frame = *named[tally.entry()];
+    best.samples = tally.samples();
   }
   return best;
 }
 
 }  // namespace
+
+bool frame_matches(const Frame& frame, const std::vector<std::string>& prefixes) {
+  return culprit::matches(facts_of(frame), prefixes);
+}
+
+bool is_runtime_frame(const Frame& frame) { return culprit::is_runtime(facts_of(frame)); }
 
 std::optional<std::size_t> sample_culprit(const Sample& sample, const CulpritRules& rules) {
   return first_culprit(sample.frames, sample.frames.size(), rules);

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "loopcanary_culprit/culprit_rule.hpp"
+
 namespace loopcanary::tool {
 
 namespace {
@@ -52,8 +54,8 @@ bool TopEntry::leaf_known() const noexcept {
   const std::size_t i = leaf();
   if (i == frames.size()) return true;
   const Frame& low = frames[i];
-  return low.pc == leaf_high.pc ||
-         (!low.function.empty() && low.function == leaf_high.function && low.module == leaf_high.module);
+  return culprit::leaf_known(low.pc == leaf_high.pc, culprit::FrameFacts{{}, low.function, {}, low.module},
+                             culprit::FrameFacts{{}, leaf_high.function, {}, leaf_high.module});
 }
 
 std::string Frame::label() const {

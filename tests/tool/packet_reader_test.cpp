@@ -1565,9 +1565,13 @@ TEST(EvidenceReader, AssemblesARecordFromAWatchItsSamplesAndAnObservation) {
   EXPECT_EQ(r.samples[1].at, 13000u);
   EXPECT_EQ(scope(r.samples[0].frames[0]), "parse");
   EXPECT_EQ(r.samples[1].frames[1], 0x804u);
-  ASSERT_EQ(r.top_count, 1u);  // both samples under the scope "parse"
+  // The scope "parse" and one PC, without callers: each PC its own stack (assembled on the host
+  // as the device would have).
+  ASSERT_EQ(r.top_count, 2u);
   EXPECT_EQ(scope(r.top[0].frames[0]), "parse");
-  EXPECT_EQ(r.top[0].count, 2u);
+  EXPECT_EQ(r.top[0].frames[1], 0x800u);
+  EXPECT_EQ(r.top[1].frames[1], 0x804u);
+  EXPECT_EQ(r.top[0].count + r.top[1].count, 2u);
   EXPECT_FALSE(d.records[0].previous_boot);
   EXPECT_EQ(d.stats.evidence, 4u);
   EXPECT_EQ(d.stats.decoded, 4u);  // every packet decoded, one record

@@ -49,9 +49,10 @@ struct Sample {
 /// A stack that `count` samples of one dispatch had: every sample of the dispatch is counted
 /// under one entry (or in StackEvidence::top_other), so a block's attribution covers the whole
 /// dispatch, not only the samples kept. Samples share an entry when their scopes and their
-/// callers (every program counter but the innermost) are equal; the innermost program counter
-/// may differ between them (a loop runs through many addresses of one function), and the entry
-/// keeps the lowest and the highest seen. When both lie in one function, every sample of the
+/// callers (every program counter but the innermost) are equal; with callers (two program
+/// counters or more) the innermost program counter may differ between them (a loop runs through
+/// many addresses of one function), and the entry keeps the lowest and the highest seen. A stack
+/// of one program counter has no callers to tell call sites apart: that PC is its key. When both lie in one function, every sample of the
 /// entry was in it (a function's code is contiguous); when not (one call site calling several
 /// functions through a pointer), the innermost frame is not known for the entry and only its
 /// callers are.

@@ -39,25 +39,22 @@ inline constexpr std::size_t kMaxKeptRecords = 64;
 /// Longest culprit name kept (longer ones are cut).
 inline constexpr std::size_t kCulpritMax = 96;
 
-/// The program counters of a record's samples, named.
+/// A record's culprit, named in this process.
 class CulpritFinder {
  public:
   /// Loads the symbol tables now (start-up), not at the first block.
   CulpritFinder() noexcept;
 
-  /// The function most of `record`'s kept samples were in, counting per sample its innermost
-  /// frame in the program's own code: frames in shared libraries (libc's sleep and lock
-  /// waits), in std:: and in loopcanary:: (the runtime and the board) are skipped. Writes the
-  /// demangled name without its parameter list, and how many samples named it; false when no
-  /// sample had such a frame.
-  bool find(const BlockRecord& record, char* name, std::size_t size, std::uint32_t& votes,
-            std::uint32_t& voters) noexcept;
+  /// `record`'s culprit by the one culprit rule (docs/tool.md, "Culprit";
+  /// loopcanary_culprit/culprit_rule.hpp) over its stack table, every sample of the dispatch:
+  /// its program counters symbolised with the Linux port's Symbolizer, labelled as the tool
+  /// labels them (so `loopcanary report` names the same culprit from the record's log line).
+  /// Writes the label, the samples whose culprit it is (`votes`) and the samples of the
+  /// dispatch (`voters`); false when no sample has a culprit frame. Allocates (host only).
+  bool find(const BlockRecord& record, char* name, std::size_t size, std::uint32_t& votes, std::uint32_t& voters);
 
  private:
-  bool firmware_frame(Frame pc, bool return_address, char* name, std::size_t size) noexcept;
-
   port_linux::Symbolizer symbolizer_;
-  char executable_[PATH_MAX] = {};  // whole, as the Symbolizer's module paths
 };
 
 /// What the reporter kept of one final record.
@@ -66,9 +63,9 @@ struct KeptRecord {
   /// When the dispatch started, microseconds from the start of the run (Board::us_since_start
   /// when the record arrived: exact however long the run goes on after it). 0 without a board.
   std::uint64_t start_us = 0;
-  char function[kCulpritMax] = {};  ///< "" when no sample named one
-  std::uint32_t function_votes = 0;
-  std::uint32_t function_voters = 0;
+  char function[kCulpritMax] = {};  ///< the culprit (CulpritFinder::find), "" when none
+  std::uint32_t function_votes = 0;  ///< samples whose culprit it is
+  std::uint32_t function_voters = 0; ///< samples of the dispatch
 };
 
 struct ReporterConfig {
@@ -115,9 +112,6 @@ class Reporter {
   std::size_t missed_count_ = 0;
 };
 
-/// The innermost named scope `record`'s samples were in most often ("" when none), and in how
-/// many of all the samples taken.
-const char* top_scope(const BlockRecord& record, std::uint32_t& count) noexcept;
 
 /// What the summary says about the run as a whole.
 struct SummaryHeader {

@@ -71,7 +71,7 @@ struct Failure {
   std::string measure;
   std::uint64_t duration_us = 0; ///< the judged duration (for a scope: its sampled time)
   std::uint32_t budget_us = 0;   ///< the budget it exceeded
-  std::string function;          ///< the firmware function most samples were in, "" when none
+  std::string function;          ///< the culprit (docs/tool.md, "Culprit") over every sample, "" when none
   std::string report;            ///< the whole report, as the failure message shows it
 };
 

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// The culprit rule (docs/tool.md, "Culprit"), in one place for every reader of a record: the
+// host tool (report, show, the exports), the simulator runtime's live lines and summary (the
+// demo) and the test helper's failure messages. Each reader symbolises its frames its own way
+// (the tool from the record's symbols, the runtime in its own process) and hands the rule what
+// it read of each frame; the rule names a stack's culprit frame and a block's culprit over its
+// stack table, every sample of the dispatch.
+//
+// Host only, header-only (standard library): compiled into the tool and the runtime.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loopcanary::culprit {
+
+/// What the rule reads of one frame. A frame is a scope (its name non-empty: the firmware's own
+/// label) or a program counter with what is known of it.
+struct FrameFacts {
+  std::string_view scope;           ///< non-empty exactly for a scope frame
+  std::string_view function;        ///< the symbolised function, "" when unknown
+  std::string_view nearest_symbol;  ///< the nearest symbol below the PC when not inside a sized one
+  std::string_view module;          ///< the module path, "" when unknown
+};
+
+namespace detail {
+
+inline bool starts_with(std::string_view text, std::string_view prefix) noexcept {
+  return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
+}
+
+inline std::string_view base_name(std::string_view path) noexcept {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Modules of the C and C++ runtimes, the dynamic loader and the vDSO, and of the event-loop
+// libraries the adapters watch (base-name prefixes).
+inline constexpr std::string_view kRuntimeModules[] = {
+    "libc.so", "libc-", "libm.so", "libm-", "libstdc++", "libgcc_s", "libpthread", "ld-linux", "ld.so", "ld64.so",
+    "linux-vdso", "linux-gate", "[vdso]", "libuv.so", "libglib-2.0.so", "libgio-2.0.so", "libgobject-2.0.so"};
+// Functions of loopcanary (the simulator runtime loopcanary::simrt included), of the C++ library
+// (its std::function trampolines among them) and of Asio, whose code is in the program itself
+// (a header-only library).
+inline constexpr std::string_view kRuntimeFunctions[] = {"loopcanary::", "std::",        "__gnu_cxx::", "__cxa",
+                                                         "__cxxabiv1::", "asio::detail::", "boost::asio::detail::"};
+
+}  // namespace detail
+
+/// True when a prefix of `prefixes` matches the frame: its scope name, function name, module
+/// path or module base name starts with it (BlockCanary's concern packages).
+inline bool matches(const FrameFacts& f, const std::vector<std::string>& prefixes) {
+  for (const std::string& p : prefixes) {
+    if (p.empty()) continue;
+    if (!f.scope.empty()) {
+      if (detail::starts_with(f.scope, p)) return true;
+      continue;
+    }
+    if (!f.function.empty() && detail::starts_with(f.function, p)) return true;
+    if (!f.module.empty() && (detail::starts_with(f.module, p) || detail::starts_with(detail::base_name(f.module), p))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The default rule's "not the user's code": a frame in a runtime module (the C and C++
+/// libraries, the dynamic loader, the vDSO, libuv, GLib) or a runtime function (loopcanary::,
+/// std::, __gnu_cxx::, __cxa, asio::detail::). A scope frame is the user's code (the firmware
+/// names it), and so is a PC with neither module nor function (a device record before it is
+/// symbolised).
+inline bool is_runtime(const FrameFacts& f) {
+  if (!f.scope.empty()) return false;
+  if (!f.module.empty()) {
+    const std::string_view base = detail::base_name(f.module);
+    for (const std::string_view m : detail::kRuntimeModules) {
+      if (detail::starts_with(base, m)) return true;
+    }
+  }
+  for (const std::string_view fn : detail::kRuntimeFunctions) {
+    if (detail::starts_with(f.function, fn) || detail::starts_with(f.nearest_symbol, fn)) return true;
+  }
+  return false;
+}
+
+/// The rule on one stack of `count` frames, innermost first (`facts(i)` gives frame i): with
+/// `concern` prefixes the first frame one matches, without the first frame that is not runtime
+/// code. Frame `unknown` (any index >= count for none) is skipped: a frame not known to be on
+/// every stack of a stack-table entry. std::nullopt when no frame qualifies.
+template <class Facts>
+std::optional<std::size_t> first(std::size_t count, std::size_t unknown, const std::vector<std::string>& concern,
+                                 Facts&& facts) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i == unknown) continue;
+    const FrameFacts f = facts(i);
+    if (concern.empty() ? !is_runtime(f) : matches(f, concern)) return i;
+  }
+  return std::nullopt;
+}
+
+/// Whether every innermost PC of a stack-table entry (loopcanary::TopStack) is known to lie in
+/// one function: its lowest and highest are one PC, or both have the same known function.
+inline bool leaf_known(bool one_pc, const FrameFacts& low, const FrameFacts& high) {
+  return one_pc || (!low.function.empty() && low.function == high.function && low.module == high.module);
+}
+
+/// A block's culprit over its stack table: each entry, in table order (most frequent first),
+/// gives its samples to its stack's culprit label; the culprit is the label with the most,
+/// a tie going to the one an earlier entry named.
+class Tally {
+ public:
+  /// Entry `entry` of the table: `samples` samples whose culprit is `label`.
+  void add(std::string_view label, std::uint64_t samples, std::size_t entry) {
+    for (Count& c : counts_) {
+      if (c.label == label) {
+        c.samples += samples;
+        return;
+      }
+    }
+    counts_.push_back(Count{std::string(label), samples, entry});
+  }
+  /// The winner: its label ("" when no entry named one), samples, and the first entry naming it.
+  bool known() const { return best() != nullptr; }
+  std::string label() const { return best() != nullptr ? best()->label : std::string(); }
+  std::uint64_t samples() const { return best() != nullptr ? best()->samples : 0u; }
+  std::size_t entry() const { return best() != nullptr ? best()->entry : 0u; }
+
+ private:
+  struct Count {
+    std::string label;
+    std::uint64_t samples;
+    std::size_t entry;
+  };
+  const Count* best() const {
+    const Count* top = nullptr;
+    for (const Count& c : counts_) {
+      if (top == nullptr || c.samples > top->samples) top = &c;
+    }
+    return top;
+  }
+  std::vector<Count> counts_;
+};
+
+}  // namespace loopcanary::culprit
