@@ -16,18 +16,25 @@ namespace {
 
 constexpr std::uint32_t kMaxMs = 600'000;
 
-// The one list of variables: name and the field it sets, in the order read_environment() applies
-// them (a value bad only against an earlier one is the later one's fault).
+// The one list of variables (environment_variables(), docs/adapters.md "Environment"), indexed
+// by Var, in the order read_environment() applies them (a value bad only against an earlier one
+// is the later one's fault).
 enum class Var : std::uint8_t { threshold, hang, sample, log_dir, qualifier, stderr_reports };
-struct VarInfo {
-  Var var;
-  const char* name;
+constexpr EnvironmentVariable kVars[] = {
+    {"LOOPCANARY_THRESHOLD_MS", "SetupConfig::threshold_ms", "100", "1..600000 (ms)",
+     "a dispatch longer than this is a block"},
+    {"LOOPCANARY_HANG_MS", "SetupConfig::hang_ms", "5000", "the threshold..600000 (ms)",
+     "a dispatch still running after this long is a hang"},
+    {"LOOPCANARY_SAMPLE_MS", "SetupConfig::sample_interval_ms", "a tenth of the threshold, 1..10",
+     "1..the threshold (ms)", "the stack-sample interval once armed, and the watchdog thread's poll period"},
+    {"LOOPCANARY_LOG_DIR", "SetupConfig::log_dir", "none: no log files", "a path, 1..4095 characters",
+     "the log directory (created when missing, one level): rotated JSON Lines and text logs"},
+    {"LOOPCANARY_QUALIFIER", "SetupConfig::qualifier", "empty", "printable ASCII, 0..31 characters",
+     "printed in every report and in the log files' names"},
+    {"LOOPCANARY_STDERR", "SetupConfig::stderr_reports", "1", "0 or 1", "1: each report as text on stderr"},
 };
-constexpr VarInfo kVars[] = {
-    {Var::threshold, "LOOPCANARY_THRESHOLD_MS"}, {Var::hang, "LOOPCANARY_HANG_MS"},
-    {Var::sample, "LOOPCANARY_SAMPLE_MS"},       {Var::log_dir, "LOOPCANARY_LOG_DIR"},
-    {Var::qualifier, "LOOPCANARY_QUALIFIER"},    {Var::stderr_reports, "LOOPCANARY_STDERR"},
-};
+static_assert(sizeof kVars / sizeof kVars[0] == static_cast<std::size_t>(Var::stderr_reports) + 1,
+              "one entry per Var, in its order");
 
 // Decimal digits only, at most kMaxMs; false otherwise.
 bool parse_ms(const char* text, std::uint32_t& out) noexcept {
@@ -102,6 +109,11 @@ const char* environment_get(void*, const char* name) { return std::getenv(name);
 
 EnvironmentSource process_environment() noexcept { return EnvironmentSource{&environment_get, nullptr}; }
 
+const EnvironmentVariable* environment_variables(std::size_t& count) noexcept {
+  count = sizeof kVars / sizeof kVars[0];
+  return kVars;
+}
+
 EnvironmentResult read_environment(const EnvironmentSource& source, SetupConfig& config,
                                    EnvironmentStrings& strings) noexcept {
   EnvironmentResult result;
@@ -112,7 +124,7 @@ EnvironmentResult read_environment(const EnvironmentSource& source, SetupConfig&
   for (std::size_t i = 0; i < sizeof kVars / sizeof kVars[0]; ++i) {
     values[i] = source.get(source.context, kVars[i].name);
     if (values[i] == nullptr) continue;
-    const char* reason = apply(kVars[i].var, values[i], config, strings);
+    const char* reason = apply(static_cast<Var>(i), values[i], config, strings);
     applied[i] = reason == nullptr;
     if (reason != nullptr) note_bad(result, kVars[i].name, values[i], reason);
   }

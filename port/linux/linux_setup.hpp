@@ -10,13 +10,10 @@
 //   loopcanary::port_linux::ScopedLoop loop(canary, "main");
 //   LOOPCANARY_DISPATCH(loop.monitor(), kEvent);   // or an adapter does it (docs/adapters.md)
 //
-// Environment (read by start() when SetupConfig::environment is set, the default):
-//   LOOPCANARY_THRESHOLD_MS  SetupConfig::threshold_ms        1..600000
-//   LOOPCANARY_HANG_MS       SetupConfig::hang_ms             threshold..600000
-//   LOOPCANARY_SAMPLE_MS     SetupConfig::sample_interval_ms  1..threshold
-//   LOOPCANARY_LOG_DIR       SetupConfig::log_dir             a path, 1..4095 characters
-//   LOOPCANARY_QUALIFIER     SetupConfig::qualifier           printable ASCII, 0..31 characters
-//   LOOPCANARY_STDERR        SetupConfig::stderr_reports      0 or 1
+// Environment (read by start() when SetupConfig::environment is set, the default): the
+// LOOPCANARY_* variables of environment_variables() (name, field, default, range, effect; the
+// same table is in docs/adapters.md, "Environment", and a test compares them), plus the Linux
+// port's LOOPCANARY_CLOCK (the clock source, docs/porting-linux.md).
 // Numbers are decimal digits only (no sign, no spaces, no suffix). A bad value is never used:
 // with refuse_bad_environment off (the default) start() prints one line naming the variable,
 // its value and the rule to stderr, keeps the configured value and goes on (counted in
@@ -122,6 +119,20 @@ struct SetupStats {
   std::uint32_t loops_attached = 0;      ///< ScopedLoops that got a loop
   std::uint32_t loops_refused = 0;       ///< ScopedLoops refused: every loop taken, or not started
 };
+
+/// One LOOPCANARY_* variable start() reads: its name, the SetupConfig field it sets, that
+/// field's default, the values it takes and what it does (all static text).
+struct EnvironmentVariable {
+  const char* name;
+  const char* field;
+  const char* default_value;
+  const char* range;
+  const char* effect;
+};
+
+/// The variables start() reads, in the order read_environment() applies them; `count` is set
+/// to their number. Any thread.
+const EnvironmentVariable* environment_variables(std::size_t& count) noexcept;
 
 /// Where a Setup reads the environment: `get(context, name)` returns the value or null.
 struct EnvironmentSource {

@@ -592,3 +592,34 @@ TEST(LinuxSetupDrain, AThousandBlocksAllReachTheLogWithEveryCounterZero) {
   EXPECT_EQ(jsonl_lines(dir.path()), records.size());
   EXPECT_EQ(setup.sink().status().records_written, records.size());
 }
+
+// docs/adapters.md, "Environment", lists every variable start() reads with the code's own
+// field, default, range and effect; the defaults that are numbers are SetupConfig{}'s.
+TEST(LinuxSetupEnvironment, TheDocsTableIsTheCodesTable) {
+  std::ifstream doc(std::string(LOOPCANARY_SOURCE_DIR) + "/docs/adapters.md");
+  ASSERT_TRUE(doc.good());
+  std::stringstream text;
+  text << doc.rdbuf();
+  std::size_t count = 0;
+  const lx::EnvironmentVariable* vars = lx::environment_variables(count);
+  ASSERT_EQ(count, 6u);
+  for (std::size_t i = 0; i < count; ++i) {
+    const lx::EnvironmentVariable& v = vars[i];
+    const std::string row = std::string("| `") + v.name + "` | `" + v.field + "` | " + v.default_value + " | " +
+                            v.range + " | " + v.effect + " |\n";
+    EXPECT_NE(text.str().find(row), std::string::npos) << "docs/adapters.md lacks the row\n" << row;
+  }
+  const lx::SetupConfig defaults;
+  EXPECT_EQ(std::to_string(defaults.threshold_ms), vars[0].default_value);
+  EXPECT_EQ(std::to_string(defaults.hang_ms), vars[1].default_value);
+  EXPECT_EQ(defaults.sample_interval_ms, 0u) << "0: a tenth of the threshold, as the table says";
+  EXPECT_EQ(defaults.log_dir, nullptr);
+  EXPECT_STREQ(defaults.qualifier, "");
+  EXPECT_EQ(std::to_string(defaults.stderr_reports ? 1 : 0), vars[5].default_value);
+  // Each name is one the reader reads: set alone, it is applied or refused.
+  for (std::size_t i = 0; i < count; ++i) {
+    const Read r = read_with({{vars[i].name, "1"}});
+    EXPECT_EQ(r.result.applied + r.result.bad, 1u) << vars[i].name;
+  }
+  EXPECT_NE(text.str().find("| `LOOPCANARY_CLOCK` |"), std::string::npos);
+}
