@@ -100,6 +100,7 @@ void VirtualBoard::advance(std::uint64_t ticks, Activity activity, CallerPc call
     if (remaining < step) step = static_cast<tick_t>(remaining);
     std::uint64_t at = 0;
     if (next_peripheral_event(at) && at - now < step) step = static_cast<tick_t>(at - now);
+    if (config_.on_time != nullptr && step != 0) config_.on_time(config_.on_time_context, step);
     switch (activity) {
       case Activity::compute: scheduler_->compute(thread_, step); break;
       case Activity::wait: scheduler_->wait(step); break;

@@ -117,6 +117,12 @@ struct BoardStart {
   std::size_t line_count = 0;
   const Peripheral* peripherals = nullptr;
   std::size_t peripheral_count = 0;
+  /// Virtual time only: called on the loop thread with each span of ticks the board advances
+  /// its clock by (computing, waiting, idle), before the watchdog's poll at its end, so a
+  /// caller sees every tick with the loop's state (its dispatch, its scopes) as it was during
+  /// it. A RealBoard never calls it. May be null.
+  void (*on_time)(void* context, tick_t ticks) = nullptr;
+  void* on_time_context = nullptr;
 };
 
 /// Why BoardStart was refused, or the start-up step that failed. describe() says it in words.

@@ -40,12 +40,19 @@
 
 namespace loopcanary::testing {
 
-/// The budget of one named scope (LOOPCANARY_SCOPE): a dispatch whose samples put more than
-/// `budget_us` inside the scope fails. Time in a scope is sampled: the samples that had the
-/// scope on the stack times the sample interval, so its resolution is one sample interval.
+/// The budget of one named scope (LOOPCANARY_SCOPE): a dispatch that spends more than
+/// `budget_us` inside the scope fails, whether or not the dispatch is over its own budget. In
+/// virtual time the time in the scope is exact: the board reports every tick it advances, and
+/// the guard adds it to each budgeted scope on the loop's scope stack then. In real time it is
+/// sampled: every sample of the dispatch (its stack table) that had the scope on the stack, times
+/// the sample interval, off by up to one interval each time the scope is entered or left, and
+/// judged only for a dispatch that made a record (longer than the smallest budget and its
+/// event's own threshold).
 struct ScopeBudget {
   const char* scope = "";         ///< the scope's name, as given to LOOPCANARY_SCOPE
-  std::uint32_t budget_us = 0;    ///< 1..GuardConfig::budget_us
+  /// 1..5'000'000; above GuardConfig::budget_us only when the scope's events have a budget
+  /// (Event::threshold_us) of their own at least as large.
+  std::uint32_t budget_us = 0;
 };
 
 struct GuardConfig {
@@ -126,6 +133,8 @@ class BlockGuard {
   const std::vector<BlockRecord>& records() const noexcept { return records_; }
   /// The dispatches over budget, after finish().
   const std::vector<Failure>& failures() const noexcept { return failures_; }
+  /// Whether a dispatch of `event` went over a budget (a failure names it), after finish().
+  bool blocked(const Event& event) const noexcept;
   /// Every failure's report, one after the other ("" when none). After finish().
   std::string report() const;
   /// Why the guard is unusable, "" when it is not.
@@ -135,10 +144,13 @@ class BlockGuard {
 
  private:
   static void consume(void* self, const BlockRecord& record) noexcept;
+  static void on_time(void* self, tick_t ticks) noexcept;
+  void judge_scopes_exactly();
   static std::uint64_t thread_cpu_us() noexcept;
   void note_cpu(std::uint32_t dispatch, std::uint64_t cpu_us);
   void judge(const BlockRecord& record);
-  void fail(const BlockRecord& record, std::string measure, std::uint64_t duration_us, std::uint32_t budget_us);
+  void fail(const BlockRecord& record, std::string measure, std::uint64_t duration_us, std::uint32_t budget_us,
+            bool has_record);
 
   struct Parts;
   simrt::Board& board_;
@@ -154,6 +166,12 @@ class BlockGuard {
   std::mutex records_mutex_;  // the consumer runs on the watchdog's thread in real time
   std::vector<BlockRecord> records_;
   std::map<std::uint32_t, std::uint64_t> cpu_us_;  // dispatch number -> its CPU time (real time)
+  // Virtual time: per dispatch number, its event and its ticks inside each budgeted scope.
+  struct ScopeTicks {
+    const Event* event = nullptr;
+    std::vector<std::uint64_t> ticks;  // per GuardConfig::scopes entry
+  };
+  std::map<std::uint32_t, ScopeTicks> scope_ticks_;
   std::vector<Failure> failures_;
 };
 
