@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary_testing/gtest.hpp"
@@ -22,21 +24,38 @@ void compute(simrt::Board& board, std::uint32_t us) {
   }
 }
 
+// A guard on a virtual board, started: `budget_us` for the loop, `scopes` budgets.
+struct Guarded {
+  explicit Guarded(std::uint32_t budget_us, std::vector<lct::ScopeBudget> scopes = {},
+                   lct::FailureCallback on_failure = {}, std::uint32_t sample_interval_us = 0)
+      : guard(board, config(budget_us, std::move(scopes), sample_interval_us), std::move(on_failure)) {
+    started = guard.start();
+  }
+  static lct::GuardConfig config(std::uint32_t budget_us, std::vector<lct::ScopeBudget> scopes,
+                                 std::uint32_t sample_interval_us) {
+    lct::GuardConfig c;
+    c.budget_us = budget_us;
+    c.scopes = std::move(scopes);
+    c.sample_interval_us = sample_interval_us;
+    return c;
+  }
+  simrt::VirtualBoard board;
+  lct::BlockGuard guard;
+  bool started = false;
+};
+
 constexpr lc::Event kPlain{"plain"};
 constexpr lc::Event kPatient{"patient", 12'000};  // its own threshold, above the loop's budget
 
 // An event whose own threshold (12 ms) is above the loop's budget (10 ms): a 10 ms dispatch is
 // within both and makes no record, but its 10 ms inside scope "b" are over b's 3 ms budget.
 TEST(BlockGuardScopes, AScopeIsJudgedWhenItsDispatchMadeNoRecord) {
-  simrt::VirtualBoard board;
-  lct::GuardConfig config;
-  config.budget_us = 10'000;
-  config.scopes = {{"b", 3'000}};
-  lct::BlockGuard guard(board, config);
-  ASSERT_TRUE(guard.start()) << guard.error();
+  Guarded g(10'000, {{"b", 3'000}});
+  lct::BlockGuard& guard = g.guard;
+  ASSERT_TRUE(g.started) << guard.error();
   guard.dispatch(kPatient, [&] {
     LOOPCANARY_SCOPE(guard.monitor(), "b");
-    compute(board, 10'000);
+    compute(g.board, 10'000);
   });
   ASSERT_EQ(guard.finish(), 1u) << guard.report();
   EXPECT_TRUE(guard.records().empty()) << "within every threshold: no record";
@@ -50,20 +69,16 @@ TEST(BlockGuardScopes, AScopeIsJudgedWhenItsDispatchMadeNoRecord) {
 // 9 ms in scope "a", then 3 ms in "b", sampled every 200 us: in virtual time a scope's time is
 // exact, 9.000 ms over a's 4 ms budget, and b's 3 ms are within its 4 ms.
 TEST(BlockGuardScopes, VirtualTimeJudgesTheExactTimeInEachScope) {
-  simrt::VirtualBoard board;
-  lct::GuardConfig config;
-  config.budget_us = 20'000;
-  config.sample_interval_us = 200;
-  config.scopes = {{"a", 4'000}, {"b", 4'000}};
-  lct::BlockGuard guard(board, config);
-  ASSERT_TRUE(guard.start()) << guard.error();
+  Guarded g(20'000, {{"a", 4'000}, {"b", 4'000}}, {}, 200);
+  lct::BlockGuard& guard = g.guard;
+  ASSERT_TRUE(g.started) << guard.error();
   guard.dispatch(kPlain, [&] {
     {
       LOOPCANARY_SCOPE(guard.monitor(), "a");
-      compute(board, 9'000);
+      compute(g.board, 9'000);
     }
     LOOPCANARY_SCOPE(guard.monitor(), "b");
-    compute(board, 3'000);
+    compute(g.board, 3'000);
   });
   ASSERT_EQ(guard.finish(), 1u) << guard.report();
   EXPECT_EQ(guard.failures()[0].measure, "scope a");
@@ -73,15 +88,12 @@ TEST(BlockGuardScopes, VirtualTimeJudgesTheExactTimeInEachScope) {
 // A scope budget above the loop's budget is valid where its event's own budget is larger still.
 TEST(BlockGuardScopes, AScopeBudgetMayExceedTheLoopsWhenItsEventsDoes) {
   constexpr lc::Event kLong{"long", 50'000};
-  simrt::VirtualBoard board;
-  lct::GuardConfig config;
-  config.budget_us = 5'000;
-  config.scopes = {{"c", 20'000}};
-  lct::BlockGuard guard(board, config);
-  ASSERT_TRUE(guard.start()) << guard.error();
+  Guarded g(5'000, {{"c", 20'000}});
+  lct::BlockGuard& guard = g.guard;
+  ASSERT_TRUE(g.started) << guard.error();
   guard.dispatch(kLong, [&] {
     LOOPCANARY_SCOPE(guard.monitor(), "c");
-    compute(board, 30'000);
+    compute(g.board, 30'000);
   });
   ASSERT_EQ(guard.finish(), 1u) << guard.report();
   EXPECT_EQ(guard.failures()[0].measure, "scope c");
@@ -95,13 +107,10 @@ TEST(BlockGuardGtest, AFailureIsReportedAtTheUsersLine) {
   {
     ::testing::ScopedFakeTestPartResultReporter capture(
         ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
-    simrt::VirtualBoard board;
-    lct::GuardConfig config;
-    config.budget_us = 5'000;
     line = __LINE__ + 1;
-    lct::BlockGuard guard(board, config, lct::gtest_failure());
-    ASSERT_TRUE(guard.start());
-    guard.dispatch(kPlain, [&] { compute(board, 8'000); });
+    Guarded g(5'000, {}, lct::gtest_failure());
+    ASSERT_TRUE(g.started);
+    g.guard.dispatch(kPlain, [&] { compute(g.board, 8'000); });
   }
   ASSERT_EQ(results.size(), 1);
   const ::testing::TestPartResult& r = results.GetTestPartResult(0);
@@ -111,13 +120,10 @@ TEST(BlockGuardGtest, AFailureIsReportedAtTheUsersLine) {
 }
 
 void assert_no_blocks_over(std::uint32_t us) {
-  simrt::VirtualBoard board;
-  lct::GuardConfig config;
-  config.budget_us = 5'000;
-  lct::BlockGuard guard(board, config);
-  ASSERT_TRUE(guard.start());
-  guard.dispatch(kPlain, [&] { compute(board, us); });
-  LOOPCANARY_ASSERT_NO_BLOCKS(guard);
+  Guarded g(5'000);
+  ASSERT_TRUE(g.started);
+  g.guard.dispatch(kPlain, [&] { compute(g.board, us); });
+  LOOPCANARY_ASSERT_NO_BLOCKS(g.guard);
 }
 
 // The fatal form stops the test with the reports; within budget it passes.
@@ -127,13 +133,10 @@ TEST(BlockGuardGtest, AssertNoBlocksIsFatal) {
 }
 
 void expect_block(const lc::Event& event, std::uint32_t us) {
-  simrt::VirtualBoard board;
-  lct::GuardConfig config;
-  config.budget_us = 5'000;
-  lct::BlockGuard guard(board, config);
-  ASSERT_TRUE(guard.start());
-  guard.dispatch(event, [&] { compute(board, us); });
-  LOOPCANARY_EXPECT_BLOCK(guard, event);
+  Guarded g(5'000);
+  ASSERT_TRUE(g.started);
+  g.guard.dispatch(event, [&] { compute(g.board, us); });
+  LOOPCANARY_EXPECT_BLOCK(g.guard, event);
 }
 
 // A test of a case that must block: it passes when the event went over budget, fails when not.
