@@ -44,10 +44,12 @@ inline constexpr std::string_view kRuntimeModules[] = {
     "libc.so", "libc-", "libm.so", "libm-", "libstdc++", "libgcc_s", "libpthread", "ld-linux", "ld.so", "ld64.so",
     "linux-vdso", "linux-gate", "[vdso]", "libuv.so", "libglib-2.0.so", "libgio-2.0.so", "libgobject-2.0.so"};
 // Functions of loopcanary (the simulator runtime loopcanary::simrt included), of the C++ library
-// (its std::function trampolines among them) and of Asio, whose code is in the program itself
-// (a header-only library).
-inline constexpr std::string_view kRuntimeFunctions[] = {"loopcanary::", "std::",        "__gnu_cxx::", "__cxa",
-                                                         "__cxxabiv1::", "asio::detail::", "boost::asio::detail::"};
+// (its std::function trampolines among them), of Asio, whose code is in the program itself (a
+// header-only library; no user code is in its namespace), and of the sanitizers' runtimes that
+// clang links into the program (their interceptors of libc's calls).
+inline constexpr std::string_view kRuntimeFunctions[] = {
+    "loopcanary::", "std::",    "__gnu_cxx::", "__cxa",   "__cxxabiv1::", "asio::",      "boost::asio::",
+    "__interceptor_", "__asan_", "__tsan_",    "__ubsan_", "__sanitizer_", "__sanitizer::"};
 
 }  // namespace detail
 
@@ -70,7 +72,7 @@ inline bool matches(const FrameFacts& f, const std::vector<std::string>& prefixe
 
 /// The default rule's "not the user's code": a frame in a runtime module (the C and C++
 /// libraries, the dynamic loader, the vDSO, libuv, GLib) or a runtime function (loopcanary::,
-/// std::, __gnu_cxx::, __cxa, asio::detail::). A scope frame is the user's code (the firmware
+/// std::, __gnu_cxx::, __cxa, asio::). A scope frame is the user's code (the firmware
 /// names it), and so is a PC with neither module nor function (a device record before it is
 /// symbolised).
 inline bool is_runtime(const FrameFacts& f) {
