@@ -99,8 +99,15 @@ void make_typical_record(lc::BlockRecord& r) {
     s.frames[0] = kLeaf + 2u * (taken % 3);
     for (std::size_t f = 1; f < lc::kMaxFrames; ++f) s.frames[f] = kCallers[(f - 1) % 7];
   }
-  r.top_count = static_cast<std::uint8_t>(lc::kTopFrames < 3 ? lc::kTopFrames : 3);
-  for (std::uint8_t i = 0; i < r.top_count; ++i) r.top[i] = {kLeaf + 2u * i, false, kTaken / 3};
+  // The stack table of those samples: one stack (the same callers), its innermost PC over the
+  // three leaf addresses.
+  r.top_count = 1;
+  lc::TopStack& t = r.top[0];
+  t.count = kTaken;
+  t.pc_count = static_cast<std::uint8_t>(lc::kMaxFrames);
+  t.frames[0] = kLeaf;
+  for (std::size_t f = 1; f < lc::kMaxFrames; ++f) t.frames[f] = kCallers[(f - 1) % 7];
+  t.leaf_high = kLeaf + 4u;
 }
 
 std::uint32_t read_le32(const std::uint8_t* p) {

@@ -82,9 +82,21 @@ lc::BlockRecord make_record(lc::Phase phase, std::size_t samples, std::size_t fr
     r.stages[i] = {stage_names[i % 3], static_cast<lc::tick_t>(1'000 * (i + 1))};
   }
   if (samples != 0) {
+    // The stack table: the first sample's stack for all of them, its innermost PC a range (when
+    // it has callers), and a stack of one PC; one more sample in top_other.
     r.top_count = 2;
-    r.top[0] = {r.samples[0].frames[0], scopes != 0, static_cast<std::uint32_t>(samples)};
-    r.top[1] = {static_cast<lc::Frame>(0x8000'2000u), false, 1};
+    lc::TopStack& first = r.top[0];
+    const lc::Sample& s0 = r.samples[0];
+    first.count = static_cast<std::uint32_t>(samples);
+    first.scope_count = s0.scope_count;
+    first.pc_count = s0.pc_count;
+    for (std::size_t f = 0; f < std::size_t{s0.scope_count} + s0.pc_count; ++f) first.frames[f] = s0.frames[f];
+    first.leaf_high = s0.pc_count > 1 ? s0.frames[s0.scope_count] + 0x20u : (s0.pc_count != 0 ? s0.frames[s0.scope_count] : 0u);
+    lc::TopStack& second = r.top[1];
+    second.count = 1;
+    second.pc_count = 1;
+    second.frames[0] = static_cast<lc::Frame>(0x8000'2000u);
+    second.leaf_high = second.frames[0];
     r.top_other = 1;
   }
   return r;
