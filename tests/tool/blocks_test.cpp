@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "loopcanary_culprit/culprit_rule.hpp"
 #include "test_util.hpp"
 
 namespace loopcanary::tool {
@@ -155,6 +156,18 @@ TEST(ToolCulprit, TheDefaultSkipsTheRuntimeAndTheCLibraries) {
   const std::optional<std::size_t> at = sample_culprit(s, {});
   ASSERT_TRUE(at.has_value());
   EXPECT_EQ(*at, 4u);
+}
+
+// A function template's demangled name starts with its return type: the rule reads the
+// qualified name after it ("void std::this_thread::sleep_for<...>" is the C++ library's).
+TEST(ToolCulprit, AReturnTypeBeforeATemplatesNameHidesNoRuntimeFrame) {
+  const Sample s = sample({function("void std::this_thread::sleep_for<long, std::ratio<1l, 1000l> >("
+                                    "std::chrono::duration<long, std::ratio<1l, 1000l> > const&)"),
+                           function("std::vector<int, std::allocator<int> > asio::detail::make<int>(int)"),
+                           function("(anonymous namespace)::tick(int)")});
+  EXPECT_EQ(sample_culprit(s, {}), std::optional<std::size_t>(2));
+  EXPECT_EQ(culprit::qualified_name("unsigned long app::count<3>(char const*)"), "app::count<3>(char const*)");
+  EXPECT_EQ(culprit::qualified_name("main::{lambda(void*)#1}::_FUN(void*)"), "main::{lambda(void*)#1}::_FUN(void*)");
 }
 
 TEST(ToolCulprit, AScopeIsTheUsersOwnCode) {

@@ -53,6 +53,27 @@ inline constexpr std::string_view kRuntimeFunctions[] = {
 
 }  // namespace detail
 
+/// A demangled function's qualified name, without the return type that the name of a function
+/// template starts with: "void std::this_thread::sleep_for<long>(...)" -> "std::this_thread::
+/// sleep_for<long>(...)". The name after the last space outside <>, () and [] before the
+/// parameter list; the whole name when there is none.
+inline std::string_view qualified_name(std::string_view function) noexcept {
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < function.size(); ++i) {
+    const char c = function[i];
+    if (c == '(' && depth == 0) break;  // the parameter list (or "(anonymous namespace)")
+    if (c == '<' || c == '(' || c == '[') {
+      ++depth;
+    } else if ((c == '>' || c == ')' || c == ']') && depth > 0) {
+      --depth;
+    } else if (c == ' ' && depth == 0) {
+      start = i + 1;
+    }
+  }
+  return function.substr(start);
+}
+
 /// True when a prefix of `prefixes` matches the frame: its scope name, function name, module
 /// path or module base name starts with it (BlockCanary's concern packages).
 inline bool matches(const FrameFacts& f, const std::vector<std::string>& prefixes) {
@@ -62,7 +83,9 @@ inline bool matches(const FrameFacts& f, const std::vector<std::string>& prefixe
       if (detail::starts_with(f.scope, p)) return true;
       continue;
     }
-    if (!f.function.empty() && detail::starts_with(f.function, p)) return true;
+    if (!f.function.empty() && (detail::starts_with(f.function, p) || detail::starts_with(qualified_name(f.function), p))) {
+      return true;
+    }
     if (!f.module.empty() && (detail::starts_with(f.module, p) || detail::starts_with(detail::base_name(f.module), p))) {
       return true;
     }
@@ -83,8 +106,10 @@ inline bool is_runtime(const FrameFacts& f) {
       if (detail::starts_with(base, m)) return true;
     }
   }
+  const std::string_view function = qualified_name(f.function);
+  const std::string_view nearest = qualified_name(f.nearest_symbol);
   for (const std::string_view fn : detail::kRuntimeFunctions) {
-    if (detail::starts_with(f.function, fn) || detail::starts_with(f.nearest_symbol, fn)) return true;
+    if (detail::starts_with(function, fn) || detail::starts_with(nearest, fn)) return true;
   }
   return false;
 }
