@@ -46,10 +46,13 @@ inline constexpr std::string_view kRuntimeModules[] = {
 // Functions of loopcanary (the simulator runtime loopcanary::simrt included), of the C++ library
 // (its std::function trampolines among them), of Asio, whose code is in the program itself (a
 // header-only library; no user code is in its namespace), and of the sanitizers' runtimes that
-// clang links into the program (their interceptors of libc's calls).
+// clang links into the program. (An interceptor that the symbol table names by the libc
+// function it replaces, "nanosleep" in a ThreadSanitizer build, cannot be told from the user's
+// code by its name.)
 inline constexpr std::string_view kRuntimeFunctions[] = {
-    "loopcanary::", "std::",    "__gnu_cxx::", "__cxa",   "__cxxabiv1::", "asio::",      "boost::asio::",
-    "__interceptor_", "__asan_", "__tsan_",    "__ubsan_", "__sanitizer_", "__sanitizer::"};
+    "loopcanary::", "std::",    "__gnu_cxx::", "__cxa",    "__cxxabiv1::", "asio::",       "boost::asio::",
+    "__interceptor_", "__asan_", "__asan::",   "__tsan_",  "__tsan::",     "__ubsan_",     "__ubsan::",
+    "__lsan::",     "__sanitizer_", "__sanitizer::", "__interception::"};
 
 }  // namespace detail
 
