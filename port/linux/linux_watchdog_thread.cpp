@@ -32,6 +32,26 @@ std::int64_t monotonic_ns() noexcept {
   return to_ns(t);
 }
 
+// Creates a thread running body(self) with every signal blocked (a thread inherits the mask in
+// force at its creation: process-directed signals go to the application's threads) and names
+// it `name` (cut to 15 characters; may be null; a failure to name changes nothing). The
+// pthread_create error, 0 on success.
+int start_thread(pthread_t& thread, const pthread_attr_t* attr, void* (*body)(void*), void* self,
+                 const char* name) noexcept {
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const int e = pthread_create(&thread, attr, body, self);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (e == 0 && name != nullptr) {
+    char cut[16] = {};
+    std::strncpy(cut, name, sizeof cut - 1);
+    pthread_setname_np(thread, cut);
+  }
+  return e;
+}
+
 }  // namespace
 
 WatchdogThread::~WatchdogThread() { stop(); }
@@ -45,7 +65,6 @@ Result WatchdogThread::start(Watchdog& watchdog, const WatchdogThreadConfig& con
   config_ = config;
   stop_.store(false, std::memory_order_relaxed);
 
-  // The thread inherits the signal mask in force at creation: block everything around it.
   pthread_attr_t attr;
   int e = pthread_attr_init(&attr);
   if (e != 0) return Result{Error::thread_create_failed, e};
@@ -60,20 +79,10 @@ Result WatchdogThread::start(Watchdog& watchdog, const WatchdogThreadConfig& con
       return Result{Error::thread_create_failed, e};
     }
   }
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  e = pthread_create(&thread_, &attr, &WatchdogThread::body, this);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  e = start_thread(thread_, &attr, &WatchdogThread::body, this, config_.name);
   pthread_attr_destroy(&attr);
   if (e != 0) return Result{Error::thread_create_failed, e};
   running_ = true;
-  if (config_.name != nullptr) {
-    char name[16] = {};
-    std::strncpy(name, config_.name, sizeof name - 1);
-    pthread_setname_np(thread_, name);  // cosmetic: a failure changes nothing
-  }
   return Result{};
 }
 
@@ -136,22 +145,12 @@ Result DrainThread::start(Watchdog& watchdog, const DrainThreadConfig& config) n
   config_ = config;
   stop_.store(false, std::memory_order_relaxed);
   if (sem_init(&wake_, 0, 0) != 0) return Result{Error::thread_create_failed, errno};
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const int e = pthread_create(&thread_, nullptr, &DrainThread::body, this);
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  const int e = start_thread(thread_, nullptr, &DrainThread::body, this, config_.name);
   if (e != 0) {
     sem_destroy(&wake_);
     return Result{Error::thread_create_failed, e};
   }
   running_ = true;
-  if (config_.name != nullptr) {
-    char name[16] = {};
-    std::strncpy(name, config_.name, sizeof name - 1);
-    pthread_setname_np(thread_, name);  // cosmetic: a failure changes nothing
-  }
   return Result{};
 }
 
