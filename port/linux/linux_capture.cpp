@@ -257,9 +257,33 @@ bool registers_of(const ucontext_t* uc, Registers& r) noexcept {
 // SIGNAL CONTEXT. Longest stretch of stack the scan reads.
 constexpr std::uintptr_t kScanBytes = 4096;
 
+// SIGNAL CONTEXT. Appends to `s.pcs` (from index `n`, up to `max`) every word of the stack in
+// [from, to) that is a return address, reading at most kScanBytes. Returns the new count.
+LOOPCANARY_NO_SANITIZE std::size_t scan_for_returns(Slot& s, std::uintptr_t from, std::uintptr_t to, std::size_t n,
+                                                    std::size_t max) noexcept {
+  if (to > from && to - from > kScanBytes) to = from + kScanBytes;
+  for (std::uintptr_t at = from; at + sizeof(std::uintptr_t) <= to && n < max; at += sizeof(std::uintptr_t)) {
+    const std::uintptr_t word = load_word(at);
+    if (is_return_address(s.code, word)) s.pcs[n++].store(word, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// SIGNAL CONTEXT. True when `a` and `b` lie in loaded modules and not in the same one.
+bool other_modules(const CodeMap& map, std::uintptr_t a, std::uintptr_t b) noexcept {
+  const CodeRange* ra = code_range_of(map, a);
+  const CodeRange* rb = code_range_of(map, b);
+  return ra != nullptr && rb != nullptr && ra->module != rb->module;
+}
+
 // SIGNAL CONTEXT. The interrupted PC, frames recovered by the scan, then the frame-pointer
 // chain: each record is {saved frame pointer, return address}, and each must lie above the
 // previous one, inside [interrupted sp, stack high).
+//
+// Code of another module than its caller may have been built without frame pointers (libc, the
+// vDSO): such a function makes no record, and its caller's return address lies only on the
+// stack, between the record below it and the record above it. So where the chain crosses from
+// one module into another, that gap is scanned for return addresses (when `scan` is on).
 LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept {
   const std::uintptr_t low = s.stack_low.load(std::memory_order_relaxed);
   const std::uintptr_t high = s.stack_high.load(std::memory_order_relaxed);
@@ -272,21 +296,17 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
   s.pcs[n++].store(r.pc, std::memory_order_relaxed);
   if (r.sp < low || r.sp >= high) return n;  // not on the thread's stack (sigaltstack): PC only
 
+  const bool scan = s.scan.load(std::memory_order_relaxed);
   std::uintptr_t fp = r.fp;
   bool chain = frame_ok(fp, r.sp, high);
-  if (s.scan.load(std::memory_order_relaxed)) {
+  if (scan) {
     // The innermost code may lack a frame pointer (libc, the vDSO): then the first record of
     // the chain belongs to an outer module, and the frames in between are only on the stack.
     const CodeRange* pc_range = code_range_of(s.code, r.pc);
     const CodeRange* ret_range = chain ? code_range_of(s.code, load_word(fp + sizeof(std::uintptr_t))) : nullptr;
     const bool skipped = !chain || pc_range == nullptr || ret_range == nullptr || pc_range->module != ret_range->module;
     if (skipped) {
-      std::uintptr_t end = chain ? fp : high;
-      if (end - r.sp > kScanBytes) end = r.sp + kScanBytes;
-      for (std::uintptr_t at = r.sp; at + sizeof(std::uintptr_t) <= end && n < max; at += sizeof(std::uintptr_t)) {
-        const std::uintptr_t word = load_word(at);
-        if (is_return_address(s.code, word)) s.pcs[n++].store(word, std::memory_order_relaxed);
-      }
+      n = scan_for_returns(s, r.sp, chain ? fp : high, n, max);
     } else if (n < max && r.sp + 2 * sizeof(std::uintptr_t) <= high) {
       // Same module: the interrupted function may not have set up its frame yet (or ever, on a
       // shrink-wrapped path). Then its return address, which the chain would skip, is the word
@@ -305,11 +325,13 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
     const std::uintptr_t next = load_word(fp);
     const std::uintptr_t ret = load_word(fp + sizeof(std::uintptr_t));
     if (ret == 0) break;  // the outermost frame
+    const std::uintptr_t owner = s.pcs[n - 1].load(std::memory_order_relaxed);  // the record's function
     s.pcs[n++].store(ret, std::memory_order_relaxed);
     if (next <= fp) break;
     const std::uintptr_t lowest = fp + 2 * sizeof(std::uintptr_t);
+    chain = frame_ok(next, lowest, high);
+    if (scan && chain && other_modules(s.code, owner, ret)) n = scan_for_returns(s, lowest, next, n, max);
     fp = next;
-    chain = frame_ok(fp, lowest, high);
   }
   return n;
 }

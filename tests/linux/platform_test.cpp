@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "linux_file_sink.hpp"
@@ -139,6 +141,62 @@ TEST(LinuxPlatform, CapturesAThread32FramesDeep) {
   EXPECT_EQ(s.samples_requested, attempts);
   EXPECT_EQ(s.samples_answered, 1u);
   EXPECT_EQ(s.missed_timeout + s.missed_busy, attempts - 1u) << "every other attempt is a counted miss";
+}
+
+// Reads the clock in a loop: glibc's clock_gettime (no frame pointer) calls into the vDSO.
+__attribute__((noinline)) void lc_test_read_clock(std::atomic<bool>& stop, std::atomic<bool>& ready) {
+  ready = true;
+  timespec t{};
+  while (!stop.load(std::memory_order_relaxed)) clock_gettime(CLOCK_MONOTONIC, &t);
+  asm volatile("" ::: "memory");  // no tail call
+}
+
+// A sample that lands in the vDSO's clock_gettime keeps the function that read the clock: the
+// libc function between the vDSO's frame and the caller's has no frame record, so the caller's
+// return address is found in the gap between the two records.
+TEST(LinuxPlatform, ASampleInTheVdsoKeepsTheClockReader) {
+  if (getauxval(AT_SYSINFO_EHDR) == 0) GTEST_SKIP() << "no vDSO";
+  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer runs the handler late, from its runtime, not in the vDSO";
+  lx::Platform platform;
+  ASSERT_TRUE(platform.init().ok());
+  lx::LoopThread loop_thread;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> ready{false};
+  std::thread reader([&] {
+    lx::ScopedLoopThread attach(loop_thread);
+    lc_test_read_clock(stop, ready);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  lx::Symbolizer symbolizer;
+  const auto function_of = [&](lc::Frame pc, bool return_address) {
+    lx::Symbol sym;
+    symbolizer.symbolize(pc, return_address, sym);
+    return std::string(sym.module_path) + " " + sym.function;
+  };
+  // Most samples land in the vDSO or in libc's clock_gettime; take samples until 40 are in the
+  // vDSO (a bounded number of attempts: a loaded machine misses some).
+  int in_vdso = 0;
+  int attempts = 0;
+  std::string failures;
+  while (in_vdso < 40 && attempts < 4000) {
+    ++attempts;
+    lc::Frame pcs[32] = {};
+    const std::size_t n = platform.capture_stack(loop_thread, pcs, 32);
+    if (n == 0 || function_of(pcs[0], false).rfind("[vdso]", 0) != 0) continue;
+    ++in_vdso;
+    bool reader_found = false;
+    std::string stack;
+    for (std::size_t i = 1; i < n; ++i) {
+      const std::string f = function_of(pcs[i], true);
+      reader_found = reader_found || f.find("lc_test_read_clock") != std::string::npos;
+      stack += "\n  " + f;
+    }
+    if (!reader_found) failures += "\nsample " + std::to_string(in_vdso) + ":" + stack;
+  }
+  stop = true;
+  reader.join();
+  if (in_vdso == 0) GTEST_SKIP() << "no sample landed in the vDSO in " << attempts << " attempts";
+  EXPECT_EQ(failures, "") << "samples in the vDSO without the clock reader";
 }
 
 TEST(LinuxPlatform, UnattachedOrExitedThreadIsAMissedSample) {
