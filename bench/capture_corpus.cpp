@@ -12,7 +12,7 @@
 // and the final report made at the poll 1 ms after the dispatch ends (no poll between the
 // threshold and the end: no in-progress report). Two short dispatches between blocks.
 //   default      records: a StaticWatchdog builds each block's final record, written as one
-//                packet of the core's encode_packet (what a device sends with cortex_m::drain_packets)
+//                packet of the core's encode_packet (what a device sends with cortex_m::drain)
 //   --evidence   evidence: a StaticEvidenceWatchdog sends each block's watch, 8 sample and
 //                observation packets into a StaticEvidenceRing, drained to the file after each
 //                block (what a device that sends evidence sends; the ring's first boot packet

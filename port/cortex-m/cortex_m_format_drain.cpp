@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Port "cortex-m": drain() with the core's text and JSON formatter, in a file of its own so that
-// a firmware that sends packets (drain_packets) links no formatter code at all.
+// a firmware that sends packets (drain) links no formatter code at all.
 #include "loopcanary/format.hpp"
 #include "loopcanary_port.hpp"
 

@@ -74,7 +74,7 @@ enum Counter : std::uint8_t {
 // tick and poll counters and the 64-bit time totals are written by the SysTick interrupt only;
 // idle_ticks and idle_waits by idle_wait() only, with interrupts masked (so the interrupt, the
 // only other reader, never sees half of them).
-// packets_refused by drain_packets() only (the records' one consumer).
+// packets_refused by drain() only (the records' one consumer).
 struct PortState {
   std::atomic<Watchdog*> watchdog{nullptr};
   std::uint32_t core_hz = 0;                    // 0: not initialised (the Hal reports "unavailable")
@@ -329,6 +329,17 @@ tick_t poll_period() noexcept { return detail::g_clock.period; }
 
 void attach(Watchdog* watchdog) noexcept { g_state.watchdog.store(watchdog, std::memory_order_relaxed); }
 
+void finish() noexcept {
+  PortState& s = state();
+  Watchdog* watchdog = s.watchdog.load(std::memory_order_relaxed);
+  // Thread mode: a SysTick that preempts us runs its poll to the end before we go on, so after
+  // this store no poll is in flight or to come. The fence keeps the compiler from moving the
+  // watchdog's accesses below above the store.
+  s.watchdog.store(nullptr, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (watchdog != nullptr) watchdog->finish(clock_now());
+}
+
 Hal make_hal() noexcept {
   Hal hal;  // every field set below (a Hal{} would be cleared first)
   hal.context = nullptr;  // the callbacks keep their state in g_state
@@ -397,7 +408,7 @@ PortStats stats() noexcept {
 }
 
 namespace {
-// Pops every record of one of the watchdog's rings, encodes and sends it (drain_packets).
+// Pops every record of one of the watchdog's rings, encodes and sends it (drain).
 template <class Record, bool (Watchdog::*Pop)(Record&), std::size_t (*Encode)(const Record&, std::uint8_t*, std::size_t)>
 std::uint32_t drain_ring(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
   if (sink.write == nullptr || buffer == nullptr) return 0;
@@ -416,11 +427,11 @@ std::uint32_t drain_ring(Watchdog& watchdog, const PacketSink& sink, std::uint8_
 }
 }  // namespace
 
-std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
+std::uint32_t drain(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
   return drain_ring<BlockRecord, &Watchdog::pop, &encode_packet>(watchdog, sink, buffer, size);
 }
 
-std::uint32_t drain_health_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
+std::uint32_t drain_health(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
                                    std::size_t size) noexcept {
   return drain_ring<HealthRecord, &Watchdog::pop_health, &encode_health_packet>(watchdog, sink, buffer, size);
 }

@@ -10,9 +10,11 @@
 //   make_hal()   cold tier: PC and LR from the exception frame of the interrupted loop, CPU load
 //                from idle_wait(), debugger attached from DHCSR.C_DEBUGEN
 //   idle_wait()  the loop's sleep (WFI) that the CPU-load counters measure
-//   drain_packets()  records from the watchdog's RAM ring, encoded as binary packets, to a byte
-//                sink (UART, semihosting file, RAM buffer); drain() formats them as text or JSON
-//                instead, for a device that has the flash for the formatter
+//   drain()      the records' one consumer: records from the watchdog's RAM ring, encoded as
+//                binary packets, to a PacketSink (UART, semihosting file, RAM buffer); its
+//                overload for a Sink formats them as text or JSON instead, for a device that
+//                has the flash for the formatter
+//   finish()     a planned stop: SysTick stops polling, the watchdog closes what it watched
 //
 // The port owns SysTick_Handler (define LOOPCANARY_CORTEX_M_OWN_SYSTICK=0 to route your own
 // handler to loopcanary_cortex_m_systick instead). Board code (startup, memory map, console)
@@ -119,7 +121,7 @@ struct PortStats {
   tick_t poll_ticks_max = 0;            ///< longest poll, ticks (the cost of the watchdog ISR)
   std::uint64_t poll_ticks_total = 0;   ///< all polls, ticks
   std::uint32_t idle_waits = 0;         ///< idle_wait() calls
-  std::uint32_t packets_refused = 0;    ///< records drain_packets() or drain_health_packets() popped but could not send: their
+  std::uint32_t packets_refused = 0;    ///< records drain() or drain_health() popped but could not send: their
                                         ///< packet was larger than its buffer (the records are lost)
 };
 
@@ -140,6 +142,14 @@ tick_t poll_period() noexcept;
 /// The SysTick interrupt polls `watchdog` (initialised, loops added) from the next tick on;
 /// null stops polling. Any context.
 void attach(Watchdog* watchdog) noexcept;
+
+/// A planned stop (a shutdown, a controlled reset, the end of a test run): SysTick stops
+/// polling the attached watchdog (as attach(nullptr)), which then closes what it watched with
+/// Watchdog::finish() at Clock::now(): each dispatch that ended has its final record, and one
+/// still running that had been reported in progress gets a final record flagged
+/// running_at_stop. drain() afterwards sends them. The clock keeps running. Thread mode (not
+/// from an interrupt: SysTick must not be in a poll); nothing when no watchdog is attached.
+void finish() noexcept;
 
 /// The cold tier, bound to the port's state. Pass to StaticWatchdog::init().
 Hal make_hal() noexcept;
@@ -170,13 +180,13 @@ PortStats stats() noexcept;
 /// pops nothing and returns 0. The records' one consumer context (usually the main loop's idle
 /// path, or an interrupt that the watchdog's SysTick cannot preempt); `sink.write` runs there.
 /// Returns the packets handed to `sink`. Links neither format_text nor format_json.
-std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept;
+std::uint32_t drain(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept;
 
-/// drain_packets() for the watchdog's health ring (WatchdogConfig::health_period_us): each health
+/// drain() for the watchdog's health ring (WatchdogConfig::health_period_us): each health
 /// record as one `health` packet (encode_health_packet; a buffer of kMaxHealthPacketBytes never
 /// refuses one; refusals counted in PortStats::packets_refused). Same context rules. A firmware
 /// that does not call it links no health encoder.
-std::uint32_t drain_health_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
+std::uint32_t drain_health(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
                                    std::size_t size) noexcept;
 
 /// A place for formatted reports: console, UART, flash log. `write` gets one formatted record
@@ -196,7 +206,7 @@ enum class Format : std::uint8_t {
 /// consumer context (usually the main loop's idle path). Returns the records written; a null
 /// `sink.write` or `buffer`, or a `size` of 0, pops nothing and returns 0. Links the core's
 /// formatter (format_text, format_json: about 6.7 KiB of flash on Cortex-M3); a device that
-/// sends packets uses drain_packets() instead.
+/// sends packets uses the PacketSink overload instead.
 std::uint32_t drain(Watchdog& watchdog, const Sink& sink, Format format, char* buffer, std::size_t size) noexcept;
 
 // ---- Hot tier ---------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ std::uint64_t Board::us_since_start(tick_t t) const noexcept {
   return at > run_start_ ? us_from_ticks(at - run_start_) : 0u;
 }
 
-void Board::drain_records() noexcept {
+void Board::drain() noexcept {
   run_clock_.update(now());
   BlockRecord record;
   while (config_.watchdog != nullptr && config_.watchdog->pop(record)) {

@@ -168,7 +168,7 @@ void RealBoard::finish() noexcept {
   // This thread owns the watchdog now: the last poll (Watchdog::finish) finalises a block that
   // ended after the thread's last poll, and closes one still running; the consumer gets the rest.
   config_.watchdog->finish(lx::Clock::now());
-  drain_records();
+  drain();
 }
 
 void* RealBoard::peripheral_main(void* self) noexcept {
@@ -177,7 +177,7 @@ void* RealBoard::peripheral_main(void* self) noexcept {
   return nullptr;
 }
 
-void RealBoard::after_poll(void* self) noexcept { static_cast<RealBoard*>(self)->drain_records(); }
+void RealBoard::after_poll(void* self) noexcept { static_cast<RealBoard*>(self)->drain(); }
 
 void RealBoard::run_peripheral(PeripheralThread& p) noexcept {
   std::uint64_t at_us = 0;

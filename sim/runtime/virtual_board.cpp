@@ -72,7 +72,7 @@ void VirtualBoard::finish() noexcept {
   // poll (Watchdog::finish) closes one still running, and the consumer gets the rest.
   advance(scheduler_->period(), Activity::idle, 0, 0);
   if (config_.watchdog != nullptr) config_.watchdog->finish(time_.peek());
-  drain_records();
+  drain();
   finished_ = true;
 }
 
@@ -86,7 +86,7 @@ void VirtualBoard::advance(std::uint64_t ticks, Activity activity, CallerPc call
   std::uint64_t remaining = ticks;
   for (;;) {
     run_due_peripherals();
-    drain_records();
+    drain();
     if ((wakes_ & wake_on) != 0) {
       wakes_ = static_cast<std::uint8_t>(wakes_ & ~wake_on);
       break;

@@ -93,9 +93,9 @@ std::uint32_t send_capture(Watchdog& watchdog, const char* path) noexcept {
   open_capture(path);
   const std::uint32_t refused_before = cortex_m::stats().packets_refused;
   const PacketSink sink = board::host_file_sink(g_capture);
-  std::uint32_t sent = cortex_m::drain_packets(watchdog, sink, packet, sizeof packet);
+  std::uint32_t sent = cortex_m::drain(watchdog, sink, packet, sizeof packet);
   static std::uint8_t health_packet[kMaxHealthPacketBytes];
-  sent += cortex_m::drain_health_packets(watchdog, sink, health_packet, sizeof health_packet);
+  sent += cortex_m::drain_health(watchdog, sink, health_packet, sizeof health_packet);
   return close_capture(sent, cortex_m::stats().packets_refused - refused_before);
 }
 

@@ -41,7 +41,7 @@ void watch(Watchdog& watchdog, Monitor& monitor, Interceptor on_report) noexcept
 void print_record(const BlockRecord& record) noexcept;
 
 /// Sends every record waiting in `watchdog`'s ring to the host file `path` as binary packets
-/// (cortex_m::drain_packets, then drain_health_packets for its health ring, through the board's
+/// (cortex_m::drain, then drain_health for its health ring, through the board's
 /// semihosting file sink), closes the file, checks
 /// that nothing was refused or lost, and prints "lc-capture packets=<n> refused=<r> bytes=<b>
 /// lost=<l>" for check_firmware.cmake, which decodes the file with the host tool. The ring's

@@ -6,7 +6,7 @@
 //     and without LC_WITH_FORMAT (the report formatter); footprint.cmake subtracts the sizes.
 //     LC_WITH_PACKET (default 1) is the device's output: the hang and final records go to a
 //     crash box in no-init RAM (sent at the next boot), and without the formatter the records
-//     are drained as binary packets (cortex_m::drain_packets) to a byte sink.
+//     are drained as binary packets (cortex_m::drain) to a byte sink.
 //   - link check: built for Cortex-M0+ and M7 in the cortex-m3 workflow, so a 64-bit atomic, a
 //     read-modify-write atomic (no __atomic_* library here: the link fails) or an instruction the
 //     core does not have breaks the build. Everything of the hot path and the watchdog is used.
@@ -226,7 +226,7 @@ int main() {
   const cm::Sink text_sink{&write_record, nullptr};
   cm::drain(g_watchdog, text_sink, cm::Format::json, g_text, sizeof g_text);
 #elif LC_WITH_PACKET
-  cm::drain_packets(g_watchdog, sink, g_packet, sizeof g_packet);
+  cm::drain(g_watchdog, sink, g_packet, sizeof g_packet);
 #else
   lc::BlockRecord record;
   while (g_watchdog.pop(record)) {

@@ -451,7 +451,7 @@ DT_TEST(DrainPackets, sends_each_record_as_one_whole_packet) {
   const std::uint32_t pending = g_watchdog_psp.pending();
   const std::uint32_t refused = cm::stats().packets_refused;
   DT_EXPECT_GE(pending, 2u);
-  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_psp, sink, g_packet, sizeof g_packet), pending);
+  DT_EXPECT_EQ(cm::drain(g_watchdog_psp, sink, g_packet, sizeof g_packet), pending);
   DT_EXPECT_EQ(seen.calls, pending);
   DT_EXPECT_EQ(seen.whole, pending);
   DT_EXPECT_EQ(seen.naming_spin, pending);
@@ -465,16 +465,61 @@ DT_TEST(DrainPackets, counts_records_whose_packet_does_not_fit) {
   const std::uint32_t pending = g_watchdog_other.pending();
   DT_EXPECT_GE(pending, 2u);
   // Nothing to send to, or nowhere to encode: nothing popped.
-  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_other, lc::PacketSink{nullptr, &seen}, g_packet, sizeof g_packet), 0u);
-  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_other, lc::PacketSink{&check_packet, &seen}, nullptr, 64), 0u);
+  DT_EXPECT_EQ(cm::drain(g_watchdog_other, lc::PacketSink{nullptr, &seen}, g_packet, sizeof g_packet), 0u);
+  DT_EXPECT_EQ(cm::drain(g_watchdog_other, lc::PacketSink{&check_packet, &seen}, nullptr, 64), 0u);
   DT_EXPECT_EQ(g_watchdog_other.pending(), pending);
   // A buffer smaller than any packet: every record popped, none sent, each counted.
   const std::uint32_t refused = cm::stats().packets_refused;
   std::uint8_t small[lc::kPacketHeaderBytes + lc::kPacketTrailerBytes];
-  DT_EXPECT_EQ(cm::drain_packets(g_watchdog_other, lc::PacketSink{&check_packet, &seen}, small, sizeof small), 0u);
+  DT_EXPECT_EQ(cm::drain(g_watchdog_other, lc::PacketSink{&check_packet, &seen}, small, sizeof small), 0u);
   DT_EXPECT_EQ(seen.calls, 0u);
   DT_EXPECT_EQ(g_watchdog_other.pending(), 0u);
   DT_EXPECT_EQ(cm::stats().packets_refused - refused, pending);
+}
+
+// ---- A planned stop -------------------------------------------------------------------------
+
+namespace {
+lc::StaticWatchdog<1, 4> g_watchdog_stop;
+cm::PortMonitor g_monitor_stop;
+}  // namespace
+
+DT_TEST(Finish, closes_the_dispatch_still_running_and_stops_polling) {
+  DT_ASSERT(cm::init(port_config()) == cm::PortStatus::ok);
+  lc::MonitorConfig config;
+  config.name = "stop";
+  config.tick_hz = cm::tick_hz();
+  config.threshold_us = 5'000;
+  config.arm_permille = 0;
+  config.sample_interval_us = 1'000;
+  config.hang_limit_us = 1'000'000;
+  DT_ASSERT(g_monitor_stop.init(config) == lc::Status::ok);
+  DT_ASSERT(g_watchdog_stop.init(lc::WatchdogConfig{}, cm::make_hal()) == lc::Status::ok);
+  DT_ASSERT(g_watchdog_stop.add(g_monitor_stop) == lc::Status::ok);
+  DT_ASSERT(g_watchdog_stop.add_interceptor(&on_report, nullptr) == lc::Status::ok);
+  g_release = 0;
+  g_finals = 0;
+  cm::attach(&g_watchdog_stop);
+  g_monitor_stop.begin(kSpin);
+  dt_spin_until(&g_release);  // the block is reported in progress; the dispatch runs on
+  cm::finish();
+  DT_EXPECT_EQ(g_finals, 1u);
+  const lc::BlockRecord& r = g_final;
+  DT_EXPECT(r.phase == lc::Phase::final);
+  DT_EXPECT((r.flags & lc::kFlagRunningAtStop) != 0u);
+  DT_EXPECT(r.event == &kSpin);
+  DT_EXPECT_EQ(g_watchdog_stop.stats().finals_at_stop, 1u);
+  // SysTick polls it no more: its poll count stands while the clock ticks on.
+  const std::uint32_t polls = g_watchdog_stop.stats().polls;
+  sleep_ticks(3);
+  DT_EXPECT_EQ(g_watchdog_stop.stats().polls, polls);
+  g_monitor_stop.end();
+  // Both records (in progress, final at the stop) wait for the one consumer.
+  PacketCheck seen;
+  DT_EXPECT_EQ(cm::drain(g_watchdog_stop, lc::PacketSink{&check_packet, &seen}, g_packet, sizeof g_packet), 2u);
+  DT_EXPECT_EQ(seen.whole, 2u);
+  cm::finish();  // nothing attached: nothing happens
+  DT_EXPECT_EQ(g_watchdog_stop.stats().polls, polls);
 }
 
 // ---- The board's host files (semihosting), the packet sink of the device tests -----------------

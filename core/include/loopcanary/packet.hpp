@@ -54,7 +54,7 @@ enum class ResetCause : std::uint8_t {
 const char* to_string(ResetCause cause) noexcept;
 
 /// Where packets go (a UART, a semihosting file, a RAM buffer): the next bytes of the packet
-/// stream per call, in order. The Cortex-M port's drain_packets() and CrashBox::drain() send one
+/// stream per call, in order. The Cortex-M port's drain() and CrashBox::drain() send one
 /// whole packet per call; EvidenceRing::drain() sends the ring's bytes as they lie, in one or
 /// two calls (a packet may be split between them). The stream is self-delimiting: a writer
 /// needs no boundaries.

@@ -220,10 +220,10 @@ class Board {
   void set_start(tick_t start) noexcept;
   /// Hands every record waiting in the watchdog's ring to the consumer, after extending the
   /// run's clock to now(). Watchdog context, after every poll (the run's clock relies on it).
-  void drain_records() noexcept;
+  void drain() noexcept;
 
   tick_t start_tick_ = 0;
-  WideTicks run_clock_;           // watchdog context: now() at the latest drain_records()
+  WideTicks run_clock_;           // watchdog context: now() at the latest drain()
   std::uint64_t run_start_ = 0;   // run_clock_ value of start_tick_
   BoardStart config_{};
   bool started_ = false;

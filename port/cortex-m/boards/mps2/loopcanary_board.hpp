@@ -61,7 +61,7 @@ void write_host_file(HostFile& file, const std::uint8_t* data, std::size_t size)
 /// or the host reports an error. Any context.
 bool close_host_file(HostFile& file) noexcept;
 
-/// A PacketSink (cortex_m::drain_packets, CrashBox::drain, EvidenceRing::drain) that appends the
+/// A PacketSink (cortex_m::drain, CrashBox::drain, EvidenceRing::drain) that appends the
 /// bytes of every call to `file` with write_host_file(); `file` must outlive the sink.
 PacketSink host_file_sink(HostFile& file) noexcept;
 
