@@ -276,11 +276,13 @@ std::string delayed_by_type(const Runtime& runtime, const BlockSpan& span) {
   return text.empty() ? "none" : text;
 }
 
-// A frame's label, as the tool labels it (docs/tool.md, "Culprit"): the function, else the
-// scope, else <module base name>+0x<offset>, else the PC.
+// A culprit frame's name, as the tool names it (docs/tool.md, "Culprit"): the lambda it runs
+// inline (culprit::culprit_name), else the function, else the scope, else <module base
+// name>+0x<offset>, else the PC.
 void label_of(const culprit::FrameFacts& f, Frame pc, const port_linux::Symbol& symbol, char* out, std::size_t size) {
   if (!f.function.empty()) {
-    std::snprintf(out, size, "%.*s", static_cast<int>(f.function.size()), f.function.data());
+    const std::string_view name = culprit::culprit_name(f, f.function);
+    std::snprintf(out, size, "%.*s", static_cast<int>(name.size()), name.data());
   } else if (!f.scope.empty()) {
     std::snprintf(out, size, "%.*s", static_cast<int>(f.scope.size()), f.scope.data());
   } else if (symbol.in_module) {

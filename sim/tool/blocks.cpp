@@ -17,6 +17,12 @@ culprit::FrameFacts facts_of(const Frame& f) noexcept {
   return culprit::FrameFacts{f.scope, f.function, f.nearest_symbol, f.module};
 }
 
+// The name a culprit frame goes by: the lambda it runs inline, else its label.
+std::string culprit_label(const Frame& f) {
+  const std::string label = f.label();
+  return std::string(culprit::culprit_name(facts_of(f), label));
+}
+
 // The culprit rule on a stack's frames, innermost first; `unknown` (an index, or frames.size()
 // for none) is a frame not known and skipped.
 std::optional<std::size_t> first_culprit(const std::vector<Frame>& frames, std::size_t unknown,
@@ -37,7 +43,7 @@ Culprit table_culprit(const LogRecord& record, const CulpritRules& rules) {
     const std::optional<std::size_t> at =
         first_culprit(entry.frames, entry.leaf_known() ? entry.frames.size() : entry.leaf(), rules);
     named.push_back(at ? &entry.frames[*at] : nullptr);
-    if (at) tally.add(entry.frames[*at].label(), entry.count, e);
+    if (at) tally.add(culprit_label(entry.frames[*at]), entry.count, e);
   }
   best.of = std::max<std::uint64_t>(counted, record.samples_taken);
   best.all_samples = true;
@@ -85,7 +91,7 @@ Culprit block_culprit(const LogRecord& record, const CulpritRules& rules) {
     const Frame& f = sample.frames[*at];
     std::string_view field;
     if (!f.function.empty()) {
-      field = f.function;
+      field = culprit::culprit_name(facts_of(f), f.function);
     } else if (!f.scope.empty()) {
       field = f.scope;
     } else {

@@ -170,6 +170,40 @@ TEST(ToolCulprit, AReturnTypeBeforeATemplatesNameHidesNoRuntimeFrame) {
   EXPECT_EQ(culprit::qualified_name("main::{lambda(void*)#1}::_FUN(void*)"), "main::{lambda(void*)#1}::_FUN(void*)");
 }
 
+// A handler the compiler inlined into the runtime's wrapper (Asio's do_complete, std::function's
+// _M_invoke) is named by its lambda, read from the wrapper's template argument; a function it
+// calls that kept its own frame comes first.
+TEST(ToolCulprit, ALambdaInlinedIntoTheRuntimesWrapperIsTheCulprit) {
+  const std::string asio_frame =
+      "asio::detail::wait_handler<main::{lambda(std::error_code const&)#1}, asio::any_io_executor>::do_complete("
+      "void*, asio::detail::scheduler_operation*, std::error_code const&, unsigned long)";
+  const Sample s = sample({function("clock_nanosleep", "/lib/x86_64-linux-gnu/libc.so.6"), function(asio_frame.c_str()),
+                           function("asio::detail::scheduler::run(std::error_code&)"), function("main")});
+  EXPECT_EQ(sample_culprit(s, {}), std::optional<std::size_t>(1));
+  const auto lambda = [](const std::string& name) {
+    return std::string(culprit::inlined_lambda(culprit::FrameFacts{{}, name, {}, "/opt/app/server"}));
+  };
+  EXPECT_EQ(lambda(asio_frame), "main::{lambda(std::error_code const&)#1}");
+  EXPECT_EQ(lambda("std::_Function_handler<void (), app::Timer::arm(int)::{lambda()#1}>::_M_invoke(std::_Any_data const&)"),
+            "app::Timer::arm(int)::{lambda()#1}");
+  EXPECT_EQ(lambda("asio::detail::executor_op<asio::detail::binder0<main::$_0>, std::allocator<void>, "
+                   "asio::detail::scheduler_operation>::do_complete(void*)"),
+            "main::$_0");
+  EXPECT_EQ(lambda("std::_Function_handler<void (), main::{lambda()#1}::operator()() const::{lambda()#2}>::_M_invoke("
+                   "std::_Any_data const&)"),
+            "main::{lambda()#1}::operator()() const::{lambda()#2}");
+  // Not a runtime class template running a lambda: no lambda, the frame keeps its own name.
+  EXPECT_EQ(lambda("app::Dispatcher<main::{lambda()#1}>::run()"), "");                         // the user's own
+  EXPECT_EQ(lambda("void std::sort<int*, main::{lambda(int, int)#1}>(int*, int*)"), "");       // a function template
+  EXPECT_EQ(lambda("std::vector<int, std::allocator<int> >::push_back(int const&)"), "");     // no lambda
+  EXPECT_EQ(lambda("asio::detail::scheduler::run(std::error_code&)"), "");
+  EXPECT_EQ(lambda("main::{lambda(uv_timer_s*)#1}::_FUN(uv_timer_s*)"), "");  // the lambda's own frame
+  // The block's culprit goes by the lambda's name.
+  LogRecord r;
+  r.stacks = {s, s};
+  EXPECT_EQ(block_culprit(r, {}).label, "main::{lambda(std::error_code const&)#1}");
+}
+
 TEST(ToolCulprit, AScopeIsTheUsersOwnCode) {
   const Sample s = sample({scope("flash.program"), function("app::flash_program_page()")});
   EXPECT_EQ(sample_culprit(s, {}), std::optional<std::size_t>(0));

@@ -117,9 +117,86 @@ inline bool is_runtime(const FrameFacts& f) {
   return false;
 }
 
+namespace detail {
+
+inline bool opens(char c) noexcept { return c == '<' || c == '(' || c == '[' || c == '{'; }
+inline bool closes(char c) noexcept { return c == '>' || c == ')' || c == ']' || c == '}'; }
+
+// Where a closure type's name starts in `name`: GCC's "{lambda(" or the "$_" of clang's
+// "$_<n>"; npos when there is none.
+inline std::size_t closure_marker(std::string_view name) noexcept {
+  const std::size_t gcc = name.find("{lambda(");
+  std::size_t clang = name.find("::$_");
+  while (clang != std::string_view::npos &&
+         (clang + 4 >= name.size() || name[clang + 4] < '0' || name[clang + 4] > '9')) {
+    clang = name.find("::$_", clang + 1);
+  }
+  if (clang != std::string_view::npos) clang += 2;
+  return gcc < clang ? gcc : clang;
+}
+
+}  // namespace detail
+
+/// The lambda a runtime frame runs inline, by its demangled name: a member of a class template
+/// of the runtime (Asio's handler wrappers, std::function's trampoline) instantiated on a
+/// lambda's closure type, where the compiler inlined the lambda into it, as GCC does with
+/// asio::detail::wait_handler<main::{lambda(std::error_code const&)#1}, ...>::do_complete or
+/// std::_Function_handler<void (), app::arm()::{lambda()#1}>::_M_invoke. Returns the closure's
+/// name, the whole template argument that holds it ("main::{lambda(std::error_code
+/// const&)#1}", clang's "main::$_0"); "" for any other frame (a frame that is not runtime code
+/// is the user's own, named by its function).
+inline std::string_view inlined_lambda(const FrameFacts& f) {
+  if (!f.scope.empty() || f.function.empty() || !is_runtime(f)) return {};
+  const std::string_view name = qualified_name(f.function);
+  // The class: the name up to its last "::" outside brackets, before the parameter list.
+  int depth = 0;
+  std::size_t member = std::string_view::npos;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '(' && depth == 0) break;
+    if (detail::opens(c)) {
+      ++depth;
+    } else if (detail::closes(c) && depth > 0) {
+      --depth;
+    } else if (c == ':' && depth == 0 && i + 1 < name.size() && name[i + 1] == ':') {
+      member = i++;
+    }
+  }
+  if (member == std::string_view::npos || member == 0 || name[member - 1] != '>') return {};
+  const std::string_view owner = name.substr(0, member);
+  const std::size_t marker = detail::closure_marker(owner);
+  if (marker == std::string_view::npos) return {};
+  // The template argument around the marker: back to its '<' or ',' and on to its ',' or '>'.
+  std::size_t begin = marker;
+  for (int d = 0; begin > 0; --begin) {
+    const char c = owner[begin - 1];
+    if (detail::closes(c)) ++d;
+    if (detail::opens(c) && d-- == 0) break;
+    if (c == ',' && d == 0) break;
+  }
+  while (begin < marker && owner[begin] == ' ') ++begin;
+  std::size_t end = marker;
+  for (int d = 0; end < owner.size(); ++end) {
+    const char c = owner[end];
+    if (detail::opens(c)) ++d;
+    if (detail::closes(c) && d-- == 0) break;
+    if (c == ',' && d == 0) break;
+  }
+  if (begin >= marker || end <= marker) return {};  // a closure of no name (not an argument)
+  return owner.substr(begin, end - begin);
+}
+
+/// The name a culprit frame goes by: the lambda it runs inline (inlined_lambda) when it runs
+/// one, else `label`, the frame's label as its reader makes it (function, scope, module+offset
+/// or PC).
+inline std::string_view culprit_name(const FrameFacts& f, std::string_view label) {
+  const std::string_view lambda = inlined_lambda(f);
+  return lambda.empty() ? label : lambda;
+}
+
 /// The rule on one stack of `count` frames, innermost first (`facts(i)` gives frame i): with
 /// `concern` prefixes the first frame one matches, without the first frame that is not runtime
-/// code. Frame `unknown` (any index >= count for none) is skipped: a frame not known to be on
+/// code or runs a lambda of the user's inline (inlined_lambda). Frame `unknown` (any index >= count for none) is skipped: a frame not known to be on
 /// every stack of a stack-table entry. std::nullopt when no frame qualifies.
 template <class Facts>
 std::optional<std::size_t> first(std::size_t count, std::size_t unknown, const std::vector<std::string>& concern,
@@ -127,7 +204,7 @@ std::optional<std::size_t> first(std::size_t count, std::size_t unknown, const s
   for (std::size_t i = 0; i < count; ++i) {
     if (i == unknown) continue;
     const FrameFacts f = facts(i);
-    if (concern.empty() ? !is_runtime(f) : matches(f, concern)) return i;
+    if (concern.empty() ? !is_runtime(f) || !inlined_lambda(f).empty() : matches(f, concern)) return i;
   }
   return std::nullopt;
 }

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Runs an adapter's example (its one slow callback is a lambda) with a log directory, then
-# `loopcanary report` on it: the culprit is the user's code, the lambda or the function it is
-# written in, never the event-loop library's own frames (Asio's asio::detail::, libuv, GLib) or
+# `loopcanary report` on it: the culprit is the user's code, the lambda, never the event-loop library's own frames (Asio's asio::detail::, libuv, GLib) or
 # the C++ library's (docs/tool.md, "Culprit").
 # cmake -P with EXAMPLE, TOOL, WORK_DIR (recreated here) and CULPRIT (a regular expression the
 # report's one culprit must match in full).
