@@ -172,7 +172,7 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
         std::printf("%s: report %lu: the device build set a cause\n", name, static_cast<unsigned long>(r.report));
         ++g_failures;
       }
-      lc::derive(r, rule);  // what the decoder does
+      lc::derive(r, rule.cause);  // what the decoder does
     }
     print(r);
   }
@@ -224,8 +224,8 @@ int main() {
              monitor.end();
            });
   lc::WatchdogConfig strict;
-  strict.running_permille = 990;
-  strict.starved_busy_permille = 100;
+  strict.cause.running_permille = 990;
+  strict.cause.starved_busy_permille = 100;
   run_case("other_rule", strict,
            [](sim::Machine& machine, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
              machine.set_other_load_permille(300);

@@ -1477,7 +1477,7 @@ BlockRecord with_wait(BlockRecord r, std::uint64_t wait) {
 }  // namespace
 
 TEST(Classify, FollowsTheDocumentedRuleAtItsEdges) {
-  const lc::WatchdogConfig rule;  // running 700, starved_busy 900, starved_wait 500 per mille
+  const lc::CauseRule rule;  // running 700, starved_busy 900, starved_wait 500 per mille
   ASSERT_EQ(rule.running_permille, 700u);
   ASSERT_EQ(rule.starved_busy_permille, 900u);
   ASSERT_EQ(rule.starved_wait_permille, 500u);
@@ -1497,7 +1497,7 @@ TEST(Classify, FollowsTheDocumentedRuleAtItsEdges) {
 }
 
 TEST(Classify, TakesTheWindowInTicksAtTheRecordsTickRate) {
-  const lc::WatchdogConfig rule;
+  const lc::CauseRule rule;
   BlockRecord r = evidence(2000, 700, 0);
   r.tick_hz = 2'000'000;  // 2000 ticks = 1000 us: 700 us of thread CPU is 70 %
   EXPECT_EQ(lc::classify(r, rule), Cause::running);
@@ -1506,7 +1506,7 @@ TEST(Classify, TakesTheWindowInTicksAtTheRecordsTickRate) {
 }
 
 TEST(Classify, StolenTimeIsTakenOffTheWindow) {
-  const lc::WatchdogConfig rule;
+  const lc::CauseRule rule;
   // 185 ms window, 115 ms of thread CPU, no run-queue wait: waiting on its own; with 63 ms
   // stolen from the machine's CPUs the thread ran 115 of at most 122 ms it could have: running.
   BlockRecord e = with_wait(evidence(185'000, 115'000, 540), 0);

@@ -1,24 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The assembler: BlockRecords from the observer's evidence (assembler.hpp), and the cause rule.
+// The assembler: BlockRecords from the observer's evidence (assembler.hpp).
 #include "loopcanary/assembler.hpp"
 
 #include <cstring>
 #include <new>
 
-#include "loopcanary/watchdog.hpp"
-
 namespace loopcanary {
 namespace {
-
-std::uint16_t permille(std::uint64_t part, std::uint64_t whole) noexcept {
-  if (whole == 0) return kUnknownPermille;
-  if (part >= whole) return 1000;
-  while ((whole >> 32) != 0) {  // a 32-bit divisor: both halved keep the ratio (to 2^-32)
-    whole >>= 1;
-    part >>= 1;
-  }
-  return static_cast<std::uint16_t>(detail::divide(part * 1000u, static_cast<std::uint32_t>(whole)));
-}
 
 // The growth of CPU counter `which` from `a` to `b` into `out`: false (`out` untouched) unless
 // both readings have it and it did not go backwards.
@@ -39,8 +27,8 @@ void set_cpu(BlockRecord& r, const Observation& o) noexcept {
   std::uint64_t total = 0;
   std::uint64_t process = 0;
   if (cpu_delta(a, b, kCpuBusy, busy) && cpu_delta(a, b, kCpuTotal, total) && cpu_delta(a, b, kCpuProcess, process)) {
-    r.system_busy_permille = permille(busy, total);
-    r.process_permille = permille(process, total);
+    r.system_busy_permille = detail::permille(busy, total);
+    r.process_permille = detail::permille(process, total);
     cpu_delta(a, b, kCpuStealUs, r.steal_us);
   }
 }
@@ -113,23 +101,6 @@ std::size_t capacity_of(std::size_t own, std::size_t build) noexcept { return ow
 
 }  // namespace
 
-Cause classify(const BlockRecord& r, const WatchdogConfig& rule) noexcept {
-  // Stolen time per CPU: what the loop thread's CPU lost on average (at most the whole window).
-  const std::uint64_t wall = us_from_ticks(r.window_ticks, r.tick_hz);
-  const std::uint64_t window = wall - (r.steal_us < wall ? r.steal_us : wall);
-  if (!r.has_thread_cpu || window == 0) return Cause::unknown;
-  // floor(x) >= n exactly when x >= n for a whole n: comparing rounded-down shares is exact.
-  if (permille(r.thread_cpu_us, window) >= rule.running_permille) return Cause::running;
-  if (r.has_thread_wait) {
-    const std::uint64_t off_cpu = window - r.thread_cpu_us;  // > 0: below the running share
-    return permille(r.thread_wait_us, off_cpu) >= rule.starved_wait_permille ? Cause::starved : Cause::waiting;
-  }
-  if (r.system_busy_permille == kUnknownPermille) return Cause::unknown;
-  return r.system_busy_permille >= rule.starved_busy_permille ? Cause::starved : Cause::waiting;
-}
-
-void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept { record.cause = classify(record, rule); }
-
 void watch_started(WatchEvidence& evidence, std::size_t max_samples, std::size_t top_frames) noexcept {
   StackEvidence& stack = evidence.stack;
   stack.samples_taken = 0;
@@ -158,7 +129,7 @@ void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept {
   count_top(stack, sample, capacity_of(evidence.top_frames, kTopFrames));
 }
 
-void assemble(const Observation& o, const WatchEvidence* evidence, const char* qualifier, const WatchdogConfig& rule,
+void assemble(const Observation& o, const WatchEvidence* evidence, const char* qualifier, const CauseRule& rule,
               BlockRecord& out) noexcept {
   // Placement new: value-initialises the record in its existing storage and allocates nothing
   // (an assignment from BlockRecord{} would build a temporary on the stack: 448 bytes of a

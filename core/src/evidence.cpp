@@ -38,9 +38,9 @@ Status EvidenceWatchdog::init(const WatchdogConfig& config, const Hal& hal, cons
   ring_ = &ring;
   scratch_ = scratch;
   announced_ = announced;
-  rule_[0] = config.running_permille;
-  rule_[1] = config.starved_busy_permille;
-  rule_[2] = config.starved_wait_permille;
+  rule_[0] = config.cause.running_permille;
+  rule_[1] = config.cause.starved_busy_permille;
+  rule_[2] = config.cause.starved_wait_permille;
   sample_reserve_ = static_cast<std::uint32_t>(evidence_report_reserve(ring.capacity()));
   return Status::ok;
 }

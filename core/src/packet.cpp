@@ -226,4 +226,17 @@ std::size_t detail::seal_packet(std::uint8_t* p, PacketType type, std::size_t bo
   return kPacketHeaderBytes + body + kPacketTrailerBytes;
 }
 
+const char* to_string(ResetCause cause) noexcept {
+  switch (cause) {
+    case ResetCause::unknown: return "unknown";
+    case ResetCause::power_on: return "power_on";
+    case ResetCause::reset_pin: return "reset_pin";
+    case ResetCause::software: return "software";
+    case ResetCause::watchdog: return "watchdog";
+    case ResetCause::lockup: return "lockup";
+    case ResetCause::brown_out: return "brown_out";
+  }
+  return "unknown_reset_cause";
+}
+
 }  // namespace loopcanary

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <cstddef>
 
-#include "loopcanary/packet.hpp"
-#include "loopcanary/record.hpp"
 #include "loopcanary/status.hpp"
-#include "loopcanary/watchdog.hpp"
 
 namespace loopcanary {
 namespace {
@@ -36,9 +33,9 @@ constexpr StatusText kStatusText[] = {
     {"qualifier_invalid", "WatchdogConfig.qualifier holds a character outside printable ASCII"},
     {"max_frames_out_of_range", "WatchdogConfig.max_frames must be 1..LOOPCANARY_MAX_FRAMES"},
     {"snapshot_attempts_out_of_range", "WatchdogConfig.snapshot_attempts must be 1..8"},
-    {"running_permille_out_of_range", "WatchdogConfig.running_permille must be 1..1000"},
-    {"starved_permille_out_of_range", "WatchdogConfig.starved_busy_permille must be 1..1000"},
-    {"starved_wait_permille_out_of_range", "WatchdogConfig.starved_wait_permille must be 1..1000"},
+    {"running_permille_out_of_range", "WatchdogConfig.cause.running_permille must be 1..1000"},
+    {"starved_permille_out_of_range", "WatchdogConfig.cause.starved_busy_permille must be 1..1000"},
+    {"starved_wait_permille_out_of_range", "WatchdogConfig.cause.starved_wait_permille must be 1..1000"},
     {"not_initialised", "used before a successful init()"},
     {"already_initialised", "the monitor is already watched by a watchdog; configure it before add()"},
     {"registry_full", "the watchdog already watches as many loops as its MaxLoops"},
@@ -66,7 +63,6 @@ constexpr StatusText kStatusText[] = {
      "an evidence watchdog builds no records, so a record Interceptor is never called; give it an "
      "ObservationInterceptor (EvidenceWatchdog::add_interceptor)"},
 };
-static_assert(kQualifierMax == 31, "update the qualifier_too_long text");
 static_assert(sizeof(kStatusText) / sizeof(kStatusText[0]) ==
                   static_cast<std::size_t>(Status::interceptor_unused) + 1,
               "kStatusText must have one entry per Status");
@@ -81,52 +77,5 @@ const StatusText& text_of(Status status) noexcept {
 
 const char* describe(Status status) noexcept { return text_of(status).description; }
 const char* name(Status status) noexcept { return text_of(status).name; }
-
-const char* to_string(Phase phase) noexcept {
-  switch (phase) {
-    case Phase::in_progress: return "in_progress";
-    case Phase::hang: return "hang";
-    case Phase::final: return "final";
-    case Phase::deadline_miss: return "deadline_miss";
-  }
-  return "unknown_phase";
-}
-
-const char* to_string(Cause cause) noexcept {
-  switch (cause) {
-    case Cause::unknown: return "unknown";
-    case Cause::running: return "running";
-    case Cause::waiting: return "waiting";
-    case Cause::starved: return "starved";
-  }
-  return "unknown_cause";
-}
-
-const char* to_string(MemoryValue value) noexcept {
-  switch (value) {
-    case kMemoryResident: return "resident";
-    case kMemoryResidentPeak: return "resident_peak";
-    case kMemoryHeapUsed: return "heap_used";
-    case kMemoryHeapFree: return "heap_free";
-    case kMemoryStackPeak: return "stack_peak";
-    case kMemoryStackCurrent: return "stack_current";
-    case kMemoryStackSize: return "stack_size";
-    case kMemoryValues: break;
-  }
-  return "unknown_memory_value";
-}
-
-const char* to_string(ResetCause cause) noexcept {
-  switch (cause) {
-    case ResetCause::unknown: return "unknown";
-    case ResetCause::power_on: return "power_on";
-    case ResetCause::reset_pin: return "reset_pin";
-    case ResetCause::software: return "software";
-    case ResetCause::watchdog: return "watchdog";
-    case ResetCause::lockup: return "lockup";
-    case ResetCause::brown_out: return "brown_out";
-  }
-  return "unknown_reset_cause";
-}
 
 }  // namespace loopcanary

@@ -5,6 +5,10 @@
 #include <new>
 
 namespace loopcanary {
+
+// status.cpp's text of Status::qualifier_too_long names the limit.
+static_assert(kQualifierMax == 31, "update the qualifier_too_long text in status.cpp");
+
 namespace {
 
 constexpr std::uint8_t kMaxSnapshotAttempts = 8;
@@ -55,13 +59,13 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storag
   if (config.snapshot_attempts == 0 || config.snapshot_attempts > kMaxSnapshotAttempts) {
     return Status::snapshot_attempts_out_of_range;
   }
-  if (config.running_permille == 0 || config.running_permille > 1000) {
+  if (config.cause.running_permille == 0 || config.cause.running_permille > 1000) {
     return Status::running_permille_out_of_range;
   }
-  if (config.starved_busy_permille == 0 || config.starved_busy_permille > 1000) {
+  if (config.cause.starved_busy_permille == 0 || config.cause.starved_busy_permille > 1000) {
     return Status::starved_permille_out_of_range;
   }
-  if (config.starved_wait_permille == 0 || config.starved_wait_permille > 1000) {
+  if (config.cause.starved_wait_permille == 0 || config.cause.starved_wait_permille > 1000) {
     return Status::starved_wait_permille_out_of_range;
   }
   if (config.health_period_us != 0 && health == nullptr) return Status::health_ring_missing;
@@ -559,7 +563,7 @@ bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& 
 // The record of `o` to the interceptors, in order, then into the ring.
 bool Watchdog::assemble_report(Watchdog& self, const Observation& o) noexcept {
   BlockRecord& r = self.assembled_->value;
-  assemble(o, o.watch != kNoWatch ? &self.evidence_[o.watch] : nullptr, self.qualifier_, self.config_.value, r);
+  assemble(o, o.watch != kNoWatch ? &self.evidence_[o.watch] : nullptr, self.qualifier_, self.config_.value.cause, r);
   for (std::size_t i = 0; i < self.chain_size_; ++i) self.chain_[i].function(self.chain_[i].context, r);
   return self.ring_.push(r);
 }

@@ -552,7 +552,7 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     return failed();
   }
   // Configuration bit 2: the device left the derived fields to the host; the default cause rule.
-  if ((config & 4u) != 0) derive(r, WatchdogConfig{});
+  if ((config & 4u) != 0) derive(r, CauseRule{});
   return true;
 }
 
@@ -833,7 +833,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
 
   // An observation.
   EvidenceConfig c;
-  WatchdogConfig rule;
+  CauseRule rule;
   Observation o{};
   std::uint8_t phase = 0;
   std::string name;

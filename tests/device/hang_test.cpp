@@ -70,7 +70,7 @@ void on_report(void* /*context*/, const lc::BlockRecord& record) {
   check(record.samples_missed == 0, "no missed samples");
   // LOOPCANARY_HOST_DERIVES: the device leaves the cause to the host; classify() is what derive() sets.
   check(!lc::kHostDerives || record.cause == lc::Cause::unknown, "cause left to the host (host-derives build)");
-  check((lc::kHostDerives ? lc::classify(record, lc::WatchdogConfig{}) : record.cause) == lc::Cause::running,
+  check((lc::kHostDerives ? lc::classify(record, lc::CauseRule{}) : record.cause) == lc::Cause::running,
         "cause: running (the loop spins)");
   if (LC_TEST_START > 0x80000000u) {
     check(record.end < record.start, "the clock wrapped during the hang");

@@ -309,10 +309,10 @@ DT_TEST(Scenario, each_invalid_field_has_its_status) {
       {[](lc::WatchdogConfig& c) { c.max_frames = lc::kMaxFrames + 1; }, lc::Status::max_frames_out_of_range},
       {[](lc::WatchdogConfig& c) { c.snapshot_attempts = 0; }, lc::Status::snapshot_attempts_out_of_range},
       {[](lc::WatchdogConfig& c) { c.snapshot_attempts = 9; }, lc::Status::snapshot_attempts_out_of_range},
-      {[](lc::WatchdogConfig& c) { c.running_permille = 0; }, lc::Status::running_permille_out_of_range},
-      {[](lc::WatchdogConfig& c) { c.running_permille = 1001; }, lc::Status::running_permille_out_of_range},
-      {[](lc::WatchdogConfig& c) { c.starved_busy_permille = 0; }, lc::Status::starved_permille_out_of_range},
-      {[](lc::WatchdogConfig& c) { c.starved_busy_permille = 1001; }, lc::Status::starved_permille_out_of_range},
+      {[](lc::WatchdogConfig& c) { c.cause.running_permille = 0; }, lc::Status::running_permille_out_of_range},
+      {[](lc::WatchdogConfig& c) { c.cause.running_permille = 1001; }, lc::Status::running_permille_out_of_range},
+      {[](lc::WatchdogConfig& c) { c.cause.starved_busy_permille = 0; }, lc::Status::starved_permille_out_of_range},
+      {[](lc::WatchdogConfig& c) { c.cause.starved_busy_permille = 1001; }, lc::Status::starved_permille_out_of_range},
   };
   for (const WatchdogCase& test : watchdog_cases) {
     lc::WatchdogConfig c;
@@ -403,7 +403,7 @@ DT_TEST(Scenario, cause_running_waiting_starved_unknown) {
     DT_ASSERT(rig.pop(lc::Phase::final, r));
     if (lc::kHostDerives) {  // the device leaves the cause to the host, which derives it
       DT_EXPECT_EQ(r.cause, lc::Cause::unknown);
-      lc::derive(r, lc::WatchdogConfig{});
+      lc::derive(r, lc::CauseRule{});
     }
     DT_EXPECT_EQ(r.cause, test.expected);
     DT_EXPECT_EQ(r.has_thread_cpu, test.mode != 3);

@@ -15,14 +15,13 @@
 
 #include <cstdint>
 
+#include "loopcanary/cause.hpp"
 #include "loopcanary/config.hpp"
 #include "loopcanary/hal.hpp"
 #include "loopcanary/monitor.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary {
-
-struct WatchdogConfig;
 
 /// A CPU reading taken `elapsed` ticks into the watched dispatch.
 struct TimedCpuReading {
@@ -90,6 +89,6 @@ void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept;
 /// static or long-lived string), the cause by derive() with `rule` unless the build sets
 /// LOOPCANARY_HOST_DERIVES. Reads only its arguments.
 void assemble(const Observation& observation, const WatchEvidence* evidence, const char* qualifier,
-              const WatchdogConfig& rule, BlockRecord& out) noexcept;
+              const CauseRule& rule, BlockRecord& out) noexcept;
 
 }  // namespace loopcanary

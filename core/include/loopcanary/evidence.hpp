@@ -236,10 +236,12 @@ class StaticEvidenceWatchdog final : private detail::EvidenceWatchdogStorage<Max
   /// As StaticWatchdog::init, with `ring` (opened) receiving the evidence. Errors as
   /// StaticWatchdog::init; health_ring_missing when config.health_period_us is not 0.
   Status init(const WatchdogConfig& config, const Hal& hal, EvidenceRing& ring) noexcept {
-    return EvidenceWatchdog::init(config, hal,
-                                  Storage{Own::tracks, MaxLoops, Own::watches, nullptr, Watches, nullptr, nullptr, 0, nullptr, 0,
-                                          nullptr, nullptr},
-                                  ring, Own::scratch, Own::announced);
+    Storage storage;  // no record ring, no health records: the host assembles them
+    storage.tracks = Own::tracks;
+    storage.max_loops = MaxLoops;
+    storage.watches = Own::watches;
+    storage.max_watches = Watches;
+    return EvidenceWatchdog::init(config, hal, storage, ring, Own::scratch, Own::announced);
   }
 };
 

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "loopcanary/compiler.hpp"
 #include "loopcanary/config.hpp"
 #include "loopcanary/histogram.hpp"
 #include "loopcanary/status.hpp"
@@ -170,9 +171,9 @@ class EventHealth {
     return true;
   }
   // Records a latency at or above watch_end_ (the first one too): updates the counters, counts
-  // it in the histogram (a stamp ahead as 0); true for a deadline miss. Defined in health.cpp and
-  // inlined into its one caller there (Monitor::record_unusual_latency, the out-of-line call).
-  LOOPCANARY_INLINE bool record_unusual(tick_t latency) noexcept;
+  // it in the histogram (a stamp ahead as 0); true for a deadline miss. Out of line, on the rare
+  // path (its caller is Monitor::record_unusual_latency, itself out of line).
+  bool record_unusual(tick_t latency) noexcept;
   // Validates and applies `config` at `tick_hz` (> 0). Loop context.
   Status configure(const EventHealthConfig& config, std::uint32_t tick_hz) noexcept;
   // The largest latency that changes nothing but the histogram: min(max latency, deadline,

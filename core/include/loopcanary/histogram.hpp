@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "loopcanary/compiler.hpp"
 #include "loopcanary/config.hpp"
 #include "loopcanary/sync.hpp"
 

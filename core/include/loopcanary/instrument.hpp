@@ -16,6 +16,7 @@
 // their arguments, so instrumented code cannot rot while compiled out.
 #pragma once
 
+#include "loopcanary/compiler.hpp"
 #include "loopcanary/event.hpp"
 #include "loopcanary/monitor.hpp"
 

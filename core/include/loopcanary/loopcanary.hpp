@@ -2,6 +2,7 @@
 // Umbrella header: the whole core API. Port headers (the clock) are separate: see port/.
 #pragma once
 
+#include "loopcanary/cause.hpp"       // IWYU pragma: export
 #include "loopcanary/config.hpp"      // IWYU pragma: export
 #include "loopcanary/event.hpp"       // IWYU pragma: export
 #include "loopcanary/format.hpp"      // IWYU pragma: export

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "loopcanary/compiler.hpp"
 #include "loopcanary/config.hpp"
 #include "loopcanary/event.hpp"
 #include "loopcanary/health.hpp"

@@ -25,9 +25,9 @@ enum class Status : std::uint8_t {
   qualifier_invalid,                ///< qualifier holds a character outside printable ASCII
   max_frames_out_of_range,          ///< max_frames is 0 or above LOOPCANARY_MAX_FRAMES
   snapshot_attempts_out_of_range,   ///< snapshot_attempts is 0 or above 8
-  running_permille_out_of_range,    ///< running_permille is 0 or above 1000
-  starved_permille_out_of_range,    ///< starved_busy_permille is 0 or above 1000
-  starved_wait_permille_out_of_range,  ///< starved_wait_permille is 0 or above 1000
+  running_permille_out_of_range,    ///< cause.running_permille is 0 or above 1000
+  starved_permille_out_of_range,    ///< cause.starved_busy_permille is 0 or above 1000
+  starved_wait_permille_out_of_range,  ///< cause.starved_wait_permille is 0 or above 1000
   // Registration and use
   not_initialised,                  ///< the object was used before a successful init()
   already_initialised,              ///< init() on a monitor already registered with a watchdog

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "loopcanary/compiler.hpp"
 #include "loopcanary/config.hpp"
 
 #if defined(__has_feature)

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "loopcanary/compiler.hpp"
 #include "loopcanary/config.hpp"
 
 namespace loopcanary {

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "loopcanary/assembler.hpp"
+#include "loopcanary/cause.hpp"
 #include "loopcanary/config.hpp"
 #include "loopcanary/hal.hpp"
 #include "loopcanary/monitor.hpp"
@@ -48,16 +49,8 @@ struct WatchdogConfig {
   std::uint8_t snapshot_attempts = 2;
   /// Suppress (and count) reports while Hal::debugger_attached says a debugger is attached.
   bool stop_when_debugging = true;
-  /// Cause rule: thread CPU at least this share of wall time (per mille) is *running*. 1..1000.
-  std::uint16_t running_permille = 700;
-  /// Cause rule without a run-queue counter (kCpuWaitUs of Hal::read_cpu): below the running share, a
-  /// machine busy at least this share (per mille) over the window is *starved*, otherwise
-  /// *waiting*. 1..1000.
-  std::uint16_t starved_busy_permille = 900;
-  /// Cause rule with a run-queue counter: below the running share, a loop thread that spent at
-  /// least this share (per mille) of its off-CPU time runnable, waiting for a CPU, is *starved*,
-  /// otherwise *waiting*. 1..1000.
-  std::uint16_t starved_wait_permille = 500;
+  /// The cause rule's shares (cause.hpp): each 1..1000.
+  CauseRule cause;
   /// One health record per loop every this many microseconds (docs/report-format.md, "Health
   /// records"); 0 (default): none. Converted at the loops' tick rate by the first add():
   /// 1 tick .. kMaxIntervalTicks ticks there (health_period_below_one_tick,
@@ -99,21 +92,6 @@ struct WatchdogStats {
   std::uint32_t health_records = 0;      ///< health records produced: the last health record number
   std::uint32_t health_dropped = 0;      ///< health records the health ring could not hold
 };
-
-/// The cause rule (docs/design.md) on a record's CPU evidence: the window (window_ticks at
-/// tick_hz) less the stolen time (steal_us, at most all of it) is what the thread could have
-/// run; unknown without thread CPU time; running when thread_cpu_us is at least
-/// running_permille of that; otherwise starved or waiting, by the thread's run-queue wait when
-/// known (starved_wait_permille of its off-CPU time), else by system_busy_permille
-/// (starved_busy_permille), else unknown. Reads only those fields. Any context.
-Cause classify(const BlockRecord& record, const WatchdogConfig& rule) noexcept;
-
-/// Fills the fields of `record` that are computed from its raw evidence: `cause`, by classify()
-/// with `rule`. The watchdog calls it for every report it makes, unless the build sets
-/// LOOPCANARY_HOST_DERIVES (config.hpp); then the host calls it on the decoded record (the
-/// packet's configuration says so), with the rule the device would have used, and gets the
-/// record the watchdog would have built. Reads and writes only `record`. Any context.
-void derive(BlockRecord& record, const WatchdogConfig& rule) noexcept;
 
 namespace detail {
 
@@ -242,18 +220,18 @@ class Watchdog {
   /// assembler's evidence (one per watch), the record it assembles and record slots. A watchdog
   /// that assembles no record (an EvidenceWatchdog) has no evidence, record or record slots.
   struct Storage {
-    Track* tracks;
-    std::size_t max_loops;
-    detail::Watch* watches;
-    WatchEvidence* evidence;
-    std::size_t max_watches;
-    detail::Slot<BlockRecord>* assembled;  // the record being assembled
-    detail::Slot<BlockRecord>* records;
-    std::uint32_t record_capacity;  // a power of two >= 2
-    detail::Slot<HealthRecord>* health_records;  // null: no health records (HealthCapacity 0)
-    std::uint32_t health_capacity;  // a power of two >= 2, or 0
-    detail::Slot<HealthRecord>* health_scratch;  // the health record being built
-    detail::HealthWindow* health_windows;        // one per loop (max_loops)
+    Track* tracks = nullptr;
+    std::size_t max_loops = 0;
+    detail::Watch* watches = nullptr;
+    WatchEvidence* evidence = nullptr;  // null: an evidence watchdog (no records assembled)
+    std::size_t max_watches = 0;
+    detail::Slot<BlockRecord>* assembled = nullptr;  // the record being assembled
+    detail::Slot<BlockRecord>* records = nullptr;
+    std::uint32_t record_capacity = 0;  // a power of two >= 2
+    detail::Slot<HealthRecord>* health_records = nullptr;  // null: no health records (HealthCapacity 0)
+    std::uint32_t health_capacity = 0;  // a power of two >= 2, or 0
+    detail::Slot<HealthRecord>* health_scratch = nullptr;  // the health record being built
+    detail::HealthWindow* health_windows = nullptr;        // one per loop (max_loops)
   };
 
   /// A loop's health-record step at each poll. A StaticWatchdog with a health ring hands
@@ -411,12 +389,20 @@ class StaticWatchdog final
   /// add() and poll(), from the context that will own the watchdog. Returns Status::ok or the
   /// status naming the first invalid field (nothing is changed then).
   Status init(const WatchdogConfig& config, const Hal& hal = Hal{}) noexcept {
-    return Watchdog::init(config, hal,
-                          Storage{Own::tracks, MaxLoops, Own::watches, Own::evidence, Watches, &this->assembled, Own::records,
-                                  static_cast<std::uint32_t>(RecordCapacity), Own::health_ring(),
-                                  static_cast<std::uint32_t>(HealthCapacity), Own::health_building(),
-                                  Own::health_windows()},
-                          kAssembler, health_step_if_any());
+    Storage storage;
+    storage.tracks = Own::tracks;
+    storage.max_loops = MaxLoops;
+    storage.watches = Own::watches;
+    storage.evidence = Own::evidence;
+    storage.max_watches = Watches;
+    storage.assembled = &this->assembled;
+    storage.records = Own::records;
+    storage.record_capacity = static_cast<std::uint32_t>(RecordCapacity);
+    storage.health_records = Own::health_ring();
+    storage.health_capacity = static_cast<std::uint32_t>(HealthCapacity);
+    storage.health_scratch = Own::health_building();
+    storage.health_windows = Own::health_windows();
+    return Watchdog::init(config, hal, storage, kAssembler, health_step_if_any());
   }
 };
 
