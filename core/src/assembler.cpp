@@ -155,7 +155,7 @@ void assemble(const Observation& o, const WatchEvidence* evidence, const char* q
   r.records_dropped = o.records_dropped;
   r.notes_dropped = o.notes_dropped;
   if ((o.flags & kFlagUnwatched) == 0) set_cpu(r, o);
-  if constexpr (!kHostDerives) derive(r, rule);
+  derive(r, rule);
 
   if (evidence != nullptr && o.watch != kNoWatch) {
     static_cast<StackEvidence&>(r) = evidence->stack;

@@ -901,7 +901,6 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
   const char* q = st.pool->name(qualifier);
   assemble(o, evidence, q != nullptr ? q : "", rule, out.record);
-  if constexpr (kHostDerives) derive(out.record, rule);
   produced = true;
   return true;
 }

@@ -130,10 +130,7 @@ int main() {
   // Armed at 5 ms, one sample every 2 ms to the end: about 22.
   check(final_record.samples_taken >= 20 && final_record.samples_taken <= 24, "20..24 samples");
   check(final_record.samples_missed == 0, "no missed samples");
-  // LOOPCANARY_HOST_DERIVES: the device leaves the cause to the host; classify() is what derive() sets.
-  check(!lc::kHostDerives || final_record.cause == lc::Cause::unknown, "cause left to the host (host-derives build)");
-  check((lc::kHostDerives ? lc::classify(final_record, lc::CauseRule{}) : final_record.cause) == lc::Cause::running,
-        "cause: running");
+  check(final_record.cause == lc::Cause::running, "cause: running");
   const std::uint64_t window_us = lc::us_from_ticks(final_record.window_ticks, cm::tick_hz());
   check(final_record.has_thread_cpu && final_record.thread_cpu_us * 10u >= 9u * window_us,
         "thread CPU >= 90 % of the window");

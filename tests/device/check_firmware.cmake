@@ -18,8 +18,7 @@
 # skipped, no warning; an empty capture decodes to no record). With RECORDS (a capture of
 # evidence packets, which the tool assembles into records: fewer records than packets), RECORDS
 # records instead of n; with WARNINGS, that many warnings instead of none. With EVENT too: among the decoded
-# records one of event EVENT in phase PHASE, with cause CAUSE (as the device or, in a
-# LOOPCANARY_HOST_DERIVES build, the decoder set it) and, with RESET_CAUSE, kept across a reset
+# records one of event EVENT in phase PHASE, with cause CAUSE and, with RESET_CAUSE, kept across a reset
 # ("previous_boot":true) with that "reset_cause"; and of the kept samples of EVENT's records, at
 # least MIN_PERCENT % must have an innermost PC that the tool's symbols (`symbols.frames`, from
 # addr2line) place in FUNCTION.

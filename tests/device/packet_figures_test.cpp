@@ -80,7 +80,7 @@ void make_typical_record(lc::BlockRecord& r) {
   r.thread_cpu_us = 139'800;
   r.system_busy_permille = 999;
   r.process_permille = 999;
-  if constexpr (!lc::kHostDerives) lc::derive(r, lc::CauseRule{});
+  lc::derive(r, lc::CauseRule{});
 
   constexpr std::uint32_t kTaken = 12;
   constexpr std::uint32_t kPeriod = 250'000;  // 10 ms

@@ -315,8 +315,7 @@ DT_TEST(Capture, pc_and_lr_from_the_main_stack_frame) {
     DT_EXPECT_EQ(s.frames[1] & 1u, 0u);
     DT_EXPECT_LT(code_address(reinterpret_cast<const void*>(&spin_dispatch)), s.frames[1]);  // into the caller
   }
-  // LOOPCANARY_HOST_DERIVES: the device leaves the cause to the host; classify() is what derive() sets.
-  DT_EXPECT_EQ(lc::kHostDerives ? lc::classify(r, lc::CauseRule{}) : r.cause, lc::Cause::running);
+  DT_EXPECT_EQ(r.cause, lc::Cause::running);
   DT_EXPECT_EQ(cm::stats().refused_handler, 0u);
 }
 

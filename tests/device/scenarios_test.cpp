@@ -401,10 +401,6 @@ DT_TEST(Scenario, cause_running_waiting_starved_unknown) {
     rig.scheduler.idle(ms(10));
     lc::BlockRecord r;
     DT_ASSERT(rig.pop(lc::Phase::final, r));
-    if (lc::kHostDerives) {  // the device leaves the cause to the host, which derives it
-      DT_EXPECT_EQ(r.cause, lc::Cause::unknown);
-      lc::derive(r, lc::CauseRule{});
-    }
     DT_EXPECT_EQ(r.cause, test.expected);
     DT_EXPECT_EQ(r.has_thread_cpu, test.mode != 3);
   }

@@ -405,8 +405,8 @@ TEST(PacketReader, TickArithmeticWrapsModulo2To32) {
   EXPECT_EQ(r.samples[1].frames[0], 0xFFFFFFF0u);  // 32-bit PCs: 0x10 − 0x20 modulo 2^32
 }
 
-// Configuration bit 2 (LOOPCANARY_HOST_DERIVES): the device sends cause 0 and the decoder applies
-// the cause rule (loopcanary::derive, default WatchdogConfig) to the decoded evidence.
+// Configuration bit 2: the sender left the cause to the decoder (cause 0 sent), which applies the
+// cause rule (loopcanary::derive, the default CauseRule) to the decoded evidence.
 TEST(PacketReader, DerivedFieldsAreComputedWhenTheDeviceLeftThemToTheHost) {
   BodySpec s;
   s.cause = 0;

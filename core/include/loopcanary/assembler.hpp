@@ -86,8 +86,7 @@ void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept;
 
 /// Builds the record of `observation` into `out` (every field written): its stack evidence from
 /// `evidence` (the watch Observation::watch names; null or kNoWatch: none), `qualifier` (a
-/// static or long-lived string), the cause by derive() with `rule` unless the build sets
-/// LOOPCANARY_HOST_DERIVES. Reads only its arguments.
+/// static or long-lived string), the cause by derive() with `rule`. Reads only its arguments.
 void assemble(const Observation& observation, const WatchEvidence* evidence, const char* qualifier,
               const CauseRule& rule, BlockRecord& out) noexcept;
 

@@ -33,10 +33,10 @@ struct CauseRule {
 Cause classify(const BlockRecord& record, const CauseRule& rule) noexcept;
 
 /// Fills the fields of `record` that are computed from its raw evidence: `cause`, by classify()
-/// with `rule`. The watchdog calls it for every report it makes, unless the build sets
-/// LOOPCANARY_HOST_DERIVES (config.hpp); then the host calls it on the decoded record (the
-/// packet's configuration says so), with the rule the device would have used, and gets the
-/// record the watchdog would have built. Reads and writes only `record`. Any context.
+/// with `rule`. The assembler calls it for every record it builds (in the watchdog, and in the
+/// host's decoder of an evidence stream); the decoder calls it too on a packet whose
+/// configuration leaves the cause to it (docs/report-format.md, configuration bit 2). Reads
+/// and writes only `record`. Any context.
 void derive(BlockRecord& record, const CauseRule& rule) noexcept;
 
 namespace detail {

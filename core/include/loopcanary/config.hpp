@@ -72,14 +72,6 @@
 #define LOOPCANARY_HISTOGRAM 1
 #endif
 
-/// 1: the watchdog leaves what the host can compute from a record's raw evidence to the host
-/// (loopcanary::derive(), watchdog.hpp): a record's `cause` stays Cause::unknown, and a packet
-/// says so (docs/report-format.md, configuration bit 2), so the decoder derives it. For a
-/// device whose records leave it as packets (flash). 0 (default): records are complete.
-#ifndef LOOPCANARY_HOST_DERIVES
-#define LOOPCANARY_HOST_DERIVES 0
-#endif
-
 /// 0 compiles the instrumentation macros out (they still type-check their arguments).
 #ifndef LOOPCANARY_ENABLED
 #define LOOPCANARY_ENABLED 1
@@ -105,7 +97,6 @@ inline constexpr std::size_t kMaxStages = LOOPCANARY_MAX_STAGES;
 inline constexpr std::size_t kHealthEvents = LOOPCANARY_HEALTH_EVENTS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
-inline constexpr bool kHostDerives = LOOPCANARY_HOST_DERIVES != 0;
 
 /// Buckets of the per-loop dispatch-duration histogram: bucket i counts durations d (ticks)
 /// with floor(log2(d)) == i (bucket 0 also holds d == 0), so 32 buckets cover every tick_t.

@@ -190,9 +190,9 @@ struct ByteWriter {
   }
 };
 
-/// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian, bit 2
-/// LOOPCANARY_HOST_DERIVES.
-inline constexpr unsigned kPacketConfiguration = (sizeof(Frame) == 8 ? 1u : 0u) | (kHostDerives ? 4u : 0u)
+/// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian (bit 2,
+/// the cause left to the decoder, is never set by this encoder: docs/report-format.md).
+inline constexpr unsigned kPacketConfiguration = (sizeof(Frame) == 8 ? 1u : 0u)
 #if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
                                                  | 2u
 #endif

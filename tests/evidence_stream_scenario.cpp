@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: MIT
 // One scenario on the sim port, every record it produces written field by field to stdout.
-// Built twice (tests/CMakeLists.txt): as a host builds the core, and with
-// LOOPCANARY_HOST_DERIVES=1 as a device that leaves the derived fields to the host, whose records
-// then get what the decoder applies: loopcanary::derive() with the same rule. The test
-// `host_derives.records_equal` (host_derives_compare.cmake) requires both outputs to be
+// Built twice (tests/CMakeLists.txt): with a StaticWatchdog, whose records are printed as it
+// pops them, and with LC_EVIDENCE_STREAM=1, where the watchdog is a StaticEvidenceWatchdog that
+// sends its evidence as packets into an evidence ring and the records printed are those the
+// tool's CaptureReader assembles from the drained bytes: the device's two roads. The test
+// `evidence_stream.records_equal` (evidence_stream_compare.cmake) requires both outputs to be
 // identical apart from their first line, which names the build.
-//
-// Built a third time with LC_EVIDENCE_STREAM=1 (against the host's core and the tool's reader):
-// the watchdog is a StaticEvidenceWatchdog that sends its evidence as packets into an evidence
-// ring, and the records printed are those the tool's CaptureReader assembles from the drained
-// bytes. `host_derives.records_equal` requires that output to be identical too.
 //
 // The scenario covers every cause (running, waiting, starved with and without a run-queue
 // counter, unknown without counters), in-progress, hang and final reports, and a rule other than
@@ -165,25 +161,14 @@ void run_case(const char* name, const lc::WatchdogConfig& rule, Run run) {
       });
 #else
   lc::BlockRecord r;
-  while (watchdog.pop(r)) {
-    if constexpr (lc::kHostDerives) {
-      // What the device sends: the cause left to the host.
-      if (r.cause != lc::Cause::unknown) {
-        std::printf("%s: report %lu: the device build set a cause\n", name, static_cast<unsigned long>(r.report));
-        ++g_failures;
-      }
-      lc::derive(r, rule.cause);  // what the decoder does
-    }
-    print(r);
-  }
+  while (watchdog.pop(r)) print(r);
 #endif
 }
 
 }  // namespace
 
 int main() {
-  std::printf("LOOPCANARY_HOST_DERIVES=%d LC_EVIDENCE_STREAM=%d (the output below must not depend on them)\n",
-              LOOPCANARY_HOST_DERIVES, LC_EVIDENCE_STREAM);
+  std::printf("LC_EVIDENCE_STREAM=%d (the output below must not depend on it)\n", LC_EVIDENCE_STREAM);
   const lc::WatchdogConfig defaults;
   run_case("compute", defaults, [](sim::Machine&, sim::Thread& thread, sim::PortMonitor& monitor, sim::Scheduler& s) {
     monitor.begin(kCompute);
