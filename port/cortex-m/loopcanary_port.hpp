@@ -205,7 +205,7 @@ enum class Format : std::uint8_t {
 /// short buffer truncates the text, flagged in it) and hands it to `sink`. The records' one
 /// consumer context (usually the main loop's idle path). Returns the records written; a null
 /// `sink.write` or `buffer`, or a `size` of 0, pops nothing and returns 0. Links the core's
-/// formatter (format_text, format_json: about 6.7 KiB of flash on Cortex-M3); a device that
+/// formatter (format_text, format_json: about 5.8 KiB of flash on Cortex-M3); a device that
 /// sends packets uses the PacketSink overload instead.
 std::uint32_t drain(Watchdog& watchdog, const Sink& sink, Format format, char* buffer, std::size_t size) noexcept;
 
