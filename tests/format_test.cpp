@@ -973,6 +973,31 @@ TEST(FormatJson, DefaultRecordIsValid) {
   EXPECT_TRUE(doc["stacks"].items.empty());
 }
 
+// A writer's own members (JsonExtension) come last, inside the object, and count toward its size:
+// a buffer one short of the whole line truncates, as without them.
+TEST(FormatJson, AnExtensionsMembersComeLastInsideTheObject) {
+  const BlockRecord r = hand_record();
+  const lc::JsonExtension extension{[](void* context, lc::TextWriter& w) noexcept {
+                                      w.puts(",\"host\":{\"name\":");
+                                      w.json_string(static_cast<const char*>(context));
+                                      w.put('}');
+                                    },
+                                    const_cast<char*>("bench \"7\"")};
+  std::vector<char> buffer(1u << 16);
+  const FormatResult whole = lc::format_json(r, buffer.data(), buffer.size(), extension);
+  ASSERT_FALSE(whole.truncated);
+  const std::string text(buffer.data(), whole.length);
+  const Json doc = parse_json(text);
+  ASSERT_FALSE(doc.keys().empty());
+  EXPECT_EQ(doc.keys().back(), "host");
+  EXPECT_EQ(string_of(doc["host"]["name"]), "bench \"7\"");
+  const std::string plain = format_whole(&lc::format_json, r);
+  EXPECT_EQ(text.substr(0, plain.size() - 2), plain.substr(0, plain.size() - 2)) << "the record's own members first";
+  EXPECT_TRUE(lc::format_json(r, buffer.data(), whole.length, extension).truncated);  // no room for the NUL
+  EXPECT_FALSE(lc::format_json(r, buffer.data(), whole.length + 1, extension).truncated);
+  EXPECT_EQ(lc::format_json(r, buffer.data(), buffer.size(), lc::JsonExtension{}).length, plain.size());
+}
+
 TEST(FormatJson, LargeNumbersStayExact) {
   BlockRecord r = hand_record();
   r.duration_ticks = ~std::uint64_t{0};

@@ -334,7 +334,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   return w.finish();
 }
 
-FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
+FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, const JsonExtension& extension) noexcept {
   TextWriter w(buffer, size);
   w.puts("{\"format_version\":");
   w.u64(kJsonFormatVersion);
@@ -466,6 +466,7 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size) n
   w.u64(r.records_dropped);
   w.puts(",\"notes_dropped\":");
   w.u64(r.notes_dropped);
+  if (extension.write != nullptr) extension.write(extension.context, w);
   w.puts("}\n");
   return w.finish();
 }
@@ -561,7 +562,8 @@ FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t
   return w.finish();
 }
 
-FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t size) noexcept {
+FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t size,
+                                const JsonExtension& extension) noexcept {
   TextWriter w(buffer, size);
   const tick_t window = ticks_between(r.start, r.end);
   w.puts("{\"kind\":\"health\",\"format_version\":");
@@ -643,6 +645,7 @@ FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t
   }
   w.puts("],\"health_dropped\":");
   w.u64(r.health_dropped);
+  if (extension.write != nullptr) extension.write(extension.context, w);
   w.puts("}\n");
   return w.finish();
 }

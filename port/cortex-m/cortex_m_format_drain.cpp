@@ -9,11 +9,13 @@ namespace loopcanary::cortex_m {
 std::uint32_t drain(Watchdog& watchdog, const Sink& sink, Format format, char* buffer, std::size_t size) noexcept {
   if (sink.write == nullptr || buffer == nullptr || size == 0) return 0;
   std::uint32_t written = 0;
-  // One call site for both formats (their signatures are the same).
-  const auto format_record = format == Format::json ? &format_json : &format_text;
   loopcanary::detail::Slot<BlockRecord> record;  // written by pop() before it is read: not constructed
   while (watchdog.pop(record.value)) {
-    format_record(record.value, buffer, size);
+    if (format == Format::json) {
+      format_json(record.value, buffer, size, JsonExtension{});
+    } else {
+      format_text(record.value, buffer, size);
+    }
     sink.write(sink.context, buffer);
     ++written;
   }

@@ -48,7 +48,7 @@ constexpr std::uint64_t kCleanupEveryMs = 3600u * 1000u;
 constexpr std::size_t kRotatedTime = 17;     // "YYYYmmddTHHMMSSZ-"
 constexpr std::size_t kMinSerialDigits = 6;  // the serial is printed with at least 6 digits
 constexpr std::size_t kMaxSerialDigits = 18; // and read back with at most 18 (fits 64 bits)
-constexpr std::size_t kOverflow = ~std::size_t{0};  // format_extension: the output did not fit
+constexpr std::size_t kOverflow = ~std::size_t{0};  // a form did not fit its buffer
 
 std::uint64_t monotonic_ms() noexcept {
   timespec ts{};
@@ -264,7 +264,6 @@ SinkError FileSink::open(const FileSinkConfig& config) noexcept {
   text_->enabled = config.text;
   binary_->enabled = config.binary;
   for (Log* log : logs_) log->buffer = log->enabled ? std::make_unique<char[]>(capacity) : nullptr;
-  extension_buffer_ = config.json || config.text ? std::make_unique<char[]>(capacity) : nullptr;  // text forms only
   symbolizer_ = std::make_unique<Symbolizer>();
   rotation_serial_ = 0;  // cleanup() continues it from the highest one in the directory
   configured_ = true;
@@ -656,8 +655,7 @@ bool FileSink::write_log(Log& log, char* data, std::size_t length) noexcept {
   return false;
 }
 
-std::size_t FileSink::format_time_clock(std::uint32_t tick_hz, char* out, std::size_t size, Part part) noexcept {
-  TextWriter w(out, size);
+void FileSink::write_time_clock(std::uint32_t tick_hz, TextWriter& w, Part part) noexcept {
   // The process clock names the record's ticks only when the record was stamped by it (a
   // record from another clock, e.g. the sim port's virtual time, carries its own tick_hz).
   const ClockInfo& clock = clock_info();
@@ -681,15 +679,12 @@ std::size_t FileSink::format_time_clock(std::uint32_t tick_hz, char* out, std::s
     w.json_string(clock_name);
     if (clock.tick_offset_hook) w.puts(",\"tick_offset_hook\":true");
   }
-  return w.overflowed() ? kOverflow : w.length();
 }
 
-std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::size_t size, Part part) noexcept {
-  if (part == Part::text_head) return format_time_clock(r.tick_hz, out, size, part);
+void FileSink::write_extension(const BlockRecord& r, TextWriter& w, Part part) noexcept {
+  if (part == Part::text_head) return write_time_clock(r.tick_hz, w, part);
   const bool json = part == Part::json;
-  const std::size_t head = json ? format_time_clock(r.tick_hz, out, size, part) : 0;
-  if (head == kOverflow) return kOverflow;
-  TextWriter w(out + head, size - head);
+  if (json) write_time_clock(r.tick_hz, w, part);
   // Every distinct program counter, with its role (the first PC of a sample is the
   // interrupted instruction, the others are return addresses).
   PcUse uses[(kMaxSamples + kTopFrames) * kMaxFrames + kTopFrames];
@@ -784,25 +779,22 @@ std::size_t FileSink::format_extension(const BlockRecord& r, char* out, std::siz
     }
   }
   if (json) w.puts("]}");
-  return w.overflowed() ? kOverflow : head + w.length();
 }
 
 std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept {
-  // The core's JSON object, then a "linux" member (clock, module + offset + build-id of every
-  // program counter) spliced in before its closing brace.
-  const std::size_t capacity = config_.max_record_bytes;
-  char* line = json_->buffer.get() + 1;
-  const FormatResult f = format_json(record, line, capacity);
-  std::size_t length = f.length;
-  if (f.truncated || length < 2 || line[length - 2] != '}' || line[length - 1] != '\n') return kOverflow;
-  length -= 2;
-  const std::size_t extension = format_extension(record, extension_buffer_.get(), capacity, Part::json);
-  if (extension == kOverflow || length + extension + 2 > capacity) return kOverflow;
-  std::memcpy(line + length, extension_buffer_.get(), extension);
-  length += extension;
-  line[length++] = '}';
-  line[length++] = '\n';
-  return length;
+  // The core's JSON object with the "linux" member (clock, module + offset + build-id of every
+  // program counter) last.
+  struct Extension {
+    FileSink* self;
+    const BlockRecord* record;
+  } extension{this, &record};
+  const JsonExtension linux_member{[](void* context, TextWriter& w) noexcept {
+                                     const auto* e = static_cast<const Extension*>(context);
+                                     e->self->write_extension(*e->record, w, Part::json);
+                                   },
+                                   &extension};
+  const FormatResult f = format_json(record, json_->buffer.get() + 1, config_.max_record_bytes, linux_member);
+  return f.truncated ? kOverflow : f.length;
 }
 
 std::size_t FileSink::format_text_block(const BlockRecord& record) noexcept {
@@ -813,16 +805,15 @@ std::size_t FileSink::format_text_block(const BlockRecord& record) noexcept {
   std::snprintf(header, sizeof header, "==== loopcanary report %u (%s) ====\n", static_cast<unsigned>(record.report),
                 to_string(record.phase));
   w.puts(header);
-  const std::size_t head = format_extension(record, extension_buffer_.get(), capacity, Part::text_head);
-  for (std::size_t i = 0; head != kOverflow && i < head; ++i) w.put(extension_buffer_[i]);
+  write_extension(record, w, Part::text_head);
   const std::size_t used = w.length();
   const FormatResult f = format_text(record, text + used, used < capacity ? capacity - used : 0);
-  if (head == kOverflow || f.truncated || w.overflowed() || used + f.length >= capacity) return kOverflow;
+  if (f.truncated || w.overflowed() || used + f.length >= capacity) return kOverflow;
   std::size_t length = used + f.length;
-  const std::size_t legend =
-      format_extension(record, text + length, capacity - length - 1, Part::text_legend);  // - 1: the blank line
-  if (legend == kOverflow) return kOverflow;
-  length += legend;
+  TextWriter legend(text + length, capacity - length - 1);  // - 1: the blank line
+  write_extension(record, legend, Part::text_legend);
+  if (legend.overflowed()) return kOverflow;
+  length += legend.length();
   text[length++] = '\n';  // a blank line between records
   return length;
 }
@@ -834,20 +825,19 @@ std::size_t FileSink::format_packet(const BlockRecord& record) noexcept {
 }
 
 std::size_t FileSink::format_health_json_line(const HealthRecord& record) noexcept {
-  // The core's JSON object, then a "linux" member (time, clock) before its closing brace.
-  const std::size_t capacity = config_.max_record_bytes;
-  char* line = json_->buffer.get() + 1;
-  const FormatResult f = format_health_json(record, line, capacity);
-  std::size_t length = f.length;
-  if (f.truncated || length < 2 || line[length - 2] != '}' || line[length - 1] != '\n') return kOverflow;
-  length -= 2;
-  const std::size_t extension = format_time_clock(record.tick_hz, line + length, capacity - length, Part::json);
-  if (extension == kOverflow || length + extension + 3 > capacity) return kOverflow;
-  length += extension;
-  line[length++] = '}';  // closes "linux"
-  line[length++] = '}';
-  line[length++] = '\n';
-  return length;
+  // The core's JSON object with the "linux" member (time, clock) last.
+  struct Extension {
+    FileSink* self;
+    std::uint32_t tick_hz;
+  } extension{this, record.tick_hz};
+  const JsonExtension linux_member{[](void* context, TextWriter& w) noexcept {
+                                     const auto* e = static_cast<const Extension*>(context);
+                                     e->self->write_time_clock(e->tick_hz, w, Part::json);
+                                     w.put('}');  // closes "linux"
+                                   },
+                                   &extension};
+  const FormatResult f = format_health_json(record, json_->buffer.get() + 1, config_.max_record_bytes, linux_member);
+  return f.truncated ? kOverflow : f.length;
 }
 
 std::size_t FileSink::format_health_text_block(const HealthRecord& record) noexcept {
@@ -857,11 +847,9 @@ std::size_t FileSink::format_health_text_block(const HealthRecord& record) noexc
   w.puts("==== loopcanary health ");
   w.u64(record.number);
   w.puts(" ====\n");
-  const std::size_t used = w.length();
-  const std::size_t head =
-      w.overflowed() ? kOverflow : format_time_clock(record.tick_hz, text + used, capacity - used, Part::text_head);
-  if (head == kOverflow) return kOverflow;
-  const std::size_t body = used + head;
+  write_time_clock(record.tick_hz, w, Part::text_head);
+  if (w.overflowed()) return kOverflow;
+  const std::size_t body = w.length();
   const FormatResult f = format_health_text(record, text + body, body < capacity ? capacity - body : 0);
   if (f.truncated || body + f.length + 1 >= capacity) return kOverflow;
   std::size_t length = body + f.length;

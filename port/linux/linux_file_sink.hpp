@@ -61,9 +61,11 @@
 #include <mutex>
 
 #include "linux_symbolizer.hpp"
+#include "loopcanary/format.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary::port_linux {
+
 
 enum class SinkError : std::uint8_t {
   none = 0,
@@ -246,11 +248,14 @@ class FileSink {
   void fail(SinkError error, int sys_errno, const char* what, const char* file,
             const char* detail = nullptr) noexcept;
   enum class Part : std::uint8_t { json, text_head, text_legend };
-  std::size_t format_extension(const BlockRecord& record, char* out, std::size_t size, Part part) noexcept;
+  // The port's own facts about a record (wall time, clock, symbols of its program counters),
+  // as the JSON "linux" member (through format_json's JsonExtension), the text form's head or
+  // its legend.
+  void write_extension(const BlockRecord& record, TextWriter& w, Part part) noexcept;
   std::size_t format_json_line(const BlockRecord& record) noexcept;
   std::size_t format_text_block(const BlockRecord& record) noexcept;
   std::size_t format_packet(const BlockRecord& record) noexcept;
-  std::size_t format_time_clock(std::uint32_t tick_hz, char* out, std::size_t size, Part part) noexcept;
+  void write_time_clock(std::uint32_t tick_hz, TextWriter& w, Part part) noexcept;
   std::size_t format_health_json_line(const HealthRecord& record) noexcept;
   std::size_t format_health_text_block(const HealthRecord& record) noexcept;
   std::size_t format_health_packet(const HealthRecord& record) noexcept;
@@ -271,7 +276,6 @@ class FileSink {
   std::unique_ptr<Log> text_;
   std::unique_ptr<Log> binary_;
   Log* logs_[3];  // every kind, in the order a record is written to them
-  std::unique_ptr<char[]> extension_buffer_;
   std::unique_ptr<Symbolizer> symbolizer_;
   std::uint64_t last_open_attempt_ms_ = 0;
   std::uint64_t last_cleanup_ms_ = 0;

@@ -907,38 +907,40 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
 
 namespace {
 
-// Formats into `line` with `format` (a core formatter), growing it when the form needs more.
+// Formats into `line` with `format` (a core formatter) and `extension`, growing it when the form
+// needs more.
 template <class Record>
-void format_into(FormatResult (*format)(const Record&, char*, std::size_t) noexcept, const Record& record,
-                 std::string& line) {
+void format_into(FormatResult (*format)(const Record&, char*, std::size_t, const JsonExtension&) noexcept,
+                 const Record& record, const JsonExtension& extension, std::string& line) {
   if (line.size() < 4096) line.resize(4096);
-  FormatResult result = format(record, &line[0], line.size());
+  FormatResult result = format(record, &line[0], line.size(), extension);
   if (result.truncated) {
     line.resize(result.needed + 1);
-    result = format(record, &line[0], line.size());
+    result = format(record, &line[0], line.size(), extension);
   }
   line.resize(result.length);
   while (!line.empty() && line.back() == '\n') line.pop_back();
+}
+
+// The decoder's members of a block record: where the packet came from (a previous boot, kept in
+// a crash box) and how to read its stack table (docs/tool.md).
+void decoder_members(void* context, TextWriter& w) noexcept {
+  const auto& decoded = *static_cast<const DecodedRecord*>(context);
+  if (decoded.previous_boot) {
+    w.puts(",\"previous_boot\":true,\"reset_cause\":");
+    w.json_string(to_string(decoded.reset_cause));
+  }
+  if (decoded.top_innermost) w.puts(",\"top_innermost\":true");
 }
 
 }  // namespace
 
 void format_record_json(const DecodedRecord& decoded, std::string& line) {
   if (decoded.is_health) {
-    format_into(format_health_json, decoded.health, line);
+    format_into(format_health_json, decoded.health, JsonExtension{}, line);
     return;
   }
-  format_into(format_json, decoded.record, line);
-  if (decoded.previous_boot && !line.empty() && line.back() == '}') {
-    line.pop_back();
-    line += ",\"previous_boot\":true,\"reset_cause\":\"";
-    line += to_string(decoded.reset_cause);
-    line += "\"}";
-  }
-  if (decoded.top_innermost && !line.empty() && line.back() == '}') {
-    line.pop_back();
-    line += ",\"top_innermost\":true}";
-  }
+  format_into(format_json, decoded.record, JsonExtension{&decoder_members, const_cast<DecodedRecord*>(&decoded)}, line);
 }
 
 bool looks_like_capture(const std::uint8_t* data, std::size_t size) noexcept {

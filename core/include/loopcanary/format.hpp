@@ -74,16 +74,36 @@ FormatResult format_text(const BlockRecord& record, char* buffer, std::size_t si
 /// are added within a version, never renamed, retyped or removed; such a change takes the next.
 inline constexpr unsigned kJsonFormatVersion = 2;
 
-/// One JSON object on one line ("format_version" first), ending with '\n'. Any context; reentrant.
-FormatResult format_json(const BlockRecord& record, char* buffer, std::size_t size) noexcept;
+/// Members a writer of JSON Lines adds to a record's object, facts only a host has (the Linux
+/// port's symbolised frames and wall time, a decoder's previous_boot): format_json and
+/// format_health_json call `write` after the record's own members, before the closing brace.
+/// `write` appends whole members, each starting with ',', to `w`, and runs in the formatter's
+/// context with `context`. A null `write` adds nothing.
+struct JsonExtension {
+  void (*write)(void* context, TextWriter& w) noexcept = nullptr;
+  void* context = nullptr;
+};
+
+/// One JSON object on one line ("format_version" first), with the members of `extension` last,
+/// ending with '\n'. Any context; reentrant.
+FormatResult format_json(const BlockRecord& record, char* buffer, std::size_t size,
+                         const JsonExtension& extension) noexcept;
+/// format_json() with no extension.
+inline FormatResult format_json(const BlockRecord& record, char* buffer, std::size_t size) noexcept {
+  return format_json(record, buffer, size, JsonExtension{});
+}
 
 /// A health record as text lines (docs/report-format.md, "Health records"). Any context;
 /// reentrant.
 FormatResult format_health_text(const HealthRecord& record, char* buffer, std::size_t size) noexcept;
 
 /// A health record as one JSON object on one line ("kind":"health" first, then "format_version"),
-/// ending with '\n'.
-/// Any context; reentrant.
-FormatResult format_health_json(const HealthRecord& record, char* buffer, std::size_t size) noexcept;
+/// with the members of `extension` last, ending with '\n'. Any context; reentrant.
+FormatResult format_health_json(const HealthRecord& record, char* buffer, std::size_t size,
+                                const JsonExtension& extension) noexcept;
+/// format_health_json() with no extension.
+inline FormatResult format_health_json(const HealthRecord& record, char* buffer, std::size_t size) noexcept {
+  return format_health_json(record, buffer, size, JsonExtension{});
+}
 
 }  // namespace loopcanary
