@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Blocks from records (model.hpp): the culprit rule, the assembly of a dispatch's reports into
+// Blocks from records (model.hpp): the culprit rule, the grouping of a dispatch's reports into
 // one Block, the filters every command shares and the reading summary.
 #include <algorithm>
 #include <ostream>
@@ -186,21 +186,21 @@ std::string block_id(const LogRecord& record) {
   return text;
 }
 
-BlockAssembler::BlockAssembler(CulpritRules rules, Callback on_block)
+BlockGrouper::BlockGrouper(CulpritRules rules, Callback on_block)
     : rules_(std::move(rules)), on_block_(std::move(on_block)) {}
 
-void BlockAssembler::emit(Block& block) {
+void BlockGrouper::emit(Block& block) {
   block.culprit = block_culprit(block.record, rules_);
   ++blocks_;
   if (on_block_) on_block_(block);
 }
 
-void BlockAssembler::add(const LogRecord& record) {
+void BlockGrouper::add(const LogRecord& record) {
   LogRecord copy = record;
   take(copy);
 }
 
-void BlockAssembler::close(Loop& loop) {
+void BlockGrouper::close(Loop& loop) {
   Block& block = *loop.open;
   emit(block);
   loop.emitted = true;
@@ -210,7 +210,7 @@ void BlockAssembler::close(Loop& loop) {
   loop.open.reset();
 }
 
-void BlockAssembler::take(LogRecord& r) {
+void BlockGrouper::take(LogRecord& r) {
   if (r.phase == Phase::deadline_miss) return;  // not a report of a block
   auto it = loops_.find(key_of(r));
   if (it == loops_.end()) {
@@ -263,7 +263,7 @@ void BlockAssembler::take(LogRecord& r) {
   }
 }
 
-void BlockAssembler::finish() {
+void BlockGrouper::finish() {
   for (auto& [key, loop] : loops_) {
     if (loop.open) close(loop);
   }
@@ -304,7 +304,7 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
     ++stats.health_kept;
     if (others.on_health) others.on_health(health);
   });
-  BlockAssembler assembler(rules, [&](const Block& block) {
+  BlockGrouper grouper(rules, [&](const Block& block) {
     ++stats.blocks;
     if (!filter.accepts(block)) {
       ++stats.filtered;
@@ -321,7 +321,7 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
   for (const std::string& path : paths) {
     reader.read_path(path, [&](LogRecord& record) {
       if (record.phase != Phase::deadline_miss) {
-        assembler.take(record);
+        grouper.take(record);
         return;
       }
       ++stats.deadline_misses;
@@ -335,8 +335,8 @@ BlockStats read_blocks(Reader& reader, const std::vector<std::string>& paths, co
     });
   }
   reader.set_health_callback({});
-  assembler.finish();
-  stats.out_of_order = assembler.out_of_order();
+  grouper.finish();
+  stats.out_of_order = grouper.out_of_order();
   return stats;
 }
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The data model of the host tool `loopcanary` (docs/tool.md) and its reading API: a streaming
 // reader of JSON Lines block reports (docs/report-format.md, plus the Linux file sink's "linux"
-// extension), the assembly of reports into blocks (one per dispatch) and the culprit rule.
+// extension), the grouping of reports into blocks (one per dispatch) and the culprit rule.
 //
 // Host code: the whole standard library, exceptions not used for control flow (no function
 // here throws on bad input; bad input is a warning, counted). Nothing here is thread-safe: one
-// Reader, one BlockAssembler per thread. Memory is bounded: a record is parsed into a reused
-// LogRecord, never a tree, and the assembler keeps one open dispatch per loop.
+// Reader, one BlockGrouper per thread. Memory is bounded: a record is parsed into a reused
+// LogRecord, never a tree, and the grouper keeps one open dispatch per loop.
 #pragma once
 
 #include <array>
@@ -321,7 +321,7 @@ class Reader {
  public:
   /// Called once per well-formed record; the reference is valid during the call only (the
   /// record is reused). The callee may modify the record or swap its contents with another
-  /// LogRecord (BlockAssembler::take does): the reader resets every field before the next line
+  /// LogRecord (BlockGrouper::take does): the reader resets every field before the next line
   /// and reuses whatever storage it then holds.
   using Callback = std::function<void(LogRecord&)>;
 
@@ -475,7 +475,7 @@ struct Block {
   std::uint32_t reports = 0;   ///< reports merged (1 .. 3 for a well-formed log)
   bool has_final = false;      ///< one of them is the final report
   bool hung = false;           ///< a hang report, or the hung flag on any report
-  Culprit culprit;             ///< of `record`, under the assembler's rules
+  Culprit culprit;             ///< of `record`, under the grouper's rules
   std::uint64_t first_line = 0;  ///< line of the first report in its file
   std::string first_file;        ///< file of the first report
 };
@@ -489,17 +489,17 @@ std::string block_id(const LogRecord& record);
 /// and final they are. A Block is emitted when its final report arrives, when a later dispatch
 /// (or an earlier report number: a restarted writer) of its loop arrives, or at finish().
 /// Memory: one open Block per (source, qualifier, loop, loop_index).
-class BlockAssembler {
+class BlockGrouper {
  public:
   using Callback = std::function<void(const Block&)>;
-  BlockAssembler(CulpritRules rules, Callback on_block);
+  BlockGrouper(CulpritRules rules, Callback on_block);
   /// Feeds one record (from Reader's callback).
   void add(const LogRecord& record);
   /// As add(), without copying: takes the record's contents and leaves it holding the storage
   /// of another record (unspecified fields, to be reset by the caller: Reader's callback may
   /// pass its record here).
   void take(LogRecord& record);
-  /// Emits every open Block (end of input). The assembler can be fed again afterwards.
+  /// Emits every open Block (end of input). The grouper can be fed again afterwards.
   void finish();
   std::uint64_t blocks() const noexcept { return blocks_; }
   /// Reports whose dispatch was already emitted (a report after the final one, or out of
@@ -552,12 +552,12 @@ struct Filter {
 
 /// Why blocks were left out, for the summary.
 struct BlockStats {
-  std::uint64_t blocks = 0;        ///< assembled
+  std::uint64_t blocks = 0;        ///< grouped
   std::uint64_t kept = 0;          ///< passed the filter and the ignore rule
   std::uint64_t filtered = 0;      ///< failed the filter
   std::uint64_t ignored = 0;       ///< culprit matched an --ignore prefix
   std::uint64_t no_wall_time = 0;  ///< failed --since/--until for lack of wall time (also in filtered)
-  std::uint64_t out_of_order = 0;  ///< BlockAssembler::out_of_order()
+  std::uint64_t out_of_order = 0;  ///< BlockGrouper::out_of_order()
   std::uint64_t deadline_misses = 0;       ///< deadline-miss records read (not blocks)
   std::uint64_t deadline_misses_kept = 0;  ///< of them, passed the filter and the ignore rule (on the delaying culprit)
   std::uint64_t health_records = 0;        ///< health records read
@@ -571,7 +571,7 @@ struct OtherRecords {
 };
 
 /// The pipeline every command shares: reads `paths` (files or directories) with `reader`,
-/// assembles blocks under `rules`, drops those `filter` rejects and those whose culprit matches
+/// groups blocks under `rules`, drops those `filter` rejects and those whose culprit matches
 /// rules.ignore, and calls `on_block` for the others, in input order of their completion.
 /// Deadline-miss records and health records go to `others` (when the filter keeps them, and for a
 /// deadline miss when its delaying culprit, deadline_culprit(), matches no rules.ignore prefix),

@@ -30,9 +30,9 @@ LogRecord parse(const RecordSpec& spec, const std::string& source = "dev.jsonl")
 
 std::vector<Block> assemble(const std::vector<LogRecord>& records, CulpritRules rules = {}) {
   std::vector<Block> blocks;
-  BlockAssembler assembler(std::move(rules), [&](const Block& b) { blocks.push_back(b); });
-  for (const LogRecord& r : records) assembler.add(r);
-  assembler.finish();
+  BlockGrouper grouper(std::move(rules), [&](const Block& b) { blocks.push_back(b); });
+  for (const LogRecord& r : records) grouper.add(r);
+  grouper.finish();
   return blocks;
 }
 
@@ -101,12 +101,12 @@ TEST(ToolBlocks, AReportAfterItsFinalIsCountedApart) {
   late.report = 2;
   late.phase = "in_progress";
   std::vector<Block> blocks;
-  BlockAssembler assembler({}, [&](const Block& b) { blocks.push_back(b); });
-  assembler.add(parse(final_));
-  assembler.add(parse(late));
-  assembler.finish();
+  BlockGrouper grouper({}, [&](const Block& b) { blocks.push_back(b); });
+  grouper.add(parse(final_));
+  grouper.add(parse(late));
+  grouper.finish();
   EXPECT_EQ(blocks.size(), 2u);
-  EXPECT_EQ(assembler.out_of_order(), 1u);
+  EXPECT_EQ(grouper.out_of_order(), 1u);
 }
 
 // The in-progress report in a rotated file and the final one in the current file of the same
