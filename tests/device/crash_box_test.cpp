@@ -35,6 +35,7 @@
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;
 namespace board = loopcanary::board;
+using lc::device_report::check;
 using lc::device_test::print;
 using lc::device_test::print_u64;
 
@@ -42,25 +43,13 @@ namespace {
 
 constexpr lc::Event kTick{"tick"};
 constexpr lc::Event kStuck{"wait_for_ack"};
-constexpr std::uint32_t kBootMagic = 0x426F6F74u;  // "Boot"
 
-// Both in no-init RAM: what this test is about.
+// In no-init RAM: what this test is about.
 LOOPCANARY_BOARD_NOINIT lc::StaticCrashBox<1024> g_box;
-struct BootCount {
-  std::uint32_t magic;
-  std::uint32_t boots;
-};
-LOOPCANARY_BOARD_NOINIT BootCount g_boot_count;
 
 lc::StaticWatchdog<1, 4> g_watchdog;
 cm::PortMonitor g_monitor;
 volatile std::uint32_t g_ack = 0;  // never set: the handler waits forever
-bool g_boot_failed = false;        // a check of this boot failed
-
-void check(bool passed, const char* what) {
-  lc::device_report::check(passed, what);
-  if (!passed) g_boot_failed = true;
-}
 
 void print_stats(const lc::CrashBoxStats& s) {
   const struct {
@@ -94,7 +83,7 @@ void on_report(void* /*context*/, const lc::BlockRecord& record) {
     // A stray write into the header, after its CRC was computed.
     reinterpret_cast<volatile std::uint8_t*>(&g_box)[offsetof(lc::CrashBoxHeader, used)] ^= 0x01;
   }
-  if (g_boot_failed) finish();
+  if (lc::device_report::failed()) finish();
   print("requesting a system reset\n");
   board::request_reset();
 }
@@ -134,21 +123,17 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
 
 int main() {
   lc::device_report::start("crash_box_test");
-  if (g_boot_count.magic != kBootMagic) g_boot_count = {kBootMagic, 0};
-  ++g_boot_count.boots;
-  print("lc-boot ");
-  print_u64(g_boot_count.boots);
-  print("\n");
+  const std::uint32_t boot = lc::device_report::count_boot();
 
   const lc::CrashBoxStatus status = g_box.open(board::reset_cause());
   lc::CrashBoxStats stats = g_box.stats();
   print_stats(stats);
-  if (g_boot_count.boots == 1) {
+  if (boot == 1) {
     check(status == lc::CrashBoxStatus::discarded, "boot 1: no valid box in RAM after power-on");
     check(stats.boxes_discarded == 1, "boot 1: the discarded box is counted");
     first_boot();
   }
-  check(g_boot_count.boots == 2, "boot 2: no-init RAM kept the boot count across the reset");
+  check(boot == 2, "boot 2: no-init RAM kept the boot count across the reset");
   if (LC_TEST_CORRUPT) {
     check(status == lc::CrashBoxStatus::discarded, "boot 2: the damaged box is discarded");
     check(stats.boxes_discarded == 1, "boot 2: the discarded box is counted");

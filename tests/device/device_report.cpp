@@ -16,6 +16,14 @@ using device_test::print_u64;
 std::uint32_t g_failures = 0;
 char g_text[2048];  // one formatted record (static: this may run in the SysTick interrupt)
 
+// The boot count, in no-init RAM: start-up code leaves it, so it survives a reset.
+constexpr std::uint32_t kBootMagic = 0x426F6F74u;  // "Boot"
+struct BootCount {
+  std::uint32_t magic;
+  std::uint32_t boots;
+};
+LOOPCANARY_BOARD_NOINIT BootCount g_boot_count;
+
 }  // namespace
 
 void start(const char* firmware) noexcept {
@@ -31,6 +39,17 @@ void check(bool passed, const char* what) noexcept {
   print(what);
   print("\n");
   if (!passed) ++g_failures;
+}
+
+bool failed() noexcept { return g_failures != 0; }
+
+std::uint32_t count_boot() noexcept {
+  if (g_boot_count.magic != kBootMagic) g_boot_count = {kBootMagic, 0};
+  ++g_boot_count.boots;
+  print("lc-boot ");
+  print_u64(g_boot_count.boots);
+  print("\n");
+  return g_boot_count.boots;
 }
 
 void init_port(tick_t start) noexcept {

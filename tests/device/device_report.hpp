@@ -21,6 +21,11 @@ void start(const char* firmware) noexcept;
 
 /// Prints "check ok: <what>" or "check FAILED: <what>" and counts failures.
 void check(bool passed, const char* what) noexcept;
+/// True once a check of this boot failed.
+bool failed() noexcept;
+/// Counts this boot in no-init RAM (a reset keeps the count; power-on garbage starts it at 1),
+/// prints "lc-boot <n>" and returns n. Once, first in main(), after start().
+std::uint32_t count_boot() noexcept;
 
 /// Starts the port (cortex_m::init) with the board's core clock, 1000 SysTick polls a second and
 /// the clock starting at `start` (ticks); checks "port init". Thread mode, first in main(), after

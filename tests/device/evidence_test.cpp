@@ -41,6 +41,7 @@
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;
 namespace board = loopcanary::board;
+using lc::device_report::check;
 using lc::device_test::print;
 using lc::device_test::print_u64;
 
@@ -49,24 +50,12 @@ namespace {
 constexpr lc::Event kShort{"short_handler"};
 constexpr lc::Event kSlow{"slow_handler"};
 constexpr lc::Event kStuck{"wait_for_ack"};
-constexpr std::uint32_t kBootMagic = 0x426F6F74u;  // "Boot"
 
 LOOPCANARY_BOARD_NOINIT lc::StaticEvidenceRing<4096> g_ring;
-struct BootCount {
-  std::uint32_t magic;
-  std::uint32_t boots;
-};
-LOOPCANARY_BOARD_NOINIT BootCount g_boot_count;
 
 lc::StaticEvidenceWatchdog<1> g_watchdog;
 cm::PortMonitor g_monitor;
 volatile std::uint32_t g_ack = 0;  // never set: the stuck handler waits until the hang is counted
-bool g_failed = false;             // a check of this boot failed
-
-void check(bool passed, const char* what) {
-  lc::device_report::check(passed, what);
-  if (!passed) g_failed = true;
-}
 
 void print_ring(const char* when) {
   const lc::EvidenceRingStats s = g_ring.stats();
@@ -103,7 +92,7 @@ void on_report(void* /*context*/, const lc::Observation& observation, bool kept)
     // A stray write into the header (the ring's capacity word), as a power dip would leave it.
     reinterpret_cast<volatile std::uint8_t*>(&g_ring)[2 * sizeof(std::uint32_t)] ^= 0x01;
   }
-  if (g_failed) finish();  // a failed boot 1 ends the run with its verdict
+  if (lc::device_report::failed()) finish();  // a failed boot 1 ends the run with its verdict
   print("requesting a system reset from the hang interceptor\n");
   board::request_reset();
 }
@@ -147,11 +136,7 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
 
 int main() {
   lc::device_report::start("evidence_test");
-  if (g_boot_count.magic != kBootMagic) g_boot_count = {kBootMagic, 0};
-  ++g_boot_count.boots;
-  print("lc-boot ");
-  print_u64(g_boot_count.boots);
-  print("\n");
+  [[maybe_unused]] const std::uint32_t boot = lc::device_report::count_boot();  // scenarios 3 and 4 reset
   const lc::CrashBoxStatus status = g_ring.open(board::reset_cause());
   print_ring("open");
 
@@ -182,14 +167,14 @@ int main() {
         "the interceptor saw the in-progress and the hang report, in order");
   lc::device_report::send_capture(g_ring, LC_CAPTURE);
 #else
-  if (g_boot_count.boots == 1) {
+  if (boot == 1) {
     check(status == lc::CrashBoxStatus::discarded, "boot 1: no valid ring in RAM after power-on");
     setup();
     run_hang();  // the interceptor resets the device at the hang report
     check(false, "boot 1: the hang interceptor requested a reset");
     finish();
   }
-  check(g_boot_count.boots == 2, "boot 2: no-init RAM kept the boot count across the reset");
+  check(boot == 2, "boot 2: no-init RAM kept the boot count across the reset");
   const lc::EvidenceRingStats s = g_ring.stats();
   if (LC_SCENARIO == 4) {
     check(status == lc::CrashBoxStatus::discarded && s.boxes_discarded == 1, "boot 2: the damaged ring is discarded, counted");
