@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "linux_setup.hpp"
+#include "loopcanary/linux/setup.hpp"
 #include "loopcanary/loopcanary.hpp"
 
 #if LOOPCANARY_BENCH_ASIO

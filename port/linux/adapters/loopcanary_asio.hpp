@@ -31,8 +31,8 @@
 
 #include <cstdint>
 
-#include "linux_setup.hpp"
 #include "loopcanary/event.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 namespace loopcanary::port_linux {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "linux_setup.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 int main() {
   loopcanary::port_linux::Setup canary;                   // loopcanary 1/3

@@ -60,7 +60,7 @@
 #include <memory>
 #include <mutex>
 
-#include "linux_symbolizer.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary::port_linux {
