@@ -8,8 +8,8 @@
 #   INCLUDE_DIRS   the include folders of the installed ports, '|'-separated folders of
 #                  SOURCE_DIR: every header under each is expected at the same path under
 #                  INCLUDEDIR
-#   ADAPTERS       headers of the adapters built, as linux/adapters/<file>, '|'-separated:
-#                  expected under loopcanary/port/
+#   ADAPTERS       headers of the adapters built, '|'-separated paths under
+#                  port/linux/adapters/include/: expected at the same paths under INCLUDEDIR
 #   BOARDS         installed boards, '|'-separated: every header under
 #                  port/cortex-m/boards/<name>/include/ under loopcanary/board/<name>/
 #   FOLDERS        host parts installed as in the tree, '|'-separated folders of SOURCE_DIR:
@@ -33,10 +33,10 @@ foreach(include_dir IN LISTS INCLUDE_DIRS)
   list(APPEND expected ${port_headers})
 endforeach()
 foreach(header IN LISTS ADAPTERS)
-  if(NOT EXISTS ${SOURCE_DIR}/port/${header})
-    message(FATAL_ERROR "adapter header port/${header} is not in the tree")
+  if(NOT EXISTS ${SOURCE_DIR}/port/linux/adapters/include/${header})
+    message(FATAL_ERROR "adapter header port/linux/adapters/include/${header} is not in the tree")
   endif()
-  list(APPEND expected loopcanary/port/${header})
+  list(APPEND expected ${header})
 endforeach()
 foreach(board IN LISTS BOARDS)
   set(board_include_dir ${SOURCE_DIR}/port/cortex-m/boards/${board}/include)
