@@ -24,19 +24,19 @@
 #include <cstdint>
 #include <string>
 
-#include "linux_setup.hpp"
+#include "loopcanary/linux/setup.hpp"
 #include "loopcanary/loopcanary.hpp"
 
 #if LOOPCANARY_BENCH_ASIO
 #include <asio.hpp>
 
-#include "loopcanary_asio.hpp"
+#include "loopcanary/linux/asio.hpp"
 #endif
 #if LOOPCANARY_BENCH_UV
-#include "loopcanary_uv.hpp"
+#include "loopcanary/linux/uv.hpp"
 #endif
 #if LOOPCANARY_BENCH_GLIB
-#include "loopcanary_glib.hpp"
+#include "loopcanary/linux/glib.hpp"
 #endif
 
 namespace lc = loopcanary;

@@ -18,7 +18,7 @@
 #include <cstdlib>
 
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 
 namespace lc = loopcanary;
 

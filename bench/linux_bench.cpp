@@ -52,11 +52,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "linux_file_sink.hpp"
-#include "linux_platform.hpp"
+#include "loopcanary/linux/file_sink.hpp"
 #include "loopcanary/loopcanary.hpp"
-// loopcanary_bench links two ports: name this one's header by its folder.
-#include "../port/linux/loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;

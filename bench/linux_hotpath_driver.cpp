@@ -25,7 +25,7 @@
 #include <cstring>
 
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 extern char** environ;
 

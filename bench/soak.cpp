@@ -35,11 +35,11 @@
 #include <thread>
 #include <vector>
 
-#include "linux_platform.hpp"
-#include "linux_proc.hpp"
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/platform.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;

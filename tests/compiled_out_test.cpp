@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "loopcanary/instrument.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 
 static_assert(LOOPCANARY_ENABLED == 0, "this test must be built with LOOPCANARY_ENABLED=0");
 

@@ -14,7 +14,7 @@
 #include <cstdio>
 
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"  // port/sim
+#include "loopcanary/port/sim.hpp"
 
 #ifndef LC_EVIDENCE_STREAM
 #define LC_EVIDENCE_STREAM 0

@@ -16,9 +16,9 @@
 #include "loopcanary/format.hpp"
 #include "loopcanary/health.hpp"
 #include "loopcanary/instrument.hpp"
+#include "loopcanary/port/sim.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/watchdog.hpp"
-#include "loopcanary_port.hpp"
 #include "top_stack.hpp"
 
 namespace {

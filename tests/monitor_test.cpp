@@ -14,7 +14,7 @@
 
 #include "loopcanary/instrument.hpp"
 #include "loopcanary/monitor.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 
 namespace {
 

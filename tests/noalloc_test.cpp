@@ -27,7 +27,7 @@
 #include "loopcanary/evidence.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 #include "noalloc_counter.hpp"
 
 namespace {

@@ -36,7 +36,7 @@
 
 #include "loopcanary/format.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 
 static_assert(LOOPCANARY_SINGLE_CORE == 1, "this test models a single core: build it with LOOPCANARY_SINGLE_CORE=1");
 

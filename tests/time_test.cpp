@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "loopcanary/port/sim.hpp"
 #include "loopcanary/time.hpp"
 #include "loopcanary/watchdog.hpp"
-#include "loopcanary_port.hpp"
 
 namespace {
 

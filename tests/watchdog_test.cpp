@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // Port "cortex-m": drain() with the core's text and JSON formatter, in a file of its own so that
 // a firmware that sends packets (drain) links no formatter code at all.
 #include "loopcanary/format.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace loopcanary::cortex_m {
 

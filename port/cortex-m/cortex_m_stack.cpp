@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Memory context of the Cortex-M port: stack painting, the resumable high-water scan, the
-// firmware's heap callback (cortex_m_stack.hpp).
-#include "cortex_m_stack.hpp"
+// firmware's heap callback (loopcanary/port/cortex_m/stack.hpp).
+#include "loopcanary/port/cortex_m/stack.hpp"
 
 #include <atomic>
 
 #include "loopcanary/monitor.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace loopcanary::cortex_m {
 namespace {

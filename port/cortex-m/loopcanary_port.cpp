@@ -2,7 +2,7 @@
 // Port "cortex-m", cold tier: SysTick setup and interrupt, exception-frame PC capture, idle
 // accounting, debugger check, the packet drain. The text/JSON drain is in
 // cortex_m_format_drain.cpp, so a firmware that sends packets never links the formatter.
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #include <cstring>
 
@@ -350,7 +350,8 @@ Hal make_hal() noexcept {
 #else
   hal.debugger_attached = nullptr;  // software cannot read DHCSR on ARMv6-M
 #endif
-  hal.read_memory = nullptr;  // the firmware sets &read_memory after init_memory() (cortex_m_stack.hpp)
+  // The firmware sets &read_memory after init_memory() (loopcanary/port/cortex_m/stack.hpp).
+  hal.read_memory = nullptr;
   return hal;
 }
 

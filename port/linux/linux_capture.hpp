@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "linux_status.hpp"
 #include "loopcanary/config.hpp"
+#include "loopcanary/port/linux/status.hpp"
 
 namespace loopcanary::port_linux::detail {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "linux_memory.hpp"
+#include "loopcanary/port/linux/memory.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 
-#include "linux_platform.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 
 // The heap's source: the sanitizer's allocator when one replaces glibc's, else mallinfo2().
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

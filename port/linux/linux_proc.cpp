@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "linux_proc.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

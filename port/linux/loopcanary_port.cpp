@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Port "linux": clock selection and calibration, the Platform (Hal) and LoopThread, statuses.
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -17,10 +17,10 @@
 #endif
 
 #include "linux_capture.hpp"
-#include "linux_platform.hpp"
-#include "linux_proc.hpp"
-#include "linux_status.hpp"
 #include "loopcanary/monitor.hpp"
+#include "loopcanary/port/linux/platform.hpp"
+#include "loopcanary/port/linux/proc.hpp"
+#include "loopcanary/port/linux/status.hpp"
 
 namespace loopcanary::port_linux {
 

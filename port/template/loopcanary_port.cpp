@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/template.hpp"
 
 namespace loopcanary::port_template {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "linux_file_sink.hpp"
+#include "loopcanary/linux/file_sink.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "options.hpp"
 #include "scenarios.hpp"

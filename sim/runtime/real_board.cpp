@@ -6,8 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
-// This library links two ports; name each port's header by its folder.
-#include "../../port/linux/loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 namespace loopcanary::simrt {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "linux_symbolizer.hpp"
 #include "loopcanary/format.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
 #include "loopcanary/time.hpp"
 #include "simrt/report.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Must NOT compile with LOOPCANARY_ENABLED=0: a compiled-out macro still checks its arguments.
 #include "loopcanary/instrument.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/sim.hpp"
 
 void handler(loopcanary::sim::PortMonitor& monitor) {
   const int not_an_event = 3;

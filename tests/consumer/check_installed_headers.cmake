@@ -5,20 +5,20 @@
 #   PREFIX         the install prefix
 #   INCLUDEDIR     include folder under PREFIX (CMAKE_INSTALL_INCLUDEDIR)
 #   GENERATED      generated core headers (file names), '|'-separated
-#   PORTS          installed ports, '|'-separated: every header of port/<name>/ is expected
-#                  under loopcanary/port/<name>/ unless it is listed in PRIVATE
-#   PRIVATE        private port headers as <port>/<file>, '|'-separated
-#   ADAPTERS       headers of the adapters built, as linux/adapters/<file>, '|'-separated:
-#                  expected under loopcanary/port/
-#   BOARDS         installed boards, '|'-separated: port/cortex-m/boards/<name>/*.hpp
-#                  under loopcanary/board/<name>/
+#   INCLUDE_DIRS   the include folders of the installed ports, '|'-separated folders of
+#                  SOURCE_DIR: every header under each is expected at the same path under
+#                  INCLUDEDIR
+#   ADAPTERS       headers of the adapters built, '|'-separated paths under
+#                  port/linux/adapters/include/: expected at the same paths under INCLUDEDIR
+#   BOARDS         installed boards, '|'-separated: every header under
+#                  port/cortex-m/boards/<name>/include/ under loopcanary/board/<name>/
 #   FOLDERS        host parts installed as in the tree, '|'-separated folders of SOURCE_DIR:
 #                  every <folder>/**/*.hpp under loopcanary/<folder>/ (sim/runtime: simrt)
 # Fails naming every header that is in the tree but not installed, or installed but not in the
 # tree.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(list GENERATED PORTS PRIVATE ADAPTERS BOARDS FOLDERS)
+foreach(list GENERATED INCLUDE_DIRS ADAPTERS BOARDS FOLDERS)
   string(REPLACE "|" ";" ${list} "${${list}}")
 endforeach()
 
@@ -28,23 +28,20 @@ list(APPEND expected ${core_headers})
 foreach(header IN LISTS GENERATED)
   list(APPEND expected loopcanary/${header})
 endforeach()
-foreach(port IN LISTS PORTS)
-  file(GLOB port_headers RELATIVE ${SOURCE_DIR}/port ${SOURCE_DIR}/port/${port}/*.hpp)
-  foreach(header IN LISTS port_headers)
-    if(NOT header IN_LIST PRIVATE)
-      list(APPEND expected loopcanary/port/${header})
-    endif()
-  endforeach()
+foreach(include_dir IN LISTS INCLUDE_DIRS)
+  file(GLOB_RECURSE port_headers RELATIVE ${SOURCE_DIR}/${include_dir} ${SOURCE_DIR}/${include_dir}/*.hpp)
+  list(APPEND expected ${port_headers})
 endforeach()
 foreach(header IN LISTS ADAPTERS)
-  if(NOT EXISTS ${SOURCE_DIR}/port/${header})
-    message(FATAL_ERROR "adapter header port/${header} is not in the tree")
+  if(NOT EXISTS ${SOURCE_DIR}/port/linux/adapters/include/${header})
+    message(FATAL_ERROR "adapter header port/linux/adapters/include/${header} is not in the tree")
   endif()
-  list(APPEND expected loopcanary/port/${header})
+  list(APPEND expected ${header})
 endforeach()
 foreach(board IN LISTS BOARDS)
-  file(GLOB board_headers RELATIVE ${SOURCE_DIR}/port/cortex-m/boards ${SOURCE_DIR}/port/cortex-m/boards/${board}/*.hpp)
-  list(TRANSFORM board_headers PREPEND loopcanary/board/)
+  set(board_include_dir ${SOURCE_DIR}/port/cortex-m/boards/${board}/include)
+  file(GLOB_RECURSE board_headers RELATIVE ${board_include_dir} ${board_include_dir}/*.hpp)
+  list(TRANSFORM board_headers PREPEND loopcanary/board/${board}/)
   list(APPEND expected ${board_headers})
 endforeach()
 
@@ -69,7 +66,7 @@ if(missing OR extra)
   list(JOIN extra "\n  " extra)
   message(FATAL_ERROR "installed headers differ from the tree's public headers\n"
     "in the tree, not installed (add them to the header list in core/CMakeLists.txt or "
-    "loopcanary_add_port's HEADERS, or to PRIVATE_HEADERS):\n  ${missing}\n"
+    "loopcanary_add_port's HEADERS, or move a private one beside its sources):\n  ${missing}\n"
     "installed, not in the tree:\n  ${extra}")
 endif()
 list(LENGTH installed count)

@@ -18,23 +18,18 @@ function(loopcanary_consumer_install)
     FIXTURES_REQUIRED consumer_clean FIXTURES_SETUP consumer_prefix)
 
   get_property(ports GLOBAL PROPERTY LOOPCANARY_PORTS)
-  set(installed_ports)
-  set(private_headers)
+  set(port_include_dirs)
   foreach(port IN LISTS ports)
     if(port STREQUAL "template")
       continue()  # a skeleton to copy, not installed
     endif()
-    list(APPEND installed_ports ${port})
-    get_target_property(private loopcanary_port_${port} LOOPCANARY_PRIVATE_HEADERS)
-    foreach(header IN LISTS private)
-      list(APPEND private_headers ${port}/${header})
-    endforeach()
+    get_target_property(include_dirs loopcanary_port_${port} LOOPCANARY_INCLUDE_DIRS)
+    list(APPEND port_include_dirs ${include_dirs})
   endforeach()
   get_property(adapters GLOBAL PROPERTY LOOPCANARY_ADAPTERS)
   set(adapter_headers)
   foreach(adapter IN LISTS adapters)
     get_target_property(headers loopcanary_adapter_${adapter} LOOPCANARY_PUBLIC_HEADERS)
-    list(TRANSFORM headers PREPEND linux/adapters/)
     list(APPEND adapter_headers ${headers})
   endforeach()
   set(boards)
@@ -42,13 +37,13 @@ function(loopcanary_consumer_install)
     set(boards mps2)
   endif()
   get_property(folders GLOBAL PROPERTY LOOPCANARY_INSTALLED_FOLDERS)
-  foreach(list installed_ports private_headers adapter_headers boards folders LOOPCANARY_GENERATED_HEADERS)
+  foreach(list port_include_dirs adapter_headers boards folders LOOPCANARY_GENERATED_HEADERS)
     list(JOIN ${list} "|" ${list}_joined)
   endforeach()
   add_test(NAME consumer.installed_headers
     COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DPREFIX=${LOOPCANARY_CONSUMER_PREFIX}
       -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR} "-DGENERATED=${LOOPCANARY_GENERATED_HEADERS_joined}"
-      "-DPORTS=${installed_ports_joined}" "-DPRIVATE=${private_headers_joined}"
+      "-DINCLUDE_DIRS=${port_include_dirs_joined}"
       "-DADAPTERS=${adapter_headers_joined}" "-DBOARDS=${boards_joined}" "-DFOLDERS=${folders_joined}"
       -P ${LOOPCANARY_CONSUMER_DIR}/check_installed_headers.cmake)
   set_tests_properties(consumer.installed_headers PROPERTIES LABELS consumer FIXTURES_REQUIRED consumer_prefix)

@@ -14,9 +14,9 @@
 // QEMU follows host time: loose bounds.
 #include "busy.hpp"
 #include "device_report.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #ifndef LC_TEST_START
 #define LC_TEST_START 0u

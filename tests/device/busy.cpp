@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "busy.hpp"
 
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 // Floating point on FPU builds, so the SysTick interrupt sees extended exception frames.
 __attribute__((noinline)) std::uint32_t busy_compute(std::uint32_t iterations) {

@@ -20,10 +20,10 @@
 
 #include "device_report.hpp"
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #ifndef LC_TEST_CORRUPT
 #define LC_TEST_CORRUPT 0

@@ -27,9 +27,9 @@
 #include "busy.hpp"
 #include "device_report.hpp"
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #ifndef LC_TEST_START
 #define LC_TEST_START 0u

@@ -2,10 +2,10 @@
 #include "device_report.hpp"
 
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/format.hpp"
 #include "loopcanary/packet.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace loopcanary::device_report {
 namespace {

@@ -30,9 +30,9 @@
 
 #include "device_test.hpp"
 #include "icount_stopwatch.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/evidence.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
 
 namespace lc = loopcanary;
 namespace dt = loopcanary::device_test;

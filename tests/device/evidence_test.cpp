@@ -26,10 +26,10 @@
 #include "busy.hpp"
 #include "device_report.hpp"
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/evidence.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #ifndef LC_SCENARIO
 #define LC_SCENARIO 1

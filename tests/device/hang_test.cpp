@@ -13,9 +13,9 @@
 //
 // LC_TEST_START: the clock's start value (just before 2^32: the wrap falls inside the hang).
 #include "device_report.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #ifndef LC_TEST_START
 #define LC_TEST_START 0u

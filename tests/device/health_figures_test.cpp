@@ -19,9 +19,9 @@
 // only on regressions far past the figures (loose bounds below) or a stopwatch wrap.
 #include "device_test.hpp"
 #include "icount_stopwatch.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace lc = loopcanary;
 

@@ -11,9 +11,9 @@
 // disassembly of lc_bench_begin_end and lc_bench_next. Also prints the sizes of the core's objects.
 #include "device_test.hpp"
 #include "icount_stopwatch.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;

@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "device_test.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/board.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 #ifndef LC_ICOUNT_SHIFT
 #error "LC_ICOUNT_SHIFT: the -icount shift QEMU runs this firmware with"

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The Cortex-M port's memory context on the device (cortex_m_stack.hpp): init_memory refuses
-// bad bounds naming the field; a painted stack's high-water mark covers a recursion of known
-// depth and stays below the stack's size; read_memory's scan is bounded per call and catches up
-// within one pass; the heap values come from the firmware's callback only; a loop on another
-// stack gets no stack values.
-#include "cortex_m_stack.hpp"
+// The Cortex-M port's memory context on the device (loopcanary/port/cortex_m/stack.hpp):
+// init_memory refuses bad bounds naming the field; a painted stack's high-water mark covers a
+// recursion of known depth and stays below the stack's size; read_memory's scan is bounded per call
+// and catches up within one pass; the heap values come from the firmware's callback only; a loop on
+// another stack gets no stack values.
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
+#include "loopcanary/port/cortex_m/stack.hpp"
 
 #include <cstring>
 

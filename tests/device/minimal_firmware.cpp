@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "loopcanary_board.hpp"
+#include "loopcanary/board.hpp"
 
 #ifndef LC_WITH_LOOPCANARY
 #define LC_WITH_LOOPCANARY 1
@@ -50,7 +50,7 @@
 
 #if LC_WITH_LOOPCANARY
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 #if LC_WITH_PACKET
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/packet.hpp"
@@ -59,7 +59,7 @@
 #include "loopcanary/evidence.hpp"
 #endif
 #if LC_WITH_MEMORY
-#include "cortex_m_stack.hpp"
+#include "loopcanary/port/cortex_m/stack.hpp"
 #endif
 #endif
 

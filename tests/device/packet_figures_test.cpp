@@ -12,11 +12,11 @@
 // need it.
 #include "device_test.hpp"
 #include "icount_stopwatch.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/format.hpp"
 #include "loopcanary/packet.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 #include "loopcanary/watchdog.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
 
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;

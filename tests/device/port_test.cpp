@@ -8,10 +8,10 @@
 
 #include "asm_helpers.hpp"
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;

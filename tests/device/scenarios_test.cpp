@@ -10,9 +10,9 @@
 #include <cstring>
 
 #include "device_test.hpp"
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"  // port/sim
+#include "loopcanary/port/sim.hpp"
 
 namespace lc = loopcanary;
 namespace sim = loopcanary::sim;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target: the Linux port's /proc parsers (port/linux/linux_proc.hpp). The input is the
+// Fuzz target: the Linux port's /proc parsers (loopcanary/port/linux/proc.hpp). The input is the
 // content of a /proc file, given to every parser (/proc/stat, /proc/<pid>/stat, the status
 // fields the port reads, schedstat, a thread's syscall file) in a buffer of exactly its size,
 // so that AddressSanitizer sees any read past `length` (the parsers must not rely on the NUL
@@ -9,7 +9,7 @@
 #include <initializer_list>
 
 #include "fuzz_check.hpp"
-#include "linux_proc.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 namespace {
 

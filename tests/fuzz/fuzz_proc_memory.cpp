@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target: the Linux port's reader of the memory fields of /proc/<pid>/status
-// (port/linux/linux_memory.hpp: parse_status_memory, and parse_status_kib under it) and the
+// (loopcanary/port/linux/memory.hpp: parse_status_memory, and parse_status_kib under it) and the
 // message that names a refused field. The input is the content of a status file, in a buffer of
 // exactly its size, so that AddressSanitizer sees any read past `length`. Asserts: every
 // outcome is one of ParseError's values; a refusal names VmRSS or VmHWM on a line the input
@@ -13,8 +13,8 @@
 #include <initializer_list>
 
 #include "fuzz_check.hpp"
-#include "linux_memory.hpp"
-#include "linux_proc.hpp"
+#include "loopcanary/port/linux/memory.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 namespace {
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target: the Linux port's environment reader (linux_setup.hpp, read_environment). The
-// input is the environment, one "NAME=value" per line; a name may repeat (the last one counts)
-// and any other name is ignored, as getenv would. Asserts: every variable set is either applied
-// or refused and counted; a refusal's message is one line naming a LOOPCANARY_ variable; the
-// configuration that results from a valid one is still valid (validate()), and its strings
-// point into the reader's own copies.
+// Fuzz target: the Linux port's environment reader (loopcanary/linux/setup.hpp, read_environment).
+// The input is the environment, one "NAME=value" per line; a name may repeat (the last one counts)
+// and any other name is ignored, as getenv would. Asserts: every variable set is either applied or
+// refused and counted; a refusal's message is one line naming a LOOPCANARY_ variable; the
+// configuration that results from a valid one is still valid (validate()), and its strings point
+// into the reader's own copies.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "linux_setup.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 namespace lx = loopcanary::port_linux;
 

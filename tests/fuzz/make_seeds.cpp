@@ -20,8 +20,8 @@
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/evidence.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"  // port/sim
 #include "loopcanary/packet.hpp"
+#include "loopcanary/port/sim.hpp"
 #include "loopcanary/record.hpp"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;

@@ -21,10 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "linux_file_sink.hpp"
-#include "loopcanary/event.hpp"
-#include "loopcanary/record.hpp"
 #include "../top_stack.hpp"
+#include "loopcanary/event.hpp"
+#include "loopcanary/linux/file_sink.hpp"
+#include "loopcanary/record.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;

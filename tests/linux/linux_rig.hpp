@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "linux_platform.hpp"
-#include "linux_symbolizer.hpp"
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 #include "tick_wrap.hpp"
 
 namespace lctest {

@@ -10,10 +10,10 @@
 
 #include <cstdlib>
 
-#include "linux_memory.hpp"
-#include "linux_platform.hpp"
 #include "loopcanary/monitor.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/memory.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 #include "noalloc_counter.hpp"
 
 namespace lc = loopcanary;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The Linux port's memory context (linux_memory.hpp): the /proc/<pid>/status "kB" fields against
-// fixture files, good and malformed (each refusal names its field and line); the stack
-// high-water mark from resident pages, on a stack the test maps itself so it knows which pages
-// were touched; and Hal::read_memory through Platform::hal() on a live loop thread.
+// The Linux port's memory context (loopcanary/port/linux/memory.hpp): the /proc/<pid>/status "kB"
+// fields against fixture files, good and malformed (each refusal names its field and line); the
+// stack high-water mark from resident pages, on a stack the test maps itself so it knows which
+// pages were touched; and Hal::read_memory through Platform::hal() on a live loop thread.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -12,11 +12,11 @@
 #include <cstring>
 #include <string>
 
-#include "linux_memory.hpp"
-#include "linux_platform.hpp"
-#include "linux_proc.hpp"
 #include "loopcanary/monitor.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/memory.hpp"
+#include "loopcanary/port/linux/platform.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 #include "proc_fixture.hpp"
 
 namespace lc = loopcanary;

@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "linux_file_sink.hpp"
 #include "linux_rig.hpp"
+#include "loopcanary/linux/file_sink.hpp"
 
 using namespace lctest;
 

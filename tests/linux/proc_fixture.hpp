@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "linux_proc.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 namespace loopcanary::port_linux::test {
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <string>
 
-#include "linux_proc.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 #include "proc_fixture.hpp"
 
 namespace lc = loopcanary::port_linux;

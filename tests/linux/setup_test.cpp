@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The one-call set-up (linux_setup.hpp): the environment reader's every refusal, the
+// The one-call set-up (loopcanary/linux/setup.hpp): the environment reader's every refusal, the
 // configuration checks, start()'s errors, the loops ScopedLoop hands out, and one block
 // reported end to end through the Setup's own sink and interceptor.
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "linux_rig.hpp"
-#include "linux_setup.hpp"
 #include "../temp_dir.hpp"
+#include "linux_rig.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 using namespace lctest;
 

@@ -25,18 +25,17 @@
 #include <vector>
 
 #include "../temp_dir.hpp"
-#include "linux_file_sink.hpp"
+#include "loopcanary/linux/file_sink.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/packet.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/sim.hpp"
 #if defined(LOOPCANARY_SINK_TEST_CAPTURES)
 #include <sstream>
 
 #include "model.hpp"
 #include "packet_reader.hpp"
 #endif
-// This test links two ports; name each port's header by its folder.
-#include "../../port/linux/loopcanary_port.hpp"
-#include "../../port/sim/loopcanary_port.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;

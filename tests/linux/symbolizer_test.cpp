@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "linux_symbolizer.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
 
 namespace lx = loopcanary::port_linux;
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 namespace lctest::wrap {
 

@@ -27,11 +27,11 @@
 #include <thread>
 
 #include "../temp_dir.hpp"
-#include "linux_file_sink.hpp"
-#include "linux_platform.hpp"
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/file_sink.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 #include "noalloc_counter.hpp"
 
 namespace lc = loopcanary;

@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
 #include "loopcanary/loopcanary.hpp"
 
 namespace lc = loopcanary;

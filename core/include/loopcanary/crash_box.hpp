@@ -114,7 +114,7 @@ class CrashBox {
 /// A crash box of `Bytes` packet bytes (plus about 80 bytes of header and state). A record
 /// takes its encoded size plus one byte (typically 60..300 bytes; at most kMaxPacketBytes,
 /// packet.hpp): a box of kMaxPacketBytes or more never refuses one. Declare it at namespace
-/// scope in the board's no-init section (loopcanary_board.hpp: LOOPCANARY_BOARD_NOINIT) and
+/// scope in the board's no-init section (loopcanary/board.hpp: LOOPCANARY_BOARD_NOINIT) and
 /// call open() first at every boot.
 template <std::size_t Bytes>
 class StaticCrashBox : public CrashBox {
@@ -122,7 +122,7 @@ class StaticCrashBox : public CrashBox {
 
  public:
   /// CrashBox::open for this box's memory. At boot, before any other call; `board_cause` from
-  /// the board (loopcanary_board.hpp: board::reset_cause()), ResetCause::unknown when it cannot
+  /// the board (loopcanary/board.hpp: board::reset_cause()), ResetCause::unknown when it cannot
   /// tell. Returns what it found.
   CrashBoxStatus open(ResetCause board_cause) noexcept {
     return CrashBox::open(packets_, static_cast<std::uint32_t>(Bytes), board_cause);

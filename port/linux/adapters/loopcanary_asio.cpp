@@ -2,7 +2,7 @@
 // The Asio adapter's names: one static Event per operation Asio names in its handler tracking
 // (the object types and operation names Asio 1.22 passes to ASIO_HANDLER_CREATION on Linux),
 // and a per-thread cache in front of the table.
-#include "loopcanary_asio.hpp"
+#include "loopcanary/linux/asio.hpp"
 
 #include <cstddef>
 #include <cstring>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // GLib adapter: the context's poll function ends the dispatch, waits with the poll function the
 // context had, and begins the next.
-#include "loopcanary_glib.hpp"
+#include "loopcanary/linux/glib.hpp"
 
 namespace loopcanary::port_linux {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libuv adapter: the prepare handle ends the dispatch before the poll phase, the interposed
 // epoll wait begins the next as it returns, the check handle when the poll phase did not wait.
-#include "loopcanary_uv.hpp"
+#include "loopcanary/linux/uv.hpp"
 
 #include <dlfcn.h>
 #include <signal.h>

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <mutex>
 
-#include "linux_platform.hpp"
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 #include "simrt/board.hpp"
 
 namespace loopcanary::simrt {

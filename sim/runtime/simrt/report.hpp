@@ -24,8 +24,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "linux_file_sink.hpp"
-#include "linux_symbolizer.hpp"
+#include "loopcanary/linux/file_sink.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
 #include "loopcanary/monitor.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/watchdog.hpp"

@@ -11,9 +11,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "loopcanary/port/sim.hpp"
 #include "simrt/board.hpp"
-// This library links two ports; name each port's header by its folder.
-#include "../../../port/sim/loopcanary_port.hpp"
 
 namespace loopcanary::simrt {
 

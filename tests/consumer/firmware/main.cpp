@@ -4,9 +4,9 @@
 // The exit code (semihosting) is the verdict.
 #include <cstdint>
 
+#include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_board.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/cortex_m.hpp"
 
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <thread>
 
-#include "linux_platform.hpp"
-#include "linux_symbolizer.hpp"
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/platform.hpp"
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;

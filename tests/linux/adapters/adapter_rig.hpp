@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "linux_rig.hpp"
-#include "linux_setup.hpp"
+#include "loopcanary/linux/setup.hpp"
 #include "workloads.hpp"
 
 namespace lctest {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // An Asio program watched by loopcanary: three lines of set-up, no handler touched. Built with
-// loopcanary::adapter_asio (which names loopcanary_asio.hpp as Asio's handler-tracking header).
+// loopcanary::adapter_asio (which names loopcanary/linux/asio.hpp as Asio's handler-tracking
+// header).
 // Its timer's handler sleeps 500 ms: stderr shows the block, "event = deadline_timer.async_wait".
 #include <asio.hpp>
 
 #include <chrono>
 #include <thread>
 
-#include "linux_setup.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 int main() {
   loopcanary::port_linux::Setup canary;                   // loopcanary 1/3

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The Asio adapter (port/linux/adapters/loopcanary_asio.hpp), compiled into this file through
+// The Asio adapter (loopcanary/linux/asio.hpp), compiled into this file through
 // ASIO_CUSTOM_HANDLER_TRACKING: real io_contexts run by loop threads of a port_linux::Setup,
 // handlers that compute, wait on a lock or never return until released, an idle loop, and one
 // io_context run by several threads. The handlers are plain Asio handlers: none of them names
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "adapter_rig.hpp"
-#include "loopcanary_asio.hpp"
+#include "loopcanary/linux/asio.hpp"
 
 using namespace lctest;
 

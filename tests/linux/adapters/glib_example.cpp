@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "loopcanary_glib.hpp"
+#include "loopcanary/linux/glib.hpp"
 
 int main() {
   GMainLoop* main_loop = g_main_loop_new(nullptr, FALSE);

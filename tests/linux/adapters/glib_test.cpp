@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The GLib adapter (port/linux/adapters/loopcanary_glib.hpp): real GMainContexts iterated by
+// The GLib adapter (loopcanary/linux/glib.hpp): real GMainContexts iterated by
 // loop threads of a port_linux::Setup, timeout callbacks that compute, wait on a lock or never
 // return until released, and a context idle in its poll for six thresholds.
 #include <glib.h>
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "adapter_rig.hpp"
-#include "loopcanary_glib.hpp"
+#include "loopcanary/linux/glib.hpp"
 
 using namespace lctest;
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "loopcanary_uv.hpp"
+#include "loopcanary/linux/uv.hpp"
 
 int main() {
   uv_loop_t* uv = uv_default_loop();

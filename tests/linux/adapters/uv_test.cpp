@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The libuv adapter (port/linux/adapters/loopcanary_uv.hpp): real uv loops run by loop threads of
+// The libuv adapter (loopcanary/linux/uv.hpp): real uv loops run by loop threads of
 // a port_linux::Setup, timer and I/O callbacks that compute, a timer callback that waits on a
 // lock or never returns until released, and a loop idle in its poll for six thresholds.
 #include <uv.h>
@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "adapter_rig.hpp"
-#include "loopcanary_uv.hpp"
+#include "loopcanary/linux/uv.hpp"
 
 using namespace lctest;
 

@@ -2,7 +2,7 @@
 // Reset cause and reset request for the mps2 boards.
 #include <cstdint>
 
-#include "loopcanary_board.hpp"
+#include "loopcanary/board.hpp"
 
 namespace loopcanary::board {
 namespace {

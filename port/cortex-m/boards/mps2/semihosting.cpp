@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "loopcanary_board.hpp"
+#include "loopcanary/board.hpp"
 
 namespace loopcanary::board {
 namespace {

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "loopcanary_board.hpp"
+#include "loopcanary/board.hpp"
 
 // Linker script symbols (mps2.ld).
 extern "C" {

@@ -14,13 +14,17 @@
 //   The choice is made once per process, on first use, and is visible through clock_info()
 //   (name, rate, reason) and in every record the file sink writes.
 //
-// Cold tier (other headers of this folder, see docs/porting-linux.md):
-//   linux_platform.hpp        Platform (the Hal: stack capture by signal, thread CPU, /proc
-//                             counters, TracerPid) and LoopThread (the loop's thread identity)
-//   linux_watchdog_thread.hpp WatchdogThread: polls a Watchdog on absolute deadlines
-//   linux_symbolizer.hpp      program counters -> module + offset, build-id, function + offset
-//   linux_file_sink.hpp       rotated .jsonl and text logs, written whole or not at all
-//   linux_proc.hpp            /proc parsers working on caller buffers
+// Cold tier (loopcanary/port/linux/*.hpp, see docs/porting-linux.md):
+//   platform.hpp  Platform (the Hal: stack capture by signal, thread CPU, /proc counters,
+//                 TracerPid) and LoopThread (the loop's thread identity)
+//   memory.hpp    the memory context: resident set, heap, the loop thread's stack
+//   proc.hpp      /proc parsers working on caller buffers
+//   status.hpp    Error, Result: how the port's calls fail
+// Services built on the port (loopcanary/linux/*.hpp):
+//   watchdog_thread.hpp  WatchdogThread: polls a Watchdog on absolute deadlines
+//   symbolizer.hpp       program counters -> module + offset, build-id, function + offset
+//   file_sink.hpp        rotated .jsonl and text logs, written whole or not at all
+//   setup.hpp            Setup: the platform, the watchdog, its thread and a sink in one call
 #pragma once
 
 #include <time.h>

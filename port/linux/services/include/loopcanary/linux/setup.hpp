@@ -30,13 +30,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "linux_file_sink.hpp"
-#include "linux_platform.hpp"
-#include "linux_status.hpp"
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/file_sink.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
+#include "loopcanary/port/linux.hpp"
+#include "loopcanary/port/linux/platform.hpp"
+#include "loopcanary/port/linux/status.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/watchdog.hpp"
-#include "loopcanary_port.hpp"
 
 namespace loopcanary::port_linux {
 

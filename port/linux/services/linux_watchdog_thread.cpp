@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "linux_watchdog_thread.hpp"
+#include "loopcanary/linux/watchdog_thread.hpp"
 
 #include <sched.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 namespace loopcanary::port_linux {
 namespace {

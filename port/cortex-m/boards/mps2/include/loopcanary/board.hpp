@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Board "mps2": QEMU's ARM MPS2 FPGA images mps2-an385 (Cortex-M3), mps2-an386 (Cortex-M4F) and
 // mps2-an500 (Cortex-M7). Startup code, memory map, console, host files, exit code and reset;
-// of loopcanary only the ResetCause and PacketSink types. Every board folder provides this header with the same names, so
-// firmware (and the device tests) build for another board by linking another board library.
+// of loopcanary only the ResetCause and PacketSink types. Every board's library provides this
+// header, loopcanary/board.hpp, with the same names, so firmware (and the device tests) build
+// for another board by linking another board library.
 //
 //   loopcanary_board_mps2 (CMake): vector table, reset handler (.data copy, .bss zero,
 //   init_array, FPU on for hard-float builds), then main(); its return value is the exit code.

@@ -60,8 +60,8 @@
 #include <memory>
 #include <mutex>
 
-#include "linux_symbolizer.hpp"
 #include "loopcanary/format.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
 #include "loopcanary/record.hpp"
 
 namespace loopcanary::port_linux {

@@ -32,8 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "linux_proc.hpp"
 #include "loopcanary/hal.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 namespace loopcanary::port_linux {
 

@@ -36,8 +36,8 @@
 
 #include <uv.h>
 
-#include "linux_setup.hpp"
 #include "loopcanary/event.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 namespace loopcanary::port_linux {
 

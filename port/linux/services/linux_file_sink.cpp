@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "linux_file_sink.hpp"
+#include "loopcanary/linux/file_sink.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 
 #include "loopcanary/format.hpp"
 #include "loopcanary/packet.hpp"
-#include "loopcanary_port.hpp"
+#include "loopcanary/port/linux.hpp"
 
 namespace loopcanary::port_linux {
 

@@ -11,7 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "linux_status.hpp"
+#include "loopcanary/port/linux/status.hpp"
 #include "loopcanary/watchdog.hpp"
 
 namespace loopcanary::port_linux {

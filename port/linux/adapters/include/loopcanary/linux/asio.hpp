@@ -7,8 +7,8 @@
 // io_context's executor, "io_context.post" for io_context::post), with no change to handler
 // code:
 //
-//   -DASIO_CUSTOM_HANDLER_TRACKING='"loopcanary_asio.hpp"'         (standalone Asio)
-//   -DBOOST_ASIO_CUSTOM_HANDLER_TRACKING='"loopcanary_asio.hpp"'   (Boost.Asio)
+//   -DASIO_CUSTOM_HANDLER_TRACKING='"loopcanary/linux/asio.hpp"'         (standalone Asio)
+//   -DBOOST_ASIO_CUSTOM_HANDLER_TRACKING='"loopcanary/linux/asio.hpp"'   (Boost.Asio)
 //
 // CMake: link loopcanary::adapter_asio, which adds both definitions and the include path. Every
 // translation unit that includes Asio must see the same definition (it changes the layout of
@@ -31,8 +31,8 @@
 
 #include <cstdint>
 
-#include "linux_setup.hpp"
 #include "loopcanary/event.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 namespace loopcanary::port_linux {
 

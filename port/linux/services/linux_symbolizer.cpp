@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "linux_symbolizer.hpp"
+#include "loopcanary/linux/symbolizer.hpp"
 
 #include <cxxabi.h>
 #include <elf.h>

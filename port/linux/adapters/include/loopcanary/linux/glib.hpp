@@ -24,8 +24,8 @@
 
 #include <glib.h>
 
-#include "linux_setup.hpp"
 #include "loopcanary/event.hpp"
+#include "loopcanary/linux/setup.hpp"
 
 namespace loopcanary::port_linux {
 

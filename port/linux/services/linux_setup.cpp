@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// One-call set-up of a Linux process (linux_setup.hpp).
-#include "linux_setup.hpp"
+// One-call set-up of a Linux process (loopcanary/linux/setup.hpp).
+#include "loopcanary/linux/setup.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Port "template": the skeleton of a new port. Copy port/template to port/<name>, fill in every
-// TODO(port), and read docs/porting.md. It compiles as it is (the test workflow builds it), so
-// a copy starts from a build that works; the stubs report every service as unavailable.
+// Port "template": the skeleton of a new port. Copy port/template to port/<name>, name this
+// header include/loopcanary/port/<name>.hpp, fill in every TODO(port), and read
+// docs/porting.md. It compiles as it is (the test workflow builds it), so a copy starts from a
+// build that works; the stubs report every service as unavailable.
 //
 // Hot tier (this header, inlined into begin/end): the clock and its rate.
 // Cold tier (loopcanary_port.cpp): the Hal callbacks the watchdog calls.

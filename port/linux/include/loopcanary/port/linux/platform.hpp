@@ -11,7 +11,8 @@
 //                 debugger_attached  TracerPid of /proc/self/status, re-read at most every
 //                                    debugger_check_ms
 //                 read_memory        resident set and its peak, heap in use, the loop thread's
-//                                    stack high-water mark and size (linux_memory.hpp)
+//                                    stack high-water mark and size
+//                                    (loopcanary/port/linux/memory.hpp)
 //
 // Stack capture. The watchdog publishes a request in a preallocated slot, sends the sample
 // signal to the loop thread with tgkill, and waits on a semaphore with a timeout. The handler
@@ -36,9 +37,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "linux_memory.hpp"
-#include "linux_status.hpp"
 #include "loopcanary/hal.hpp"
+#include "loopcanary/port/linux/memory.hpp"
+#include "loopcanary/port/linux/status.hpp"
 
 namespace loopcanary::port_linux {
 
@@ -70,8 +71,9 @@ struct PlatformConfig {
   bool replace_existing_handler = false;
   /// Give kMemoryHeapUsed in read_memory, through mallinfo2(). Off by default: mallinfo2() waits
   /// for malloc's arena locks, so a loop thread blocked inside malloc (a block the watchdog must
-  /// report) would stall the watchdog thread itself (linux_memory.hpp). Turn it on where the
-  /// loops do not block inside the allocator, or where a stalled watchdog is acceptable.
+  /// report) would stall the watchdog thread itself (loopcanary/port/linux/memory.hpp). Turn it
+  /// on where the loops do not block inside the allocator, or where a stalled watchdog is
+  /// acceptable.
   bool heap_reading = false;
 };
 
