@@ -252,15 +252,15 @@ void spin_dispatch(void* argument) {
   monitor.end();
 }
 
-// One dispatch that spins in dt_spin_until until the block is reported in progress, on MSP or
-// on PSP; returns the final record. 20 ms threshold, sampling from the first poll every 1 ms.
-bool run_capture(lc::StaticWatchdog<1, 4>& watchdog, cm::PortMonitor& monitor, const cm::LoopContext* context,
-                 void* psp_top) {
+// The port started, `monitor` (named `name`, threshold `threshold_us`, sampling from the first
+// poll every 1 ms, on `context`) watched by `watchdog` with on_report, SysTick polling it.
+bool watch_one_loop(lc::StaticWatchdog<1, 4>& watchdog, cm::PortMonitor& monitor, const char* name,
+                    std::uint32_t threshold_us, const cm::LoopContext* context) {
   if (cm::init(port_config()) != cm::PortStatus::ok) return false;
   lc::MonitorConfig config;
-  config.name = "capture";
+  config.name = name;
   config.tick_hz = cm::tick_hz();
-  config.threshold_us = 20'000;
+  config.threshold_us = threshold_us;
   config.arm_permille = 0;
   config.sample_interval_us = 1'000;
   config.hang_limit_us = 1'000'000;
@@ -272,6 +272,14 @@ bool run_capture(lc::StaticWatchdog<1, 4>& watchdog, cm::PortMonitor& monitor, c
   g_release = 0;
   g_finals = 0;
   cm::attach(&watchdog);
+  return true;
+}
+
+// One dispatch that spins in dt_spin_until until the block is reported in progress, on MSP or
+// on PSP; returns the final record. 20 ms threshold.
+bool run_capture(lc::StaticWatchdog<1, 4>& watchdog, cm::PortMonitor& monitor, const cm::LoopContext* context,
+                 void* psp_top) {
+  if (!watch_one_loop(watchdog, monitor, "capture", 20'000, context)) return false;
   CaptureRun run{&monitor};
   if (psp_top != nullptr) {
     dt_run_on_psp(&spin_dispatch, &run, psp_top);
@@ -484,21 +492,7 @@ cm::PortMonitor g_monitor_stop;
 }  // namespace
 
 DT_TEST(Finish, closes_the_dispatch_still_running_and_stops_polling) {
-  DT_ASSERT(cm::init(port_config()) == cm::PortStatus::ok);
-  lc::MonitorConfig config;
-  config.name = "stop";
-  config.tick_hz = cm::tick_hz();
-  config.threshold_us = 5'000;
-  config.arm_permille = 0;
-  config.sample_interval_us = 1'000;
-  config.hang_limit_us = 1'000'000;
-  DT_ASSERT(g_monitor_stop.init(config) == lc::Status::ok);
-  DT_ASSERT(g_watchdog_stop.init(lc::WatchdogConfig{}, cm::make_hal()) == lc::Status::ok);
-  DT_ASSERT(g_watchdog_stop.add(g_monitor_stop) == lc::Status::ok);
-  DT_ASSERT(g_watchdog_stop.add_interceptor(&on_report, nullptr) == lc::Status::ok);
-  g_release = 0;
-  g_finals = 0;
-  cm::attach(&g_watchdog_stop);
+  DT_ASSERT(watch_one_loop(g_watchdog_stop, g_monitor_stop, "stop", 5'000, nullptr));
   g_monitor_stop.begin(kSpin);
   dt_spin_until(&g_release);  // the block is reported in progress; the dispatch runs on
   cm::finish();

@@ -781,21 +781,33 @@ void FileSink::write_extension(const BlockRecord& r, TextWriter& w, Part part) n
   if (json) w.puts("]}");
 }
 
-std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept {
-  // The core's JSON object with the "linux" member (clock, module + offset + build-id of every
-  // program counter) last.
+void FileSink::write_linux_member(const BlockRecord& record, TextWriter& w) noexcept {
+  write_extension(record, w, Part::json);
+}
+
+void FileSink::write_linux_member(const HealthRecord& record, TextWriter& w) noexcept {
+  write_time_clock(record.tick_hz, w, Part::json);
+  w.put('}');  // closes "linux"
+}
+
+template <class Record>
+std::size_t FileSink::json_line(const Record& record,
+                                FormatResult (*format)(const Record&, char*, std::size_t, const JsonExtension&) noexcept) noexcept {
+  // The core's JSON object with the "linux" member last.
   struct Extension {
     FileSink* self;
-    const BlockRecord* record;
+    const Record* record;
   } extension{this, &record};
   const JsonExtension linux_member{[](void* context, TextWriter& w) noexcept {
                                      const auto* e = static_cast<const Extension*>(context);
-                                     e->self->write_extension(*e->record, w, Part::json);
+                                     e->self->write_linux_member(*e->record, w);
                                    },
                                    &extension};
-  const FormatResult f = format_json(record, json_->buffer.get() + 1, config_.max_record_bytes, linux_member);
+  const FormatResult f = format(record, json_->buffer.get() + 1, config_.max_record_bytes, linux_member);
   return f.truncated ? kOverflow : f.length;
 }
+
+std::size_t FileSink::format_json_line(const BlockRecord& record) noexcept { return json_line(record, &format_json); }
 
 std::size_t FileSink::format_text_block(const BlockRecord& record) noexcept {
   const std::size_t capacity = config_.max_record_bytes;
@@ -825,19 +837,7 @@ std::size_t FileSink::format_packet(const BlockRecord& record) noexcept {
 }
 
 std::size_t FileSink::format_health_json_line(const HealthRecord& record) noexcept {
-  // The core's JSON object with the "linux" member (time, clock) last.
-  struct Extension {
-    FileSink* self;
-    std::uint32_t tick_hz;
-  } extension{this, record.tick_hz};
-  const JsonExtension linux_member{[](void* context, TextWriter& w) noexcept {
-                                     const auto* e = static_cast<const Extension*>(context);
-                                     e->self->write_time_clock(e->tick_hz, w, Part::json);
-                                     w.put('}');  // closes "linux"
-                                   },
-                                   &extension};
-  const FormatResult f = format_health_json(record, json_->buffer.get() + 1, config_.max_record_bytes, linux_member);
-  return f.truncated ? kOverflow : f.length;
+  return json_line(record, &format_health_json);
 }
 
 std::size_t FileSink::format_health_text_block(const HealthRecord& record) noexcept {

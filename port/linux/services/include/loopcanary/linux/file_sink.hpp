@@ -256,6 +256,15 @@ class FileSink {
   std::size_t format_text_block(const BlockRecord& record) noexcept;
   std::size_t format_packet(const BlockRecord& record) noexcept;
   void write_time_clock(std::uint32_t tick_hz, TextWriter& w, Part part) noexcept;
+  // The "linux" member of a record's JSON object: wall time and clock, and for a block record the
+  // symbols of its program counters.
+  void write_linux_member(const BlockRecord& record, TextWriter& w) noexcept;
+  void write_linux_member(const HealthRecord& record, TextWriter& w) noexcept;
+  // The JSON line of `record` by `format` (format_json or format_health_json) with the "linux"
+  // member, in the log's buffer; kOverflow when it does not fit.
+  template <class Record>
+  std::size_t json_line(const Record& record,
+                        FormatResult (*format)(const Record&, char*, std::size_t, const JsonExtension&) noexcept) noexcept;
   std::size_t format_health_json_line(const HealthRecord& record) noexcept;
   std::size_t format_health_text_block(const HealthRecord& record) noexcept;
   std::size_t format_health_packet(const HealthRecord& record) noexcept;
