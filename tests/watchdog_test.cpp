@@ -229,11 +229,11 @@ class WatchdogTest : public testing::TestWithParam<tick_t> {
   /// poll that saw it running (150 ms, the tick it ends on).
   static constexpr tick_t kWindowIn150ms = ms(150 - 30);
 
-  /// The seed case (BlockCanary's weakness 2), after rig.start() with an 800 ms threshold: a
-  /// handler spends 780 ms in scope "a", then 30 ms in scope "b". The 780 + 20 ms is
-  /// exactly the threshold, which is not a block (strictly greater), so "b" runs 30 ms: 810 ms
-  /// in all. The dispatch begins at a poll 300 ms after the start, so it straddles the wrap.
-  std::optional<BlockRecord> seed_case() {
+  /// The case a sampler that starts at the threshold gets wrong, after rig.start() with an
+  /// 800 ms threshold: a handler spends 780 ms in scope "a", then 30 ms in scope "b". 780 + 20 ms
+  /// would be exactly the threshold, which is not a block (strictly greater), so "b" runs 30 ms:
+  /// 810 ms in all. The dispatch begins at a poll 300 ms after the start, so it straddles the wrap.
+  std::optional<BlockRecord> early_scope_case() {
     rig.idle_until(ms(300));
     rig.dispatch(kWork, [&] {
       {
@@ -392,7 +392,7 @@ TEST_P(WatchdogTest, SeedCaseEarlyCulpritDominatesTheTopFrames) {
   lc::MonitorConfig config = loop_config(ms(800), ms(10), ms(5000));
   config.arm_permille = 250;
   ASSERT_TRUE(rig.start(config, kPeriod));
-  const std::optional<BlockRecord> r = seed_case();
+  const std::optional<BlockRecord> r = early_scope_case();
   ASSERT_TRUE(r.has_value());
 
   // A poll lands on the arm point (elapsed 200 ms) and each poll through 810 ms samples:
@@ -416,7 +416,7 @@ TEST_P(WatchdogTest, SeedCaseEarlyCulpritDominatesWithDefaultSampling) {
   config.name = "main";
   config.threshold_us = ms(800);
   ASSERT_TRUE(rig.start(config, kPeriod));
-  const std::optional<BlockRecord> r = seed_case();
+  const std::optional<BlockRecord> r = early_scope_case();
   ASSERT_TRUE(r.has_value());
 
   const std::uint32_t in_a = top_scope_count(*r, "a");

@@ -33,6 +33,9 @@ inline bool starts_with(std::string_view text, std::string_view prefix) noexcept
   return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
 }
 
+inline bool opens(char c) noexcept { return c == '<' || c == '(' || c == '[' || c == '{'; }
+inline bool closes(char c) noexcept { return c == '>' || c == ')' || c == ']' || c == '}'; }
+
 inline std::string_view base_name(std::string_view path) noexcept {
   const std::size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -58,7 +61,7 @@ inline constexpr std::string_view kRuntimeFunctions[] = {
 
 /// A demangled function's qualified name, without the return type that the name of a function
 /// template starts with: "void std::this_thread::sleep_for<long>(...)" -> "std::this_thread::
-/// sleep_for<long>(...)". The name after the last space outside <>, () and [] before the
+/// sleep_for<long>(...)". The name after the last space outside <>, (), [] and {} before the
 /// parameter list; the whole name when there is none.
 inline std::string_view qualified_name(std::string_view function) noexcept {
   int depth = 0;
@@ -66,9 +69,9 @@ inline std::string_view qualified_name(std::string_view function) noexcept {
   for (std::size_t i = 0; i < function.size(); ++i) {
     const char c = function[i];
     if (c == '(' && depth == 0) break;  // the parameter list (or "(anonymous namespace)")
-    if (c == '<' || c == '(' || c == '[') {
+    if (detail::opens(c)) {
       ++depth;
-    } else if ((c == '>' || c == ')' || c == ']') && depth > 0) {
+    } else if (detail::closes(c) && depth > 0) {
       --depth;
     } else if (c == ' ' && depth == 0) {
       start = i + 1;
@@ -118,9 +121,6 @@ inline bool is_runtime(const FrameFacts& f) {
 }
 
 namespace detail {
-
-inline bool opens(char c) noexcept { return c == '<' || c == '(' || c == '[' || c == '{'; }
-inline bool closes(char c) noexcept { return c == '>' || c == ')' || c == ']' || c == '}'; }
 
 // Where a closure type's name starts in `name`: GCC's "{lambda(" or the "$_" of clang's
 // "$_<n>"; npos when there is none.
