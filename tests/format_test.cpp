@@ -655,9 +655,9 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
   ASSERT_EQ(doc.kind, Json::Kind::object);
   EXPECT_EQ(doc.keys(), (std::vector<std::string>{
                             "format_version", "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch",
-                            "tick_hz", "start", "end", "duration_ticks", "duration_us", "threshold_us", "delayed_by",
-                            "cause", "flags", "stages", "cpu", "memory", "samples", "top", "top_other", "stacks",
-                            "records_dropped", "notes_dropped"}));
+                            "tick_hz", "start", "end", "duration_ticks", "duration_us", "threshold_us", "cause",
+                            "top_other", "records_dropped", "notes_dropped", "delayed_by", "flags", "stages", "cpu",
+                            "memory", "samples", "top", "stacks"}));
   EXPECT_EQ(u64_of(doc["format_version"]), loopcanary::kJsonFormatVersion);
   EXPECT_EQ(u64_of(doc["report"]), 7u);
   EXPECT_EQ(string_of(doc["phase"]), "final");
@@ -845,8 +845,8 @@ TEST(FormatHealth, JsonIsOneObjectKindHealthWithEveryField) {
                                                    "loop_index", "tick_hz", "start", "end", "window_us",
                                                    "dispatches", "rate_mhz", "busy_us",
                                                    "load_permille", "idle_us", "idle_permille", "blocks", "hangs",
-                                                   "max_duration_us", "histogram", "memory", "events",
-                                                   "health_dropped"}));
+                                                   "max_duration_us", "health_dropped", "histogram", "memory",
+                                                   "events"}));
   EXPECT_EQ(string_of(doc["kind"]), "health");
   EXPECT_EQ(u64_of(doc["format_version"]), loopcanary::kJsonFormatVersion);
   EXPECT_EQ(u64_of(doc["number"]), 3u);

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "loopcanary/health.hpp"
+#include "loopcanary/record_fields.hpp"
 #include "loopcanary/time.hpp"
 
 namespace loopcanary {
@@ -11,17 +12,10 @@ namespace {
 
 constexpr char kTruncatedMarker[] = "...[truncated]\n";
 
-const char* name_or(const char* s, const char* fallback) noexcept { return s != nullptr ? s : fallback; }
+using fields::event_name;
+using fields::name_or;
 
-const char* event_name(const BlockRecord& r) noexcept {
-  return r.event != nullptr ? name_or(r.event->name, "?") : "?";
-}
-
-std::uint64_t us_at(std::uint32_t tick_hz, std::uint64_t ticks) noexcept {
-  return tick_hz != 0 ? us_from_ticks(ticks, tick_hz) : 0u;
-}
-
-std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept { return us_at(r.tick_hz, ticks); }
+std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept { return fields::us(r.tick_hz, ticks); }
 
 // A sample's offset from the record's start, µs. Counted back from `end`: a kept sample is one
 // of the latest, within one counter wrap of the end, while the dispatch itself may be longer
@@ -115,6 +109,26 @@ void memory_json(TextWriter& w, const MemoryReading& memory) noexcept {
   w.put('}');
 }
 
+
+// One value of a field list (record_fields.hpp) in the JSON form, by its type.
+void json_value(TextWriter& w, const char* text) noexcept { w.json_string(text); }
+void json_value(TextWriter& w, std::uint64_t number) noexcept { w.u64(number); }
+LOOPCANARY_NOINLINE void json_value(TextWriter& w, Maybe number) noexcept {
+  if (number.known) {
+    w.u64(number.value);
+  } else {
+    w.puts("null");
+  }
+}
+void json_value(TextWriter& w, Phase phase) noexcept { w.json_string(to_string(phase)); }
+void json_value(TextWriter& w, Cause cause) noexcept { w.json_string(to_string(cause)); }
+
+// ,"name":value for each field of a list (the first of an object: without the comma).
+// `first` is known at each expansion (straight-line code): one literal per member remains.
+#define LOOPCANARY_JSON_MEMBER(name, value, unit) \
+  w.puts(first ? "\"" #name "\":" : ",\"" #name "\":");  \
+  first = false;                                 \
+  json_value(w, value);
 }  // namespace
 
 void TextWriter::puts(const char* s) noexcept {
@@ -203,7 +217,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   w.puts("\nloop = ");
   w.name(name_or(r.loop, "?"));
   w.puts("\nevent = ");
-  w.name(event_name(r));
+  w.name(event_name(r.event));
   w.puts("\nreport = ");
   w.u64(r.report);
   w.puts(" (");
@@ -229,7 +243,7 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
       w.puts("dispatch ");
       w.u64(r.delayed_by_dispatch);
       w.puts(" (");
-      w.name(r.delayed_by != nullptr ? name_or(r.delayed_by->name, "?") : "?");
+      w.name(event_name(r.delayed_by));
       w.puts(")\n");
     } else {
       w.puts("unknown\n");
@@ -338,46 +352,20 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, c
   TextWriter w(buffer, size);
   w.puts("{\"format_version\":");
   w.u64(kJsonFormatVersion);
-  w.puts(",\"report\":");
-  w.u64(r.report);
-  w.puts(",\"phase\":");
-  w.json_string(to_string(r.phase));
-  w.puts(",\"qualifier\":");
-  w.json_string(name_or(r.qualifier, ""));
-  w.puts(",\"loop\":");
-  w.json_string(name_or(r.loop, "?"));
-  w.puts(",\"loop_index\":");
-  w.u64(r.loop_index);
-  w.puts(",\"event\":");
-  w.json_string(event_name(r));
-  w.puts(",\"dispatch\":");
-  w.u64(r.dispatch);
-  w.puts(",\"tick_hz\":");
-  w.u64(r.tick_hz);
-  w.puts(",\"start\":");
-  w.u64(r.start);
-  w.puts(",\"end\":");
-  w.u64(r.end);
-  w.puts(",\"duration_ticks\":");
-  w.u64(r.duration_ticks);
-  w.puts(",\"duration_us\":");
-  w.u64(us_of(r, r.duration_ticks));
-  w.puts(",\"threshold_us\":");
-  w.u64(us_of(r, r.threshold_ticks));
+  bool first = false;
+  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.puts(",\"delayed_by\":");
   if (r.delayed_by_dispatch != 0) {
     w.puts("{\"dispatch\":");
     w.u64(r.delayed_by_dispatch);
     w.puts(",\"event\":");
-    w.json_string(r.delayed_by != nullptr ? name_or(r.delayed_by->name, "?") : "?");
+    w.json_string(event_name(r.delayed_by));
     w.put('}');
   } else {
     w.puts("null");
   }
-  w.puts(",\"cause\":");
-  w.json_string(to_string(r.cause));
   w.puts(",\"flags\":[");
-  bool first = true;
+  first = true;
   for (const FlagName& f : kFlagNames) {
     if ((r.flags & f.bit) != 0) {
       if (!first) w.put(',');
@@ -394,44 +382,14 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, c
     w.u64(us_of(r, r.stages[i].ticks));
     w.put('}');
   }
-  w.puts("],\"cpu\":{\"window_us\":");
-  w.u64(us_of(r, r.window_ticks));
-  w.puts(",\"thread_us\":");
-  if (r.has_thread_cpu) {
-    w.u64(r.thread_cpu_us);
-  } else {
-    w.puts("null");
-  }
-  w.puts(",\"thread_wait_us\":");
-  if (r.has_thread_wait) {
-    w.u64(r.thread_wait_us);
-  } else {
-    w.puts("null");
-  }
-  w.puts(",\"system_busy_permille\":");
-  if (r.system_busy_permille != kUnknownPermille) {
-    w.u64(r.system_busy_permille);
-  } else {
-    w.puts("null");
-  }
-  w.puts(",\"process_permille\":");
-  if (r.process_permille != kUnknownPermille) {
-    w.u64(r.process_permille);
-  } else {
-    w.puts("null");
-  }
-  w.puts(",\"steal_us\":");
-  w.u64(r.steal_us);
+  w.puts("],\"cpu\":{");
+  first = true;
+  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.put('}');
   memory_json(w, r.memory);
-  w.puts(",\"samples\":{\"taken\":");
-  w.u64(r.samples_taken);
-  w.puts(",\"kept\":");
-  w.u64(r.sample_count);
-  w.puts(",\"overwritten\":");
-  w.u64(r.samples_overwritten);
-  w.puts(",\"missed\":");
-  w.u64(r.samples_missed);
+  w.puts(",\"samples\":{");
+  first = true;
+  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.puts("},\"top\":[");
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
     const TopStack& t = r.top[i];
@@ -450,9 +408,7 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, c
     }
     w.put('}');
   }
-  w.puts("],\"top_other\":");
-  w.u64(r.top_other);
-  w.puts(",\"stacks\":[");
+  w.puts("],\"stacks\":[");
   for (std::uint8_t i = 0; i < r.sample_count; ++i) {
     const Sample& s = r.samples[i];
     if (i != 0) w.put(',');
@@ -462,20 +418,13 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, c
     stack_json(w, s.scope_count, s.pc_count, s.frames);
     w.put('}');
   }
-  w.puts("],\"records_dropped\":");
-  w.u64(r.records_dropped);
-  w.puts(",\"notes_dropped\":");
-  w.u64(r.notes_dropped);
+  w.put(']');
   if (extension.write != nullptr) extension.write(extension.context, w);
   w.puts("}\n");
   return w.finish();
 }
 
 namespace {
-
-const char* event_name_of(const EventHealthWindow& e) noexcept {
-  return e.event != nullptr ? name_or(e.event->name, "?") : "?";
-}
 
 // A rate in thousandths per second as "R.r" (rounded down to 0.1).
 void rate_text(TextWriter& w, std::uint32_t rate_mhz) noexcept {
@@ -502,7 +451,7 @@ FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t
   w.puts(" ticks @ ");
   w.u64(r.tick_hz);
   w.puts(" Hz (");
-  w.ms(us_at(r.tick_hz, window));
+  w.ms(fields::us(r.tick_hz, window));
   w.puts(" ms)\ndispatches = ");
   w.u64(r.dispatches);
   w.puts(" (");
@@ -521,25 +470,25 @@ FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t
   w.puts(", hangs = ");
   w.u64(r.hangs);
   w.puts("\nlongest = ");
-  w.ms(us_at(r.tick_hz, r.max_duration));
+  w.ms(fields::us(r.tick_hz, r.max_duration));
   w.puts(" ms");
   memory_text(w, r.memory);
   for (std::uint8_t i = 0; i < r.event_count; ++i) {
     const EventHealthWindow& e = r.events[i];
     w.puts("\nevent ");
-    w.name(event_name_of(e));
+    w.name(event_name(e.event));
     w.puts(" = ");
     w.u64(e.dispatches);
     w.puts(" (");
     rate_text(w, rate_mhz(e.dispatches, window, r.tick_hz));
     w.puts(" /s), latency p50 ");
-    w.ms(us_at(r.tick_hz, e.p50));
+    w.ms(fields::us(r.tick_hz, e.p50));
     w.puts(" ms, p95 ");
-    w.ms(us_at(r.tick_hz, e.p95));
+    w.ms(fields::us(r.tick_hz, e.p95));
     w.puts(" ms, p99 ");
-    w.ms(us_at(r.tick_hz, e.p99));
+    w.ms(fields::us(r.tick_hz, e.p99));
     w.puts(" ms, max ");
-    w.ms(us_at(r.tick_hz, e.max_latency));
+    w.ms(fields::us(r.tick_hz, e.max_latency));
     w.puts(" ms, ");
     w.u64(e.deadline_misses);
     w.puts(" deadline misses, ");
@@ -547,12 +496,12 @@ FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t
     w.puts(" missed periods");
     if (e.period_ticks != 0) {
       w.puts(", period ");
-      w.ms(us_at(r.tick_hz, e.period_ticks));
+      w.ms(fields::us(r.tick_hz, e.period_ticks));
       w.puts(" ms");
     }
     if (e.deadline_ticks != 0) {
       w.puts(", deadline ");
-      w.ms(us_at(r.tick_hz, e.deadline_ticks));
+      w.ms(fields::us(r.tick_hz, e.deadline_ticks));
       w.puts(" ms");
     }
   }
@@ -568,44 +517,8 @@ FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t
   const tick_t window = ticks_between(r.start, r.end);
   w.puts("{\"kind\":\"health\",\"format_version\":");
   w.u64(kJsonFormatVersion);
-  w.puts(",\"number\":");
-  w.u64(r.number);
-  w.puts(",\"qualifier\":");
-  w.json_string(name_or(r.qualifier, ""));
-  w.puts(",\"loop\":");
-  w.json_string(name_or(r.loop, "?"));
-  w.puts(",\"loop_index\":");
-  w.u64(r.loop_index);
-  w.puts(",\"tick_hz\":");
-  w.u64(r.tick_hz);
-  w.puts(",\"start\":");
-  w.u64(r.start);
-  w.puts(",\"end\":");
-  w.u64(r.end);
-  w.puts(",\"window_us\":");
-  w.u64(us_at(r.tick_hz, window));
-  w.puts(",\"dispatches\":");
-  w.u64(r.dispatches);
-  w.puts(",\"rate_mhz\":");
-  w.u64(rate_mhz(r.dispatches, window, r.tick_hz));
-  w.puts(",\"busy_us\":");
-  w.u64(us_at(r.tick_hz, r.busy_ticks));
-  w.puts(",\"load_permille\":");
-  w.u64(share_permille(r.busy_ticks, window));
-  if (r.has_idle) {
-    w.puts(",\"idle_us\":");
-    w.u64(us_at(r.tick_hz, r.idle_ticks));
-    w.puts(",\"idle_permille\":");
-    w.u64(share_permille(r.idle_ticks, window));
-  } else {
-    w.puts(",\"idle_us\":null,\"idle_permille\":null");
-  }
-  w.puts(",\"blocks\":");
-  w.u64(r.blocks);
-  w.puts(",\"hangs\":");
-  w.u64(r.hangs);
-  w.puts(",\"max_duration_us\":");
-  w.u64(us_at(r.tick_hz, r.max_duration));
+  bool first = false;
+  LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.puts(",\"histogram\":[");
   for (std::size_t i = 0; i < kHistogramBuckets; ++i) {
     if (i != 0) w.put(',');
@@ -616,35 +529,12 @@ FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t
   w.puts(",\"events\":[");
   for (std::uint8_t i = 0; i < r.event_count; ++i) {
     const EventHealthWindow& e = r.events[i];
-    if (i != 0) w.put(',');
-    w.puts("{\"event\":");
-    w.json_string(event_name_of(e));
-    w.puts(",\"dispatches\":");
-    w.u64(e.dispatches);
-    w.puts(",\"rate_mhz\":");
-    w.u64(rate_mhz(e.dispatches, window, r.tick_hz));
-    w.puts(",\"p50_us\":");
-    w.u64(us_at(r.tick_hz, e.p50));
-    w.puts(",\"p95_us\":");
-    w.u64(us_at(r.tick_hz, e.p95));
-    w.puts(",\"p99_us\":");
-    w.u64(us_at(r.tick_hz, e.p99));
-    w.puts(",\"max_latency_us\":");
-    w.u64(us_at(r.tick_hz, e.max_latency));
-    w.puts(",\"deadline_misses\":");
-    w.u64(e.deadline_misses);
-    w.puts(",\"missed_periods\":");
-    w.u64(e.missed_periods);
-    w.puts(",\"posted_ahead\":");
-    w.u64(e.posted_ahead);
-    w.puts(",\"period_us\":");
-    w.u64(us_at(r.tick_hz, e.period_ticks));
-    w.puts(",\"deadline_us\":");
-    w.u64(us_at(r.tick_hz, e.deadline_ticks));
+    w.puts(i != 0 ? ",{" : "{");
+    first = true;
+    LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_JSON_MEMBER)
     w.put('}');
   }
-  w.puts("],\"health_dropped\":");
-  w.u64(r.health_dropped);
+  w.put(']');
   if (extension.write != nullptr) extension.write(extension.context, w);
   w.puts("}\n");
   return w.finish();
