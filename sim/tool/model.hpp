@@ -27,6 +27,8 @@
 
 namespace loopcanary::tool {
 
+class DecodedRecord;  // packet_reader.hpp
+
 /// One frame of a sample: a scope name (the firmware's own label, LOOPCANARY_SCOPE) or a program
 /// counter with what the record says about it. Innermost first in Sample::frames: the scopes
 /// (innermost first), then the PCs (innermost first), as in the record.
@@ -239,6 +241,12 @@ struct HealthLog {
   void clear() noexcept;
 };
 
+/// `record` (a decoded health packet's) as the model holds it: every field the value its JSON
+/// line (format_health_json) gives parse_health_record, computed by the same field lists
+/// (loopcanary/record_fields.hpp), without the text. `out` is cleared first; file, line and
+/// source are left to the caller.
+void health_log_from(const loopcanary::HealthRecord& record, HealthLog& out);
+
 /// The log a file belongs to: its path with a rotation suffix `.<UTC>-<serial>` removed before
 /// `.jsonl` or kCaptureSuffix (`dir/stem.20260101T000000Z-000003.jsonl` → `dir/stem.jsonl`).
 /// Rotated files and the current one of a log share it.
@@ -342,15 +350,16 @@ class Reader {
   bool read_file(const std::string& path, const Callback& on_record);
   /// Reads lines from a stream already open; `name` names it in warnings and in LogRecord::file.
   /// A file or stream whose first bytes say it is a binary capture (looks_like_capture in
-  /// packet_reader.hpp) is read as one: each decoded packet becomes the JSON line format_json
-  /// writes (format_record_json), parsed as a line of a log; each problem is a warning
-  /// `<file>: offset N: <what>`.
+  /// packet_reader.hpp) is read as one: a decoded health packet goes into the model directly
+  /// (health_log_from), a block packet becomes the JSON line format_record_json writes, parsed
+  /// as a line of a log; each problem is a warning `<file>: offset N: <what>`.
   void read_stream(std::istream& in, const std::string& name, const Callback& on_record);
 
   const ReadStats& stats() const noexcept { return stats_; }
-  /// During the callback: the text of the record's line (blanks around it removed; for a packet,
-  /// the JSON line made from it), from which the record was parsed.
-  std::string_view current_line() const noexcept { return current_line_; }
+  /// During the callback: the text of the record's line (blanks around it removed), from which
+  /// the record was parsed; for a packet, the JSON line format_record_json makes of it (made on
+  /// the first call: a decoded packet goes into the model without it).
+  std::string_view current_line();
 
   /// The *.jsonl files and binary captures (kCaptureSuffix) of a directory in reading order: per
   /// log (stem), the rotated files `<stem>.<UTC>-<serial>.jsonl` by serial, oldest first, then the
@@ -366,6 +375,8 @@ class Reader {
   void read_lines(const std::string& name, const Fill& fill, const Callback& on_record);
   void read_capture(const std::string& name, const Fill& fill, const Callback& on_record);
   // Parses one line into record_ and passes it on, or warns (file and line: the caller's).
+  // Counts the health record in health_ and passes it on (file and line: the caller's).
+  void deliver_health(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture);
   void take_line(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture,
                  const char* data, std::size_t length, const Callback& on_record);
   void warn(const std::string& file, std::uint64_t line, WarningKind kind, const std::string& what);
@@ -375,6 +386,7 @@ class Reader {
   std::array<std::uint32_t, kWarningKinds> printed_{};  // in the current file
   LogRecord record_;
   std::string buffer_;
+  const DecodedRecord* packet_ = nullptr;  // during a callback on a decoded packet's record
   std::string packet_line_;  // the JSON line of a decoded packet
   HealthCallback on_health_;
   HealthLog health_;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "json_scanner.hpp"
+#include "loopcanary/record_fields.hpp"
 #include "model.hpp"
 #include "packet_reader.hpp"
 
@@ -29,6 +30,99 @@ using json::is;
 using json::quoted;
 using json::Scanner;
 using json::set_text;
+
+// The fields of a record kind's lists (loopcanary/record_fields.hpp) are read into the model's
+// members of the same names, each by its member's type.
+bool read_value(Scanner& s, const char* field, std::uint64_t& out) { return s.u64(field, out); }
+bool read_value(Scanner& s, const char* field, std::optional<std::uint64_t>& out) { return s.u64_or_null(field, out); }
+bool read_value(Scanner& s, const char* field, std::string& out) { return s.str(field, out); }
+template <class Enum>
+bool read_enum(Scanner& s, const char* field, Enum& out, bool (*parse)(std::string_view, Enum&) noexcept) {
+  std::string_view value;
+  std::string escaped;
+  if (!s.str_view(field, value, escaped)) return false;
+  return parse(value, out) || s.bad_value(field, "unknown value " + quoted(value));
+}
+bool read_value(Scanner& s, const char* field, Phase& out) { return read_enum(s, field, out, parse_phase); }
+bool read_value(Scanner& s, const char* field, Cause& out) { return read_enum(s, field, out, parse_cause); }
+
+// A reader's required fields: `name`'s bit among them, 0 for a field that is not required.
+template <std::size_t N>
+constexpr unsigned required_bit(std::string_view name, const std::string_view (&required)[N]) noexcept {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (required[i] == name) return 1u << i;
+  }
+  return 0;
+}
+
+// "missing field a" / "missing fields a, b" for the required fields whose bit `seen` lacks.
+template <std::size_t N>
+std::string missing_fields(unsigned seen, const std::string_view (&required)[N]) {
+  std::string missing;
+  for (std::size_t i = 0; i < N; ++i) {
+    if ((seen & (1u << i)) != 0) continue;
+    if (!missing.empty()) missing += ", ";
+    missing += required[i];
+  }
+  return "missing field" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing;
+}
+
+// A record without one of these is skipped with a missing_field warning.
+constexpr std::string_view kBlockRequired[] = {"report", "phase", "loop", "dispatch", "duration_us"};
+constexpr std::string_view kHealthRequired[] = {"kind", "number", "loop", "end", "window_us"};
+constexpr std::string_view kEventRequired[] = {"event"};
+
+// One field of a list read when `key` is its name, `field` naming it in warnings: into `member`
+// (of `out`), its bit among the `required` fields set in `seen`.
+#define LOOPCANARY_READ_AS(field, member, name)                 \
+  if (is(key, #name)) {                                         \
+    constexpr unsigned bit = required_bit(#name, required);     \
+    seen |= bit;                                                \
+    return read_value(s, field, member);                        \
+  }
+#define LOOPCANARY_READ_FIELD(name, value, unit) LOOPCANARY_READ_AS(#name, out.name, name)
+#define LOOPCANARY_READ_EVENT_FIELD(name, value, unit) LOOPCANARY_READ_AS("events." #name, out.name, name)
+#define LOOPCANARY_READ_CPU_FIELD(name, value, unit) LOOPCANARY_READ_AS("cpu." #name, out.cpu_##name, name)
+#define LOOPCANARY_READ_SAMPLE_FIELD(name, value, unit) \
+  LOOPCANARY_READ_AS("samples." #name, out.samples_##name, name)
+
+// A name the record gives empty reads "?", as the writers print a null one.
+void unknown_if_empty(std::string& name) {
+  if (name.empty()) name = "?";
+}
+
+// A block record's "cpu" and "samples" objects, and one entry of a health record's "events".
+bool parse_cpu(Scanner& s, LogRecord& out) {
+  if (!s.is('{')) return s.wrong_type("cpu", "an object");
+  const auto& required = kBlockRequired;
+  unsigned seen = 0;
+  return s.object([&](std::string_view key) {
+    LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_READ_CPU_FIELD)
+    return s.skip_value();
+  });
+}
+bool parse_samples(Scanner& s, LogRecord& out) {
+  if (!s.is('{')) return s.wrong_type("samples", "an object");
+  const auto& required = kBlockRequired;
+  unsigned seen = 0;
+  return s.object([&](std::string_view key) {
+    LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_READ_SAMPLE_FIELD)
+    return s.skip_value();
+  });
+}
+bool parse_event_health(Scanner& s, EventHealth& out) {
+  if (!s.is('{')) return s.wrong_type("events", "an object");
+  const auto& required = kEventRequired;
+  unsigned seen = 0;
+  const bool ok = s.object([&](std::string_view key) {
+    LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_READ_EVENT_FIELD)
+    return s.skip_value();
+  });
+  if (!ok) return false;
+  if (seen == 0) return s.bad_value("events", "an entry without \"event\"");
+  unknown_if_empty(out.event);
+  return true;
+}
 
 // Spare elements kept between lines (their strings' and vectors' capacity is reused), at most
 // this many of each kind: the rest of a huge line's frames is freed.
@@ -199,7 +293,7 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
   std::size_t symbols_used = 0;
   std::string& text = sc.text;  // decoded escapes of a value read as a view
 
-  enum : unsigned { kReport = 1, kPhase = 2, kLoop = 4, kDispatch = 8, kDuration = 16 };
+  const auto& required = kBlockRequired;
   unsigned seen = 0;
   std::uint64_t version = kFormatVersionOldest;  // a line without "format_version" predates it
 
@@ -258,33 +352,12 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
     });
   };
   bool ok = s.object([&](std::string_view key) -> bool {
-    std::string_view value;
+    LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_READ_FIELD)
     switch (key.empty() ? '\0' : key[0]) {
       case 'c':
-        if (is(key, "cause")) {
-          if (!s.str_view("cause", value, text)) return false;
-          if (!parse_cause(value, out.cause)) {
-            return s.bad_value("cause", "unknown value " + quoted(value));
-          }
-          return true;
-        }
-        if (is(key, "cpu")) {
-          if (!s.is('{')) return s.wrong_type("cpu", "an object");
-          return s.object([&](std::string_view k) {
-            if (is(k, "window_us")) return s.u64("cpu.window_us", out.cpu_window_us);
-            if (is(k, "thread_us")) return s.u64_or_null("cpu.thread_us", out.cpu_thread_us);
-            if (is(k, "steal_us")) return s.u64("cpu.steal_us", out.cpu_steal_us);
-            if (is(k, "thread_wait_us")) return s.u64_or_null("cpu.thread_wait_us", out.cpu_thread_wait_us);
-            if (is(k, "system_busy_permille")) return s.u64_or_null("cpu.system_busy_permille", out.cpu_system_busy_permille);
-            if (is(k, "process_permille")) return s.u64_or_null("cpu.process_permille", out.cpu_process_permille);
-            return s.skip_value();
-          });
-        }
+        if (is(key, "cpu")) return parse_cpu(s, out);
         break;
       case 'd':
-        if (is(key, "dispatch")) return seen |= kDispatch, s.u64("dispatch", out.dispatch);
-        if (is(key, "duration_us")) return seen |= kDuration, s.u64("duration_us", out.duration_us);
-        if (is(key, "duration_ticks")) return s.u64("duration_ticks", out.duration_ticks);
         if (is(key, "delayed_by")) {
           if (s.is('n')) return s.skip_value();  // null: unknown, or not a deadline miss
           if (!s.is('{')) return s.wrong_type("delayed_by", "an object or null");
@@ -296,13 +369,9 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
           });
           if (!delayed_ok) return false;
           if (!has_dispatch) return s.bad_value("delayed_by", "an object without \"dispatch\"");
-          if (out.delayed_by.empty()) out.delayed_by = "?";
+          unknown_if_empty(out.delayed_by);
           return true;
         }
-        break;
-      case 'e':
-        if (is(key, "event")) return s.str("event", out.event);
-        if (is(key, "end")) return s.u64("end", out.end);
         break;
       case 'f':
         if (is(key, "flags")) {
@@ -320,8 +389,6 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
         if (is(key, "format_version")) return s.u64("format_version", version);
         break;
       case 'l':
-        if (is(key, "loop")) return seen |= kLoop, s.str("loop", out.loop);
-        if (is(key, "loop_index")) return s.u64("loop_index", out.loop_index);
         if (is(key, "linux")) {
           if (!s.is('{')) return s.wrong_type("linux", "an object");
           out.has_linux = true;
@@ -345,28 +412,7 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
       case 'k':
         if (is(key, "kind")) return other_kind(s, kind_value, "block record");
         break;
-      case 'n':
-        if (is(key, "notes_dropped")) return s.u64("notes_dropped", out.notes_dropped);
-        break;
-      case 'p':
-        if (is(key, "phase")) {
-          seen |= kPhase;
-          if (!s.str_view("phase", value, text)) return false;
-          if (!parse_phase(value, out.phase)) {
-            return s.bad_value("phase", "unknown value " + quoted(value));
-          }
-          return true;
-        }
-        break;
-      case 'q':
-        if (is(key, "qualifier")) return s.str("qualifier", out.qualifier);
-        break;
-      case 'r':
-        if (is(key, "report")) return seen |= kReport, s.u64("report", out.report);
-        if (is(key, "records_dropped")) return s.u64("records_dropped", out.records_dropped);
-        break;
       case 's':
-        if (is(key, "start")) return s.u64("start", out.start);
         if (is(key, "stages")) {
           if (!s.is('[')) return s.wrong_type("stages", "an array");
           return s.array([&](std::size_t) {
@@ -382,20 +428,11 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
             if (!stage_ok) return false;
             if (!has_name) return s.bad_value("stages", "an entry without \"name\"");
             if (!has_us) return s.bad_value("stages", "an entry without \"us\"");
-            if (stage.name.empty()) stage.name = "?";
+            unknown_if_empty(stage.name);
             return true;
           });
         }
-        if (is(key, "samples")) {
-          if (!s.is('{')) return s.wrong_type("samples", "an object");
-          return s.object([&](std::string_view k) {
-            if (is(k, "taken")) return s.u64("samples.taken", out.samples_taken);
-            if (is(k, "kept")) return s.u64("samples.kept", out.samples_kept);
-            if (is(k, "overwritten")) return s.u64("samples.overwritten", out.samples_overwritten);
-            if (is(k, "missed")) return s.u64("samples.missed", out.samples_missed);
-            return s.skip_value();
-          });
-        }
+        if (is(key, "samples")) return parse_samples(s, out);
         if (is(key, "stacks")) {
           if (!s.is('[')) return s.wrong_type("stacks", "an array");
           return s.array([&](std::size_t) {
@@ -428,9 +465,6 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
         }
         break;
       case 't':
-        if (is(key, "tick_hz")) return s.u64("tick_hz", out.tick_hz);
-        if (is(key, "threshold_us")) return s.u64("threshold_us", out.threshold_us);
-        if (is(key, "top_other")) return s.u64("top_other", out.top_other);
         if (is(key, "top_innermost")) {
           bool innermost = false;
           if (!s.boolean("top_innermost", innermost)) return false;
@@ -457,7 +491,7 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
                 Frame& f = frames.add(sc.spare_frames);
                 f.clear();
                 if (!s.str("top.scope", f.scope)) return false;
-                if (f.scope.empty()) f.scope = "?";
+                unknown_if_empty(f.scope);
                 ++frames.scopes;
                 return true;
               }
@@ -496,14 +530,9 @@ bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKi
     return false;
   }
   if (!known_version(version, kind, what)) return false;
-  if (seen != (kReport | kPhase | kLoop | kDispatch | kDuration)) {
-    static const char* const names[] = {"report", "phase", "loop", "dispatch", "duration_us"};
-    std::string missing;
-    for (unsigned i = 0; i < 5; ++i) {
-      if ((seen & (1u << i)) == 0) missing += missing.empty() ? std::string(names[i]) : ", " + std::string(names[i]);
-    }
+  if (seen != (1u << std::size(required)) - 1) {
     kind = WarningKind::missing_field;
-    what = "missing field" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing;
+    what = missing_fields(seen, required);
     return false;
   }
   // Every PC frame gets what the symbol entries say of its PC, or nothing.
@@ -546,37 +575,13 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
   out.clear();
   Scratch& sc = scratch();
   std::string& text = sc.text;
-  enum : unsigned { kKind = 1, kNumber = 2, kLoop = 4, kEnd = 8, kWindow = 16 };
   unsigned seen = 0;
   std::uint64_t version = kFormatVersion;
   std::string kind_value;
   Scanner s(data, length);
-  const auto event_entry = [&]() {
-    if (!s.is('{')) return s.wrong_type("events", "an object");
-    out.events.emplace_back();
-    EventHealth& e = out.events.back();
-    bool has_event = false;
-    const bool entry_ok = s.object([&](std::string_view k) {
-      if (is(k, "event")) return has_event = true, s.str("events.event", e.event);
-      if (is(k, "dispatches")) return s.u64("events.dispatches", e.dispatches);
-      if (is(k, "rate_mhz")) return s.u64("events.rate_mhz", e.rate_mhz);
-      if (is(k, "p50_us")) return s.u64("events.p50_us", e.p50_us);
-      if (is(k, "p95_us")) return s.u64("events.p95_us", e.p95_us);
-      if (is(k, "p99_us")) return s.u64("events.p99_us", e.p99_us);
-      if (is(k, "max_latency_us")) return s.u64("events.max_latency_us", e.max_latency_us);
-      if (is(k, "deadline_misses")) return s.u64("events.deadline_misses", e.deadline_misses);
-      if (is(k, "missed_periods")) return s.u64("events.missed_periods", e.missed_periods);
-      if (is(k, "posted_ahead")) return s.u64("events.posted_ahead", e.posted_ahead);
-      if (is(k, "period_us")) return s.u64("events.period_us", e.period_us);
-      if (is(k, "deadline_us")) return s.u64("events.deadline_us", e.deadline_us);
-      return s.skip_value();
-    });
-    if (!entry_ok) return false;
-    if (!has_event) return s.bad_value("events", "an entry without \"event\"");
-    if (e.event.empty()) e.event = "?";
-    return true;
-  };
+  const auto& required = kHealthRequired;
   bool ok = s.object([&](std::string_view key) -> bool {
+    LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_READ_FIELD)
     if (is(key, "kind")) {
       std::string_view value;
       if (!s.str_view("kind", value, text)) return false;
@@ -585,28 +590,10 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
         s.what = "unknown record kind " + quoted(value) + ": skipped";
         return false;
       }
-      seen |= kKind;
+      seen |= required_bit("kind", required);
       return true;
     }
     if (is(key, "format_version")) return s.u64("format_version", version);
-    if (is(key, "number")) return seen |= kNumber, s.u64("number", out.number);
-    if (is(key, "qualifier")) return s.str("qualifier", out.qualifier);
-    if (is(key, "loop")) return seen |= kLoop, s.str("loop", out.loop);
-    if (is(key, "loop_index")) return s.u64("loop_index", out.loop_index);
-    if (is(key, "tick_hz")) return s.u64("tick_hz", out.tick_hz);
-    if (is(key, "start")) return s.u64("start", out.start);
-    if (is(key, "end")) return seen |= kEnd, s.u64("end", out.end);
-    if (is(key, "window_us")) return seen |= kWindow, s.u64("window_us", out.window_us);
-    if (is(key, "dispatches")) return s.u64("dispatches", out.dispatches);
-    if (is(key, "rate_mhz")) return s.u64("rate_mhz", out.rate_mhz);
-    if (is(key, "busy_us")) return s.u64("busy_us", out.busy_us);
-    if (is(key, "load_permille")) return s.u64("load_permille", out.load_permille);
-    if (is(key, "idle_us")) return s.u64_or_null("idle_us", out.idle_us);
-    if (is(key, "idle_permille")) return s.u64_or_null("idle_permille", out.idle_permille);
-    if (is(key, "blocks")) return s.u64("blocks", out.blocks);
-    if (is(key, "hangs")) return s.u64("hangs", out.hangs);
-    if (is(key, "max_duration_us")) return s.u64("max_duration_us", out.max_duration_us);
-    if (is(key, "health_dropped")) return s.u64("health_dropped", out.health_dropped);
     if (is(key, "histogram")) {
       if (!s.is('[')) return s.wrong_type("histogram", "an array");
       return s.array([&](std::size_t) {
@@ -616,7 +603,7 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
     }
     if (is(key, "events")) {
       if (!s.is('[')) return s.wrong_type("events", "an array");
-      return s.array([&](std::size_t) { return event_entry(); });
+      return s.array([&](std::size_t) { return parse_event_health(s, out.events.emplace_back()); });
     }
     if (is(key, "linux")) {
       if (!s.is('{')) return s.wrong_type("linux", "an object");
@@ -642,18 +629,41 @@ bool parse_health_record(const char* data, std::size_t length, HealthLog& out, W
     return false;
   }
   if (!known_version(version, kind, what)) return false;
-  constexpr unsigned kAll = kKind | kNumber | kLoop | kEnd | kWindow;
-  if (seen != kAll) {
-    static const char* const names[] = {"kind", "number", "loop", "end", "window_us"};
-    std::string missing;
-    for (unsigned i = 0; i < 5; ++i) {
-      if ((seen & (1u << i)) == 0) missing += missing.empty() ? std::string(names[i]) : ", " + std::string(names[i]);
-    }
+  if (seen != (1u << std::size(required)) - 1) {
     kind = WarningKind::missing_field;
-    what = "health record: missing field" + std::string(missing.find(',') == std::string::npos ? " " : "s ") + missing;
+    what = "health record: " + missing_fields(seen, required);
     return false;
   }
   return true;
+}
+
+namespace {
+
+// A value of a field list (record_fields.hpp) into the model's member of its name.
+void take_value(std::uint64_t& to, std::uint64_t value) { to = value; }
+void take_value(std::optional<std::uint64_t>& to, Maybe value) {
+  if (value.known) {
+    to = value.value;
+  } else {
+    to.reset();
+  }
+}
+void take_value(std::string& to, const char* value) { to = value; }
+#define LOOPCANARY_TAKE_FIELD(name, value, unit) take_value(out.name, value);
+#define LOOPCANARY_TAKE_EVENT_FIELD(name, value, unit) take_value(to.name, value);
+
+}  // namespace
+
+void health_log_from(const loopcanary::HealthRecord& r, HealthLog& out) {
+  out.clear();
+  const tick_t window = ticks_between(r.start, r.end);
+  LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_TAKE_FIELD)
+  for (std::uint8_t i = 0; i < r.event_count; ++i) {
+    const EventHealthWindow& e = r.events[i];
+    EventHealth& to = out.events.emplace_back();
+    LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_TAKE_EVENT_FIELD)
+    unknown_if_empty(to.event);
+  }
 }
 
 bool parse_line(const char* data, std::size_t length, LogRecord& block, HealthLog& health, LineKind& which,
@@ -751,6 +761,28 @@ int split_lines(std::string& buffer, std::size_t max_line, Fill&& fill, std::uin
 
 }  // namespace
 
+void Reader::deliver_health(const std::string& name, const std::string& source, std::uint64_t line,
+                            bool from_capture) {
+  ++stats_.records;
+  ++stats_.health_records;
+  health_.file = name;
+  health_.source = source;
+  health_.line = line;
+  health_.from_capture = from_capture;
+  if (on_health_) on_health_(health_);
+  current_line_ = {};
+  packet_ = nullptr;
+}
+
+std::string_view Reader::current_line() {
+  if (packet_ != nullptr) {
+    format_record_json(*packet_, packet_line_);
+    current_line_ = packet_line_;
+    packet_ = nullptr;
+  }
+  return current_line_;
+}
+
 void Reader::take_line(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture,
                        const char* data, std::size_t length, const Callback& on_record) {
   WarningKind kind{};
@@ -760,16 +792,9 @@ void Reader::take_line(const std::string& name, const std::string& source, std::
     warn(name, line, kind, what_);
     return;
   }
+  current_line_ = std::string_view(data, length);
   if (which == LineKind::health) {
-    ++stats_.records;
-    ++stats_.health_records;
-    health_.file = name;
-    health_.source = source;
-    health_.line = line;
-    health_.from_capture = from_capture;
-    current_line_ = std::string_view(data, length);
-    if (on_health_) on_health_(health_);
-    current_line_ = {};
+    deliver_health(name, source, line, from_capture);
     return;
   }
   {
@@ -779,7 +804,6 @@ void Reader::take_line(const std::string& name, const std::string& source, std::
     if (record_.source != source) record_.source = source;
     record_.line = line;
     record_.from_capture = from_capture;
-    current_line_ = std::string_view(data, length);
     if (on_record) on_record(record_);
     current_line_ = {};
   }
@@ -830,6 +854,12 @@ void Reader::read_capture(const std::string& name, const Fill& fill, const Callb
   const int error = capture.read(
       [&fill](std::uint8_t* to, std::size_t size) { return fill(reinterpret_cast<char*>(to), size); },
       [&](DecodedRecord& decoded) {
+        if (decoded.is_health) {  // into the model directly; its JSON line only when asked for
+          health_log_from(decoded.health, health_);
+          packet_ = &decoded;
+          deliver_health(name, source, decoded.offset, true);
+          return;
+        }
         format_record_json(decoded, packet_line_);
         take_line(name, source, decoded.offset, true, packet_line_.data(), packet_line_.size(), on_record);
       },
