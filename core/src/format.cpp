@@ -17,15 +17,8 @@ using fields::name_or;
 
 std::uint64_t us_of(const BlockRecord& r, std::uint64_t ticks) noexcept { return fields::us(r.tick_hz, ticks); }
 
-// A sample's offset from the record's start, µs. Counted back from `end`: a kept sample is one
-// of the latest, within one counter wrap of the end, while the dispatch itself may be longer
-// than a wrap (duration_ticks is 64-bit); counted from `start` it would lose the whole wraps.
-std::uint64_t sample_offset_us(const BlockRecord& r, const Sample& s) noexcept {
-  const std::uint64_t before_end = ticks_between(s.at, r.end);
-  return us_of(r, before_end <= r.duration_ticks ? r.duration_ticks - before_end : 0u);
-}
-
-const char* scope_name(Frame f) noexcept { return name_or(reinterpret_cast<const char*>(f), "?"); }
+using fields::sample_offset_us;
+using fields::scope_name;
 
 // A stack's frames in the text form: scope names (" < " between), then " | pc" and the program
 // counters; the innermost one as "LOW..HIGH" when `leaf_high` is above it (a top entry's range).

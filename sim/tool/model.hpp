@@ -241,6 +241,14 @@ struct HealthLog {
   void clear() noexcept;
 };
 
+/// `record` (a decoded block packet's) as the model holds it: every field the value its JSON
+/// line (format_record_json) gives parse_record, the scalars computed by the same field lists
+/// (loopcanary/record_fields.hpp), without the text. `top_innermost`: the packet's top entries
+/// hold the innermost frame only (DecodedRecord::top_innermost). Fields are reset first (as
+/// LogRecord::clear_fields, the samples refilled in place); file, line and source are left to
+/// the caller. `want_stacks` as in ReaderOptions.
+void block_log_from(const loopcanary::BlockRecord& record, bool top_innermost, LogRecord& out, bool want_stacks = true);
+
 /// `record` (a decoded health packet's) as the model holds it: every field the value its JSON
 /// line (format_health_json) gives parse_health_record, computed by the same field lists
 /// (loopcanary/record_fields.hpp), without the text. `out` is cleared first; file, line and
@@ -350,9 +358,9 @@ class Reader {
   bool read_file(const std::string& path, const Callback& on_record);
   /// Reads lines from a stream already open; `name` names it in warnings and in LogRecord::file.
   /// A file or stream whose first bytes say it is a binary capture (looks_like_capture in
-  /// packet_reader.hpp) is read as one: a decoded health packet goes into the model directly
-  /// (health_log_from), a block packet becomes the JSON line format_record_json writes, parsed
-  /// as a line of a log; each problem is a warning `<file>: offset N: <what>`.
+  /// packet_reader.hpp) is read as one: each decoded packet's record goes into the model
+  /// directly (block_log_from, health_log_from), as its JSON line would read; each problem is a
+  /// warning `<file>: offset N: <what>`.
   void read_stream(std::istream& in, const std::string& name, const Callback& on_record);
 
   const ReadStats& stats() const noexcept { return stats_; }
@@ -375,7 +383,9 @@ class Reader {
   void read_lines(const std::string& name, const Fill& fill, const Callback& on_record);
   void read_capture(const std::string& name, const Fill& fill, const Callback& on_record);
   // Parses one line into record_ and passes it on, or warns (file and line: the caller's).
-  // Counts the health record in health_ and passes it on (file and line: the caller's).
+  // Count the record in record_ or health_ and pass it on (file and line: the caller's).
+  void deliver_block(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture,
+                     const Callback& on_record);
   void deliver_health(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture);
   void take_line(const std::string& name, const std::string& source, std::uint64_t line, bool from_capture,
                  const char* data, std::size_t length, const Callback& on_record);

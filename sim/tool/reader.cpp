@@ -666,6 +666,75 @@ void health_log_from(const loopcanary::HealthRecord& r, HealthLog& out) {
   }
 }
 
+namespace {
+
+#define LOOPCANARY_TAKE_CPU_FIELD(name, value, unit) take_value(out.cpu_##name, value);
+#define LOOPCANARY_TAKE_SAMPLE_FIELD(name, value, unit) take_value(out.samples_##name, value);
+void take_value(Phase& to, Phase value) { to = value; }
+void take_value(Cause& to, Cause value) { to = value; }
+
+// A stack of the core's record (scopes, then PCs) into the model's frames, as the JSON reader
+// makes them of the record's "scopes" and "pcs".
+void take_frames(std::vector<Frame>& to, std::uint8_t scope_count, std::uint8_t pc_count,
+                 const loopcanary::Frame* frames) {
+  to.resize(std::size_t{scope_count} + pc_count);
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    Frame& f = to[i];
+    f.clear_symbol();
+    if (i < scope_count) {
+      set_text(f.scope, fields::scope_name(frames[i]));
+      unknown_if_empty(f.scope);
+      f.pc = 0;
+    } else {
+      f.scope.clear();
+      f.pc = frames[i];
+    }
+  }
+}
+
+}  // namespace
+
+void block_log_from(const loopcanary::BlockRecord& r, bool top_innermost, LogRecord& out, bool want_stacks) {
+  out.clear_fields();
+  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_TAKE_FIELD)
+  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_TAKE_CPU_FIELD)
+  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_TAKE_SAMPLE_FIELD)
+  if (r.delayed_by_dispatch != 0) {
+    out.delayed_by_dispatch = r.delayed_by_dispatch;
+    out.delayed_by = fields::event_name(r.delayed_by);
+    unknown_if_empty(out.delayed_by);
+  }
+  out.hung = (r.flags & kFlagHung) != 0;
+  out.unwatched = (r.flags & kFlagUnwatched) != 0;
+  out.end_estimated = (r.flags & kFlagEndEstimated) != 0;
+  out.running_at_stop = (r.flags & kFlagRunningAtStop) != 0;
+  out.stages.resize(r.stage_count);
+  for (std::size_t i = 0; i < out.stages.size(); ++i) {
+    out.stages[i].name = fields::name_or(r.stages[i].name, "?");
+    unknown_if_empty(out.stages[i].name);
+    out.stages[i].us = fields::us(r.tick_hz, r.stages[i].ticks);
+  }
+  out.top.resize(r.top_count);
+  for (std::size_t i = 0; i < out.top.size(); ++i) {
+    const TopStack& from = r.top[i];
+    TopEntry& entry = out.top[i];
+    entry.count = from.count;
+    take_frames(entry.frames, from.scope_count, from.pc_count, from.frames);
+    entry.leaf_high.clear();
+    entry.leaf_high.pc = from.pc_count != 0 ? from.leaf_high : 0u;
+    if (entry.leaf() < entry.frames.size() && entry.leaf_high.pc == 0) {
+      entry.leaf_high.pc = entry.frames[entry.leaf()].pc;  // no range given: one PC
+    }
+  }
+  out.stacks.resize(want_stacks ? r.sample_count : 0u);
+  for (std::size_t i = 0; i < out.stacks.size(); ++i) {
+    const loopcanary::Sample& from = r.samples[i];
+    out.stacks[i].at_us = fields::sample_offset_us(r, from);
+    take_frames(out.stacks[i].frames, from.scope_count, from.pc_count, from.frames);
+  }
+  out.top_stacks = !top_innermost;
+}
+
 bool parse_line(const char* data, std::size_t length, LogRecord& block, HealthLog& health, LineKind& which,
                 WarningKind& kind, std::string& what, bool want_stacks) {
   // format_health_json starts its lines so: no block parse first.
@@ -797,16 +866,20 @@ void Reader::take_line(const std::string& name, const std::string& source, std::
     deliver_health(name, source, line, from_capture);
     return;
   }
-  {
-    ++stats_.records;
-    // The callback may have swapped another record's storage in (Callback).
-    if (record_.file != name) record_.file = name;
-    if (record_.source != source) record_.source = source;
-    record_.line = line;
-    record_.from_capture = from_capture;
-    if (on_record) on_record(record_);
-    current_line_ = {};
-  }
+  deliver_block(name, source, line, from_capture, on_record);
+}
+
+void Reader::deliver_block(const std::string& name, const std::string& source, std::uint64_t line,
+                           bool from_capture, const Callback& on_record) {
+  ++stats_.records;
+  // The callback may have swapped another record's storage in (Callback).
+  if (record_.file != name) record_.file = name;
+  if (record_.source != source) record_.source = source;
+  record_.line = line;
+  record_.from_capture = from_capture;
+  if (on_record) on_record(record_);
+  current_line_ = {};
+  packet_ = nullptr;
 }
 
 void Reader::read_any(const std::string& name, const Fill& fill, const Callback& on_record) {
@@ -854,14 +927,15 @@ void Reader::read_capture(const std::string& name, const Fill& fill, const Callb
   const int error = capture.read(
       [&fill](std::uint8_t* to, std::size_t size) { return fill(reinterpret_cast<char*>(to), size); },
       [&](DecodedRecord& decoded) {
-        if (decoded.is_health) {  // into the model directly; its JSON line only when asked for
+        // Into the model directly; the record's JSON line is made only when asked for.
+        packet_ = &decoded;
+        if (decoded.is_health) {
           health_log_from(decoded.health, health_);
-          packet_ = &decoded;
           deliver_health(name, source, decoded.offset, true);
-          return;
+        } else {
+          block_log_from(decoded.record, decoded.top_innermost, record_, options_.want_stacks);
+          deliver_block(name, source, decoded.offset, true, on_record);
         }
-        format_record_json(decoded, packet_line_);
-        take_line(name, source, decoded.offset, true, packet_line_.data(), packet_line_.size(), on_record);
       },
       [&](WarningKind kind, std::uint64_t offset, const std::string& what) {
         warn(name, 0, kind, "offset " + std::to_string(offset) + ": " + what);

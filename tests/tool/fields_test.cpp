@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The field lists (loopcanary/record_fields.hpp) against everything that reads them: each field
 // in docs/schema with the JSON type its value has, every scalar of the schemas in a list or
-// named here as written by hand, and a health record read from its JSON line equal, field by
-// field, to the same record taken into the model from a decoded packet.
+// named here as written by hand, and a block or health record read from its JSON line equal,
+// field by field, to the same record taken into the model from a decoded packet.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -16,6 +16,7 @@
 #include "loopcanary/format.hpp"
 #include "loopcanary/record_fields.hpp"
 #include "model.hpp"
+#include "packet_reader.hpp"
 
 namespace loopcanary::tool {
 namespace {
@@ -207,6 +208,165 @@ TEST(RecordFields, AHealthPacketGoesIntoTheModelAsItsJsonLineReads) {
   health_log_from(r, direct);
   expect_same(direct, parsed(r), "no tick rate");
   EXPECT_EQ(direct.window_us, 0u);
+}
+
+
+// A block record with every field set: stages, a deadline miss's delaying dispatch, flags, top
+// entries (a range, a scope-only one, an empty scope name) and kept samples.
+DecodedRecord full_block() {
+  static const Event tick{"tick"};
+  static const Event crc{"crc"};
+  static const char kCompute[] = "compute";
+  static const char kEmpty[] = "";
+  DecodedRecord d;
+  BlockRecord& r = d.record;
+  r.report = 8;
+  r.phase = Phase::deadline_miss;
+  r.cause = Cause::starved;
+  r.flags = kFlagHung | kFlagRunningAtStop;
+  r.loop_index = 1;
+  r.qualifier = "fw-1.0";
+  r.loop = "main";
+  r.event = &tick;
+  r.dispatch = 7;
+  r.tick_hz = 32'768;
+  r.start = 0xFFFF'F000u;  // wraps before the end
+  r.duration_ticks = 40'000;
+  r.end = r.start + 40'000u;
+  r.threshold_ticks = 3'277;
+  r.delayed_by_dispatch = 6;
+  r.delayed_by = &crc;
+  r.stage_count = 2;
+  r.stages[0] = {"input", 1'000};
+  r.stages[1] = {nullptr, 39'000};
+  r.window_ticks = 30'000;
+  r.thread_cpu_us = 123'456;
+  r.has_thread_cpu = true;
+  r.system_busy_permille = 950;
+  r.steal_us = 77;
+  r.records_dropped = 2;
+  r.notes_dropped = 3;
+  r.samples_taken = 12;
+  r.samples_missed = 1;
+  r.samples_overwritten = 9;
+  r.top_count = 3;
+  r.top[0].count = 6;
+  r.top[0].scope_count = 1;
+  r.top[0].pc_count = 2;
+  r.top[0].frames[0] = reinterpret_cast<loopcanary::Frame>(kCompute);
+  r.top[0].frames[1] = 0x0800'1200u;
+  r.top[0].frames[2] = 0x0800'0100u;
+  r.top[0].leaf_high = 0x0800'1260u;
+  r.top[1].count = 4;
+  r.top[1].scope_count = 1;
+  r.top[1].frames[0] = reinterpret_cast<loopcanary::Frame>(kEmpty);
+  r.top[2].count = 1;
+  r.top[2].pc_count = 1;
+  r.top[2].frames[0] = 0x0800'2000u;
+  r.top[2].leaf_high = 0x0800'2000u;
+  r.top_other = 1;
+  r.sample_count = 3;
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    loopcanary::Sample& s = r.samples[i];
+    s.at = r.start + 10'000u * (i + 1u);
+    s.seq = 13;
+    s.scope_count = 1;
+    s.pc_count = 2;
+    s.frames[0] = reinterpret_cast<loopcanary::Frame>(kCompute);
+    s.frames[1] = 0x0800'1200u + 4u * i;
+    s.frames[2] = 0x0800'0100u;
+  }
+  return d;
+}
+
+// The block record as the JSON reader sees it (the line `loopcanary decode` writes).
+LogRecord parsed(const DecodedRecord& d, bool want_stacks) {
+  std::string line;
+  format_record_json(d, line);
+  LogRecord log;
+  WarningKind kind{};
+  std::string what;
+  EXPECT_TRUE(parse_record(line.data(), line.size(), log, kind, what, want_stacks)) << what << "\n" << line;
+  return log;
+}
+
+void expect_same_frames(const std::vector<Frame>& a, const std::vector<Frame>& b, const std::string& where) {
+  ASSERT_EQ(a.size(), b.size()) << where;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].scope, b[i].scope) << where << " frame " << i;
+    EXPECT_EQ(a[i].pc, b[i].pc) << where << " frame " << i;
+  }
+}
+
+void expect_same(const LogRecord& from_packet, const LogRecord& from_json, const char* case_name) {
+  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_EXPECT_SAME)
+#define LOOPCANARY_EXPECT_SAME_CPU(name, value, unit) \
+  EXPECT_EQ(from_packet.cpu_##name, from_json.cpu_##name) << case_name << ": cpu." #name;
+  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_EXPECT_SAME_CPU)
+#undef LOOPCANARY_EXPECT_SAME_CPU
+#define LOOPCANARY_EXPECT_SAME_SAMPLES(name, value, unit) \
+  EXPECT_EQ(from_packet.samples_##name, from_json.samples_##name) << case_name << ": samples." #name;
+  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_EXPECT_SAME_SAMPLES)
+#undef LOOPCANARY_EXPECT_SAME_SAMPLES
+  EXPECT_EQ(from_packet.delayed_by_dispatch, from_json.delayed_by_dispatch) << case_name;
+  EXPECT_EQ(from_packet.delayed_by, from_json.delayed_by) << case_name;
+  EXPECT_EQ(from_packet.hung, from_json.hung) << case_name;
+  EXPECT_EQ(from_packet.unwatched, from_json.unwatched) << case_name;
+  EXPECT_EQ(from_packet.end_estimated, from_json.end_estimated) << case_name;
+  EXPECT_EQ(from_packet.running_at_stop, from_json.running_at_stop) << case_name;
+  EXPECT_EQ(from_packet.top_stacks, from_json.top_stacks) << case_name;
+  ASSERT_EQ(from_packet.stages.size(), from_json.stages.size()) << case_name;
+  for (std::size_t i = 0; i < from_json.stages.size(); ++i) {
+    EXPECT_EQ(from_packet.stages[i].name, from_json.stages[i].name) << case_name << " stage " << i;
+    EXPECT_EQ(from_packet.stages[i].us, from_json.stages[i].us) << case_name << " stage " << i;
+  }
+  ASSERT_EQ(from_packet.top.size(), from_json.top.size()) << case_name;
+  for (std::size_t i = 0; i < from_json.top.size(); ++i) {
+    const std::string where = std::string(case_name) + " top " + std::to_string(i);
+    EXPECT_EQ(from_packet.top[i].count, from_json.top[i].count) << where;
+    EXPECT_EQ(from_packet.top[i].leaf_high.pc, from_json.top[i].leaf_high.pc) << where;
+    expect_same_frames(from_packet.top[i].frames, from_json.top[i].frames, where);
+  }
+  ASSERT_EQ(from_packet.stacks.size(), from_json.stacks.size()) << case_name;
+  for (std::size_t i = 0; i < from_json.stacks.size(); ++i) {
+    const std::string where = std::string(case_name) + " stack " + std::to_string(i);
+    EXPECT_EQ(from_packet.stacks[i].at_us, from_json.stacks[i].at_us) << where;
+    expect_same_frames(from_packet.stacks[i].frames, from_json.stacks[i].frames, where);
+  }
+}
+
+TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
+  DecodedRecord d = full_block();
+  LogRecord direct;
+  block_log_from(d.record, d.top_innermost, direct);
+  expect_same(direct, parsed(d, true), "full");
+  ASSERT_EQ(direct.stacks.size(), 3u);
+  EXPECT_EQ(direct.stacks[2].at_us, 915'527u);  // 30000 ticks at 32768 Hz, across the counter's wrap
+  EXPECT_EQ(direct.top[1].frames[0].scope, "?");
+  EXPECT_EQ(direct.stages[1].name, "?");
+
+  // The same model object again (its storage reused), with less in it.
+  d.top_innermost = true;
+  d.record.phase = Phase::final;
+  d.record.flags = kFlagUnwatched | kFlagEndEstimated;
+  d.record.delayed_by_dispatch = 0;
+  d.record.delayed_by = nullptr;
+  d.record.stage_count = 0;
+  d.record.has_thread_cpu = false;
+  d.record.has_thread_wait = true;
+  d.record.thread_wait_us = 5;
+  d.record.system_busy_permille = kUnknownPermille;
+  d.record.process_permille = 300;
+  d.record.top_count = 1;
+  d.record.sample_count = 1;
+  d.record.event = nullptr;
+  block_log_from(d.record, d.top_innermost, direct);
+  expect_same(direct, parsed(d, true), "innermost, no stages");
+  EXPECT_FALSE(direct.top_stacks);
+
+  block_log_from(d.record, d.top_innermost, direct, false);
+  expect_same(direct, parsed(d, false), "without stacks");
+  EXPECT_TRUE(direct.stacks.empty());
 }
 
 }  // namespace

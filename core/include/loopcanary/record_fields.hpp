@@ -43,6 +43,16 @@ constexpr const char* name_or(const char* s, const char* fallback) noexcept { re
 constexpr const char* event_name(const Event* event) noexcept {
   return event != nullptr ? name_or(event->name, "?") : "?";
 }
+/// A scope frame's name: "?" for a null one.
+inline const char* scope_name(Frame frame) noexcept { return name_or(reinterpret_cast<const char*>(frame), "?"); }
+/// A kept sample's offset from the record's start, µs (a stack's "at_us"). Counted back from
+/// `end`: a kept sample is one of the latest, within one counter wrap of the end, while the
+/// dispatch itself may be longer than a wrap (duration_ticks is 64-bit); counted from `start` it
+/// would lose the whole wraps.
+constexpr std::uint64_t sample_offset_us(const BlockRecord& r, const Sample& s) noexcept {
+  const std::uint64_t before_end = ticks_between(s.at, r.end);
+  return us(r.tick_hz, before_end <= r.duration_ticks ? r.duration_ticks - before_end : 0u);
+}
 /// A per-mille value, unknown as kUnknownPermille.
 constexpr Maybe permille(std::uint16_t value) noexcept { return Maybe{value != kUnknownPermille, value}; }
 }  // namespace fields
