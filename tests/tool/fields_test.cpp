@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The field lists (loopcanary/record_fields.hpp) against everything that reads them: each field
 // in docs/schema with the JSON type its value has, every scalar of the schemas in a list or
-// named here as written by hand, and a block or health record read from its JSON line equal,
-// field by field, to the same record taken into the model from a decoded packet.
+// named here as written by hand, a block or health record read from its JSON line equal, field
+// by field, to the same record taken into the model from a decoded packet, and a record with
+// every listed field set carried whole through its binary packet.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "json_scanner.hpp"
 #include "loopcanary/format.hpp"
+#include "loopcanary/packet.hpp"
 #include "loopcanary/record_fields.hpp"
 #include "model.hpp"
 #include "packet_reader.hpp"
@@ -242,7 +244,10 @@ DecodedRecord full_block() {
   r.window_ticks = 30'000;
   r.thread_cpu_us = 123'456;
   r.has_thread_cpu = true;
+  r.thread_wait_us = 4'321;
+  r.has_thread_wait = true;
   r.system_busy_permille = 950;
+  r.process_permille = 420;
   r.steal_us = 77;
   r.records_dropped = 2;
   r.notes_dropped = 3;
@@ -367,6 +372,70 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
   block_log_from(d.record, d.top_innermost, direct, false);
   expect_same(direct, parsed(d, false), "without stacks");
   EXPECT_TRUE(direct.stacks.empty());
+}
+
+
+// Every listed field of a model holds something other than its default: a round trip that lost
+// one would show.
+bool set(std::uint64_t v) { return v != 0; }
+bool set(const std::optional<std::uint64_t>& v) { return v.has_value() && *v != 0; }
+bool set(const std::string& v) { return !v.empty(); }
+bool set(Phase v) { return v != Phase::final; }
+bool set(Cause v) { return v != Cause::unknown; }
+#define LOOPCANARY_EXPECT_SET(name, value, unit) EXPECT_TRUE(set(log.name)) << #name;
+#define LOOPCANARY_EXPECT_SET_CPU(name, value, unit) EXPECT_TRUE(set(log.cpu_##name)) << "cpu." #name;
+#define LOOPCANARY_EXPECT_SET_SAMPLES(name, value, unit) EXPECT_TRUE(set(log.samples_##name)) << "samples." #name;
+#define LOOPCANARY_EXPECT_SET_EVENT(name, value, unit) EXPECT_TRUE(set(event.name)) << "events." #name;
+
+// A capture of one packet, decoded by the tool's capture reader.
+DecodedRecord decode_one(const std::vector<std::uint8_t>& packet) {
+  DecodedRecord decoded;
+  int records = 0;
+  CaptureReader reader;
+  reader.read(
+      packet.data(), packet.size(),
+      [&](DecodedRecord& d) {
+        decoded = std::move(d);
+        ++records;
+      },
+      [](WarningKind, std::uint64_t offset, const std::string& what) { ADD_FAILURE() << offset << ": " << what; });
+  EXPECT_EQ(records, 1);
+  return decoded;
+}
+
+TEST(RecordFields, ABlockPacketCarriesEveryListedField) {
+  const DecodedRecord d = full_block();
+  LogRecord log;
+  block_log_from(d.record, false, log);
+  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_EXPECT_SET)
+  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_EXPECT_SET_CPU)
+  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_EXPECT_SET_SAMPLES)
+
+  std::vector<std::uint8_t> packet(kMaxPacketBytes);
+  packet.resize(encode_packet(d.record, packet.data(), packet.size()));
+  ASSERT_FALSE(packet.empty());
+  const DecodedRecord back = decode_one(packet);
+  LogRecord from_packet;
+  block_log_from(back.record, back.top_innermost, from_packet);
+  expect_same(from_packet, log, "packet");
+}
+
+TEST(RecordFields, AHealthPacketCarriesEveryListedField) {
+  const HealthRecord r = full_health();
+  HealthLog log;
+  health_log_from(r, log);
+  LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_EXPECT_SET)
+  const EventHealth& event = log.events[0];
+  LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_EXPECT_SET_EVENT)
+
+  std::vector<std::uint8_t> packet(kMaxHealthPacketBytes);
+  packet.resize(encode_health_packet(r, packet.data(), packet.size()));
+  ASSERT_FALSE(packet.empty());
+  const DecodedRecord back = decode_one(packet);
+  ASSERT_TRUE(back.is_health);
+  HealthLog from_packet;
+  health_log_from(back.health, from_packet);
+  expect_same(from_packet, log, "packet");
 }
 
 }  // namespace
