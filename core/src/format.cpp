@@ -116,11 +116,13 @@ LOOPCANARY_NOINLINE void json_value(TextWriter& w, Maybe number) noexcept {
 void json_value(TextWriter& w, Phase phase) noexcept { w.json_string(to_string(phase)); }
 void json_value(TextWriter& w, Cause cause) noexcept { w.json_string(to_string(cause)); }
 
-// ,"name":value for each field of a list (the first of an object: without the comma).
-// `first` is known at each expansion (straight-line code): one literal per member remains.
-#define LOOPCANARY_JSON_MEMBER(name, value, unit) \
-  w.puts(first ? "\"" #name "\":" : ",\"" #name "\":");  \
-  first = false;                                 \
+// ,"name":value for each field of a list; the first member of an object (`first`) is written
+// after the object's opening, LOOPCANARY_JSON_OPENING, in the same literal. `first` is known at
+// each expansion (straight-line code): one literal per member remains.
+#define LOOPCANARY_JSON_OPENING ""
+#define LOOPCANARY_JSON_MEMBER(name, value, unit)                                      \
+  w.puts(first ? LOOPCANARY_JSON_OPENING "\"" #name "\":" : ",\"" #name "\":");      \
+  first = false;                                                                      \
   json_value(w, value);
 }  // namespace
 
@@ -375,13 +377,15 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, c
     w.u64(us_of(r, r.stages[i].ticks));
     w.put('}');
   }
-  w.puts("],\"cpu\":{");
   first = true;
+#undef LOOPCANARY_JSON_OPENING
+#define LOOPCANARY_JSON_OPENING "],\"cpu\":{"
   LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.put('}');
   memory_json(w, r.memory);
-  w.puts(",\"samples\":{");
   first = true;
+#undef LOOPCANARY_JSON_OPENING
+#define LOOPCANARY_JSON_OPENING ",\"samples\":{"
   LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.puts("},\"top\":[");
   for (std::uint8_t i = 0; i < r.top_count; ++i) {
@@ -511,6 +515,8 @@ FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t
   w.puts("{\"kind\":\"health\",\"format_version\":");
   w.u64(kJsonFormatVersion);
   bool first = false;
+#undef LOOPCANARY_JSON_OPENING
+#define LOOPCANARY_JSON_OPENING ""
   LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.puts(",\"histogram\":[");
   for (std::size_t i = 0; i < kHistogramBuckets; ++i) {
@@ -522,9 +528,12 @@ FormatResult format_health_json(const HealthRecord& r, char* buffer, std::size_t
   w.puts(",\"events\":[");
   for (std::uint8_t i = 0; i < r.event_count; ++i) {
     const EventHealthWindow& e = r.events[i];
-    w.puts(i != 0 ? ",{" : "{");
+    if (i != 0) w.put(',');
     first = true;
+#undef LOOPCANARY_JSON_OPENING
+#define LOOPCANARY_JSON_OPENING "{"
     LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_JSON_MEMBER)
+#undef LOOPCANARY_JSON_OPENING
     w.put('}');
   }
   w.put(']');
