@@ -648,7 +648,20 @@ void take_value(std::optional<std::uint64_t>& to, Maybe value) {
     to.reset();
   }
 }
-void take_value(std::string& to, const char* value) { to = value; }
+// A name as its JSON line carries it (the core's TextWriter::json_string): bytes below 0x80 as
+// they are, each byte from 0x80 as \u00XX, which the JSON reader decodes to U+00XX in UTF-8.
+void take_value(std::string& to, const char* value) {
+  to.clear();
+  for (; *value != '\0'; ++value) {
+    const auto c = static_cast<unsigned char>(*value);
+    if (c < 0x80) {
+      to.push_back(static_cast<char>(c));
+    } else {
+      to.push_back(static_cast<char>(0xC0u | c >> 6));
+      to.push_back(static_cast<char>(0x80u | (c & 0x3Fu)));
+    }
+  }
+}
 #define LOOPCANARY_TAKE_FIELD(name, value, unit) take_value(out.name, value);
 #define LOOPCANARY_TAKE_EVENT_FIELD(name, value, unit) take_value(to.name, value);
 
@@ -682,7 +695,7 @@ void take_frames(std::vector<Frame>& to, std::uint8_t scope_count, std::uint8_t 
     Frame& f = to[i];
     f.clear_symbol();
     if (i < scope_count) {
-      set_text(f.scope, fields::scope_name(frames[i]));
+      take_value(f.scope, fields::scope_name(frames[i]));
       unknown_if_empty(f.scope);
       f.pc = 0;
     } else {
@@ -701,7 +714,7 @@ void block_log_from(const loopcanary::BlockRecord& r, bool top_innermost, LogRec
   LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_TAKE_SAMPLE_FIELD)
   if (r.delayed_by_dispatch != 0) {
     out.delayed_by_dispatch = r.delayed_by_dispatch;
-    out.delayed_by = fields::event_name(r.delayed_by);
+    take_value(out.delayed_by, fields::event_name(r.delayed_by));
     unknown_if_empty(out.delayed_by);
   }
   out.hung = (r.flags & kFlagHung) != 0;
@@ -710,7 +723,7 @@ void block_log_from(const loopcanary::BlockRecord& r, bool top_innermost, LogRec
   out.running_at_stop = (r.flags & kFlagRunningAtStop) != 0;
   out.stages.resize(r.stage_count);
   for (std::size_t i = 0; i < out.stages.size(); ++i) {
-    out.stages[i].name = fields::name_or(r.stages[i].name, "?");
+    take_value(out.stages[i].name, fields::name_or(r.stages[i].name, "?"));
     unknown_if_empty(out.stages[i].name);
     out.stages[i].us = fields::us(r.tick_hz, r.stages[i].ticks);
   }

@@ -8,7 +8,8 @@
 // inside the capture; the decoded packets and the skipped bytes add up to the capture, and the
 // records' packets are among the decoded ones (evidence packets make no record of their own); split
 // reads give the same records, problems and counts as the whole read; a record that decodes
-// formats into a JSON line the tool's JSON Lines parser (parse_line) reads back.
+// formats into a JSON line the tool's JSON Lines parser (parse_line) reads back, into the same
+// model, field by field, as the record taken into it directly (block_log_from, health_log_from).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "fuzz_check.hpp"
 #include "model.hpp"
 #include "packet_reader.hpp"
+#include "same_record.hpp"
 
 namespace {
 
@@ -39,16 +41,31 @@ struct Result {
   lt::CaptureStats stats;
 };
 
-// The decoded record's JSON line must read back as a record (block or health).
-void check_reads_back(const std::string& line) {
+// The decoded record's JSON line must read back as a record (block or health), the same as the
+// record taken into the model directly.
+void check_reads_back(const lt::DecodedRecord& decoded, const std::string& line) {
   static lt::LogRecord record;
   static lt::HealthLog health;
+  static lt::LogRecord direct;
+  static lt::HealthLog direct_health;
   lt::LineKind which{};
   lt::WarningKind kind{};
   std::string what;
   FUZZ_CHECK(lt::parse_line(line.data(), line.size(), record, health, which, kind, what),
              "a decoded packet's JSON line does not read back (%s: %s): %s", lt::to_string(kind), what.c_str(),
              line.c_str());
+  FUZZ_CHECK((which == lt::LineKind::health) == decoded.is_health, "a packet's record reads back as another kind: %s",
+             line.c_str());
+  std::string difference;
+  if (decoded.is_health) {
+    lt::health_log_from(decoded.health, direct_health);
+    difference = lt::test::first_difference(direct_health, health);
+  } else {
+    lt::block_log_from(decoded.record, decoded.top_innermost, direct);
+    difference = lt::test::first_difference(direct, record);
+  }
+  FUZZ_CHECK(difference.empty(), "the record taken into the model directly and its JSON line differ in %s: %s",
+             difference.c_str(), line.c_str());
 }
 
 template <class Read>
@@ -64,7 +81,7 @@ Result read_with(const std::uint8_t* data, std::size_t size, Read&& read) {
         const std::uint8_t* p = data + decoded.offset;
         r.packet_bytes += lc::packet_size(p);
         lt::format_record_json(decoded, line);
-        check_reads_back(line);
+        check_reads_back(decoded, line);
         r.lines.push_back(std::to_string(decoded.offset) + " " + line);
       },
       [&](lt::WarningKind kind, std::uint64_t offset, const std::string& what) {
@@ -104,7 +121,7 @@ void decode_first_body(const std::uint8_t* data, std::size_t size) {
       if (produced) {
         std::string line;
         lt::format_record_json(decoded, line);
-        check_reads_back(line);
+        check_reads_back(decoded, line);
       }
     } else {
       FUZZ_CHECK(kind == lt::WarningKind::malformed_packet || kind == lt::WarningKind::unknown_config,
@@ -117,7 +134,7 @@ void decode_first_body(const std::uint8_t* data, std::size_t size) {
              : lt::decode_packet_body(body.data(), body.size(), data[2], previous_boot, decoded, kind, what)) {
     std::string line;
     lt::format_record_json(decoded, line);
-    check_reads_back(line);
+    check_reads_back(decoded, line);
   } else {
     FUZZ_CHECK(kind == lt::WarningKind::malformed_packet || kind == lt::WarningKind::unknown_config,
                "decode_packet_body failed with %s", lt::to_string(kind));

@@ -19,6 +19,7 @@
 #include "loopcanary/record_fields.hpp"
 #include "model.hpp"
 #include "packet_reader.hpp"
+#include "same_record.hpp"
 
 namespace loopcanary::tool {
 namespace {
@@ -177,25 +178,11 @@ HealthLog parsed(const HealthRecord& r) {
   return log;
 }
 
-#define LOOPCANARY_EXPECT_SAME(name, value, unit) EXPECT_EQ(from_packet.name, from_json.name) << case_name << ": " #name;
-
-void expect_same(const HealthLog& from_packet, const HealthLog& from_json, const char* case_name) {
-  LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_EXPECT_SAME)
-  ASSERT_EQ(from_packet.events.size(), from_json.events.size()) << case_name;
-  for (std::size_t i = 0; i < from_json.events.size(); ++i) {
-    const EventHealth& a = from_packet.events[i];
-    const EventHealth& b = from_json.events[i];
-#define LOOPCANARY_EXPECT_SAME_EVENT(name, value, unit) EXPECT_EQ(a.name, b.name) << case_name << ": events." #name;
-    LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_EXPECT_SAME_EVENT)
-#undef LOOPCANARY_EXPECT_SAME_EVENT
-  }
-}
-
 TEST(RecordFields, AHealthPacketGoesIntoTheModelAsItsJsonLineReads) {
   HealthRecord r = full_health();
   HealthLog direct;
   health_log_from(r, direct);
-  expect_same(direct, parsed(r), "full");
+  EXPECT_EQ(test::first_difference(direct, parsed(r)), "") << "full";
   EXPECT_EQ(direct.events[1].event, "?");  // an empty event name reads as the writers print a null one
   EXPECT_EQ(direct.idle_us, std::optional<std::uint64_t>(915'527u));  // 30000 ticks at 32768 Hz
 
@@ -203,12 +190,12 @@ TEST(RecordFields, AHealthPacketGoesIntoTheModelAsItsJsonLineReads) {
   r.event_count = 0;
   r.qualifier = nullptr;
   health_log_from(r, direct);
-  expect_same(direct, parsed(r), "no idle, no events, no qualifier");
+  EXPECT_EQ(test::first_difference(direct, parsed(r)), "") << "no idle, no events, no qualifier";
   EXPECT_FALSE(direct.idle_us.has_value());
 
   r.tick_hz = 0;
   health_log_from(r, direct);
-  expect_same(direct, parsed(r), "no tick rate");
+  EXPECT_EQ(test::first_difference(direct, parsed(r)), "") << "no tick rate";
   EXPECT_EQ(direct.window_us, 0u);
 }
 
@@ -218,7 +205,7 @@ TEST(RecordFields, AHealthPacketGoesIntoTheModelAsItsJsonLineReads) {
 DecodedRecord full_block() {
   static const Event tick{"tick"};
   static const Event crc{"crc"};
-  static const char kCompute[] = "compute";
+  static const char kCompute[] = "compute\xC3\xA9";  // "computé": a name of bytes from 0x80
   static const char kEmpty[] = "";
   DecodedRecord d;
   BlockRecord& r = d.record;
@@ -295,56 +282,11 @@ LogRecord parsed(const DecodedRecord& d, bool want_stacks) {
   return log;
 }
 
-void expect_same_frames(const std::vector<Frame>& a, const std::vector<Frame>& b, const std::string& where) {
-  ASSERT_EQ(a.size(), b.size()) << where;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].scope, b[i].scope) << where << " frame " << i;
-    EXPECT_EQ(a[i].pc, b[i].pc) << where << " frame " << i;
-  }
-}
-
-void expect_same(const LogRecord& from_packet, const LogRecord& from_json, const char* case_name) {
-  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_EXPECT_SAME)
-#define LOOPCANARY_EXPECT_SAME_CPU(name, value, unit) \
-  EXPECT_EQ(from_packet.cpu_##name, from_json.cpu_##name) << case_name << ": cpu." #name;
-  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_EXPECT_SAME_CPU)
-#undef LOOPCANARY_EXPECT_SAME_CPU
-#define LOOPCANARY_EXPECT_SAME_SAMPLES(name, value, unit) \
-  EXPECT_EQ(from_packet.samples_##name, from_json.samples_##name) << case_name << ": samples." #name;
-  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_EXPECT_SAME_SAMPLES)
-#undef LOOPCANARY_EXPECT_SAME_SAMPLES
-  EXPECT_EQ(from_packet.delayed_by_dispatch, from_json.delayed_by_dispatch) << case_name;
-  EXPECT_EQ(from_packet.delayed_by, from_json.delayed_by) << case_name;
-  EXPECT_EQ(from_packet.hung, from_json.hung) << case_name;
-  EXPECT_EQ(from_packet.unwatched, from_json.unwatched) << case_name;
-  EXPECT_EQ(from_packet.end_estimated, from_json.end_estimated) << case_name;
-  EXPECT_EQ(from_packet.running_at_stop, from_json.running_at_stop) << case_name;
-  EXPECT_EQ(from_packet.top_stacks, from_json.top_stacks) << case_name;
-  ASSERT_EQ(from_packet.stages.size(), from_json.stages.size()) << case_name;
-  for (std::size_t i = 0; i < from_json.stages.size(); ++i) {
-    EXPECT_EQ(from_packet.stages[i].name, from_json.stages[i].name) << case_name << " stage " << i;
-    EXPECT_EQ(from_packet.stages[i].us, from_json.stages[i].us) << case_name << " stage " << i;
-  }
-  ASSERT_EQ(from_packet.top.size(), from_json.top.size()) << case_name;
-  for (std::size_t i = 0; i < from_json.top.size(); ++i) {
-    const std::string where = std::string(case_name) + " top " + std::to_string(i);
-    EXPECT_EQ(from_packet.top[i].count, from_json.top[i].count) << where;
-    EXPECT_EQ(from_packet.top[i].leaf_high.pc, from_json.top[i].leaf_high.pc) << where;
-    expect_same_frames(from_packet.top[i].frames, from_json.top[i].frames, where);
-  }
-  ASSERT_EQ(from_packet.stacks.size(), from_json.stacks.size()) << case_name;
-  for (std::size_t i = 0; i < from_json.stacks.size(); ++i) {
-    const std::string where = std::string(case_name) + " stack " + std::to_string(i);
-    EXPECT_EQ(from_packet.stacks[i].at_us, from_json.stacks[i].at_us) << where;
-    expect_same_frames(from_packet.stacks[i].frames, from_json.stacks[i].frames, where);
-  }
-}
-
 TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
   DecodedRecord d = full_block();
   LogRecord direct;
   block_log_from(d.record, d.top_innermost, direct);
-  expect_same(direct, parsed(d, true), "full");
+  EXPECT_EQ(test::first_difference(direct, parsed(d, true)), "") << "full";
   ASSERT_EQ(direct.stacks.size(), 3u);
   EXPECT_EQ(direct.stacks[2].at_us, 915'527u);  // 30000 ticks at 32768 Hz, across the counter's wrap
   EXPECT_EQ(direct.top[1].frames[0].scope, "?");
@@ -366,11 +308,11 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
   d.record.sample_count = 1;
   d.record.event = nullptr;
   block_log_from(d.record, d.top_innermost, direct);
-  expect_same(direct, parsed(d, true), "innermost, no stages");
+  EXPECT_EQ(test::first_difference(direct, parsed(d, true)), "") << "innermost, no stages";
   EXPECT_FALSE(direct.top_stacks);
 
   block_log_from(d.record, d.top_innermost, direct, false);
-  expect_same(direct, parsed(d, false), "without stacks");
+  EXPECT_EQ(test::first_difference(direct, parsed(d, false)), "") << "without stacks";
   EXPECT_TRUE(direct.stacks.empty());
 }
 
@@ -417,7 +359,7 @@ TEST(RecordFields, ABlockPacketCarriesEveryListedField) {
   const DecodedRecord back = decode_one(packet);
   LogRecord from_packet;
   block_log_from(back.record, back.top_innermost, from_packet);
-  expect_same(from_packet, log, "packet");
+  EXPECT_EQ(test::first_difference(from_packet, log), "") << "packet";
 }
 
 TEST(RecordFields, AHealthPacketCarriesEveryListedField) {
@@ -435,7 +377,7 @@ TEST(RecordFields, AHealthPacketCarriesEveryListedField) {
   ASSERT_TRUE(back.is_health);
   HealthLog from_packet;
   health_log_from(back.health, from_packet);
-  expect_same(from_packet, log, "packet");
+  EXPECT_EQ(test::first_difference(from_packet, log), "") << "packet";
 }
 
 }  // namespace
