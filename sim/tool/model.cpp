@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "loopcanary/record_fields.hpp"
 #include "loopcanary_culprit/culprit_rule.hpp"
 
 namespace loopcanary::tool {
@@ -79,41 +80,29 @@ void LogRecord::clear() noexcept {
   clear_fields();
 }
 
+namespace {
+// A listed field (loopcanary/record_fields.hpp) back to its default, keeping a string's capacity.
+void reset(std::uint64_t& v) noexcept { v = 0; }
+void reset(std::optional<std::uint64_t>& v) noexcept { v.reset(); }
+void reset(std::string& v) noexcept { v.clear(); }
+void reset(Phase& v) noexcept { v = Phase::final; }
+void reset(Cause& v) noexcept { v = Cause::unknown; }
+}  // namespace
+#define LOOPCANARY_RESET(name, value, unit) reset(name);
+#define LOOPCANARY_RESET_CPU(name, value, unit) reset(cpu_##name);
+#define LOOPCANARY_RESET_SAMPLES(name, value, unit) reset(samples_##name);
+
 void LogRecord::clear_fields() noexcept {
-  report = 0;
-  phase = Phase::final;
-  loop.clear();
-  dispatch = 0;
-  duration_us = 0;
-  qualifier.clear();
-  loop_index = 0;
-  event.clear();
-  tick_hz = 0;
-  start = 0;
-  end = 0;
-  duration_ticks = 0;
-  threshold_us = 0;
+  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_RESET)
+  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_RESET_CPU)
+  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_RESET_SAMPLES)
   delayed_by_dispatch = 0;
   delayed_by.clear();
-  cause = Cause::unknown;
   hung = false;
   unwatched = false;
   end_estimated = false;
   running_at_stop = false;
-  cpu_window_us = 0;
-  cpu_thread_us.reset();
-  cpu_steal_us = 0;
-  cpu_thread_wait_us.reset();
-  cpu_system_busy_permille.reset();
-  cpu_process_permille.reset();
-  samples_taken = 0;
-  samples_kept = 0;
-  samples_overwritten = 0;
-  samples_missed = 0;
-  top_other = 0;
   top_stacks = false;
-  records_dropped = 0;
-  notes_dropped = 0;
   has_linux = false;
   wall_ms.reset();
   clock.clear();
@@ -124,25 +113,8 @@ void HealthLog::clear() noexcept {
   line = 0;
   from_capture = false;
   source.clear();
-  number = 0;
-  qualifier.clear();
-  loop.clear();
-  loop_index = 0;
-  tick_hz = 0;
-  start = 0;
-  end = 0;
-  window_us = 0;
-  dispatches = 0;
-  rate_mhz = 0;
-  busy_us = 0;
-  load_permille = 0;
-  idle_us.reset();
-  idle_permille.reset();
-  blocks = 0;
-  hangs = 0;
-  max_duration_us = 0;
+  LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_RESET)
   events.clear();
-  health_dropped = 0;
   wall_ms.reset();
   clock.clear();
 }
