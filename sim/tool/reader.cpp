@@ -276,291 +276,326 @@ bool known_version(std::uint64_t version, WarningKind& kind, std::string& what) 
   return false;
 }
 
-bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
-                 bool want_stacks, std::string& kind_value) {
-  // Keep the reused parts (samples are refilled in place); reset the rest.
-  std::vector<Sample> stacks;
-  std::vector<TopEntry> top;
-  std::vector<Stage> stages;
-  stacks.swap(out.stacks);
-  top.swap(out.top);
-  stages.swap(out.stages);
-  out.clear_fields();
-  std::size_t stacks_used = 0;
-  std::size_t top_used = 0;
-  std::size_t stages_used = 0;
-  Scratch& sc = scratch();
-  std::size_t symbols_used = 0;
-  std::string& text = sc.text;  // decoded escapes of a value read as a view
-
-  const auto& required = kBlockRequired;
-  unsigned seen = 0;
-  std::uint64_t version = kFormatVersionOldest;  // a line without "format_version" predates it
-
-  Scanner s(data, length);
-  bool top_innermost = false;
-  // The frames of a stack ("stacks" and "top" entries): "scopes" and "pcs" arrays into `frames`
-  // (null: checked and dropped). Scopes come before PCs in the frames whatever the key order:
-  // PCs found before the scopes are moved behind them by finish().
-  struct StackFrames {
-    std::vector<Frame>* frames;
-    std::size_t used = 0;
-    std::size_t scopes = 0;
-    std::size_t pcs_before_scopes = 0;
-    bool seen_scopes = false;
-    // A reused frame keeps its strings: each field is set by the caller or, for a PC frame's
-    // symbol, after the parse (set_symbol).
-    Frame& add(std::vector<Frame>& spare) { return next(*frames, used, spare); }
-    void finish(std::vector<Frame>& spare) {
-      if (frames == nullptr) return;
-      trim(*frames, used, spare);
-      if (pcs_before_scopes > 0 && scopes > 0) {
-        std::rotate(frames->begin(), frames->begin() + static_cast<std::ptrdiff_t>(pcs_before_scopes), frames->end());
-      }
+// The frames of a stack ("stacks" and "top" entries): "scopes" and "pcs" arrays into `frames`
+// (null: checked and dropped). Scopes come before PCs in the frames whatever the key order: PCs
+// found before the scopes are moved behind them by finish().
+struct StackFrames {
+  std::vector<Frame>* frames;
+  std::size_t used = 0;
+  std::size_t scopes = 0;
+  std::size_t pcs_before_scopes = 0;
+  bool seen_scopes = false;
+  // A reused frame keeps its strings: each field is set by the caller or, for a PC frame's
+  // symbol, after the parse (set_symbol).
+  Frame& add(std::vector<Frame>& spare) { return next(*frames, used, spare); }
+  void finish(std::vector<Frame>& spare) {
+    if (frames == nullptr) return;
+    trim(*frames, used, spare);
+    if (pcs_before_scopes > 0 && scopes > 0) {
+      std::rotate(frames->begin(), frames->begin() + static_cast<std::ptrdiff_t>(pcs_before_scopes), frames->end());
     }
-  };
-  const auto stack_frames = [&](StackFrames& out_frames, bool is_scopes, const char* field) {
-    if (!s.is('[')) return s.wrong_type(field, "an array");
-    if (is_scopes) out_frames.seen_scopes = true;
-    return s.array([&](std::size_t) {
-      if (out_frames.frames == nullptr) {
-        std::uint64_t pc = 0;
-        std::string_view ignored;
-        return is_scopes ? s.str_view(field, ignored, text) : s.hex_string(field, pc, text);
-      }
-      Frame& f = out_frames.add(sc.spare_frames);
-      if (is_scopes) {
-        std::string_view scope;
-        if (!s.str_view(field, scope, text)) return false;
-        set_text(f.scope, scope.empty() ? std::string_view("?") : scope);
-        f.pc = 0;
-        f.clear_symbol();
-        ++out_frames.scopes;
-        return true;
-      }
-      f.scope.clear();
-      if (!out_frames.seen_scopes) ++out_frames.pcs_before_scopes;
-      return s.hex_string(field, f.pc, text);
-    });
-  };
-  // "linux"."frames" and "symbols"."frames": entries collected in sc.symbols, merged at the end.
-  const auto symbol_frames = [&](const SymbolFields& names) {
-    if (!s.is('[')) return s.wrong_type(names.frames, "an array");
-    return s.array([&](std::size_t) {
-      if (!s.is('{')) return s.wrong_type(names.frames, "an object");
-      return parse_frame_symbol(s, next(sc.symbols, symbols_used, sc.spare_frames), text, names);
-    });
-  };
-  bool ok = s.object([&](std::string_view key) -> bool {
+  }
+};
+
+// One block record line into a LogRecord (parse_record): the scalars by the field lists, each
+// structured member by a method of its own. The record's samples, top entries and stages are
+// refilled in place (their storage kept from line to line).
+class BlockParser {
+ public:
+  BlockParser(const char* data, std::size_t length, LogRecord& out, bool want_stacks)
+      : s(data, length), out_(out), sc_(scratch()), text_(sc_.text), want_stacks_(want_stacks) {
+    stacks_.swap(out.stacks);
+    top_.swap(out.top);
+    stages_.swap(out.stages);
+    out.clear_fields();
+  }
+
+  bool parse(WarningKind& kind, std::string& what, std::string& kind_value) {
+    kind_value_ = &kind_value;
+    bool ok = s.object([this](std::string_view key) { return member(key); });
+    if (ok && !s.at_end()) ok = s.malformed("bytes after the object");
+    trim(stacks_, want_stacks_ ? stacks_used_ : 0, sc_.spare_samples);
+    trim(top_, top_used_, sc_.spare_top);
+    trim(stages_, stages_used_, sc_.spare_stages);
+    out_.stacks.swap(stacks_);
+    out_.top.swap(top_);
+    out_.stages.swap(stages_);
+    if (!ok) {
+      kind = s.kind;
+      what = std::move(s.what);
+      return false;
+    }
+    if (!known_version(version_, kind, what)) return false;
+    if (seen_ != (1u << std::size(kBlockRequired)) - 1) {
+      kind = WarningKind::missing_field;
+      what = missing_fields(seen_, kBlockRequired);
+      return false;
+    }
+    merge_symbols();
+    out_.top_stacks = version_ >= 2 && !top_innermost_;
+    return true;
+  }
+
+ private:
+  bool member(std::string_view key) {
+    const auto& required = kBlockRequired;
+    LogRecord& out = out_;
+    unsigned& seen = seen_;
     LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_READ_FIELD)
     switch (key.empty() ? '\0' : key[0]) {
       case 'c':
         if (is(key, "cpu")) return parse_cpu(s, out);
         break;
       case 'd':
-        if (is(key, "delayed_by")) {
-          if (s.is('n')) return s.skip_value();  // null: unknown, or not a deadline miss
-          if (!s.is('{')) return s.wrong_type("delayed_by", "an object or null");
-          bool has_dispatch = false;
-          const bool delayed_ok = s.object([&](std::string_view k) {
-            if (is(k, "dispatch")) return has_dispatch = true, s.u64("delayed_by.dispatch", out.delayed_by_dispatch);
-            if (is(k, "event")) return s.str("delayed_by.event", out.delayed_by);
-            return s.skip_value();
-          });
-          if (!delayed_ok) return false;
-          if (!has_dispatch) return s.bad_value("delayed_by", "an object without \"dispatch\"");
-          unknown_if_empty(out.delayed_by);
-          return true;
-        }
+        if (is(key, "delayed_by")) return delayed_by();
         break;
       case 'f':
-        if (is(key, "flags")) {
-          if (!s.is('[')) return s.wrong_type("flags", "an array");
-          return s.array([&](std::size_t) {
-            std::string_view flag;
-            if (!s.str_view("flags", flag, text)) return false;
-            if (is(flag, "hung")) out.hung = true;
-            else if (is(flag, "unwatched")) out.unwatched = true;
-            else if (is(flag, "end_estimated")) out.end_estimated = true;
-            else if (is(flag, "running_at_stop")) out.running_at_stop = true;
-            return true;  // a flag of a newer writer: ignored
-          });
-        }
-        if (is(key, "format_version")) return s.u64("format_version", version);
+        if (is(key, "flags")) return flags();
+        if (is(key, "format_version")) return s.u64("format_version", version_);
         break;
       case 'l':
-        if (is(key, "linux")) {
-          if (!s.is('{')) return s.wrong_type("linux", "an object");
-          out.has_linux = true;
-          return s.object([&](std::string_view k) {
-            if (is(k, "time")) {
-              std::string_view time;
-              if (!s.str_view("linux.time", time, text)) return false;
-              std::int64_t ms = 0;
-              if (!parse_utc_time(time, ms)) {
-                return s.bad_value("linux.time", "not an ISO-8601 UTC time: " + quoted(time));
-              }
-              out.wall_ms = ms;
-              return true;
-            }
-            if (is(k, "clock")) return s.str("linux.clock", out.clock);
-            if (is(k, "frames")) return symbol_frames(kLinuxFrames);
-            return s.skip_value();
-          });
-        }
+        if (is(key, "linux")) return linux_members();
         break;
       case 'k':
-        if (is(key, "kind")) return other_kind(s, kind_value, "block record");
+        if (is(key, "kind")) return other_kind(s, *kind_value_, "block record");
         break;
       case 's':
-        if (is(key, "stages")) {
-          if (!s.is('[')) return s.wrong_type("stages", "an array");
-          return s.array([&](std::size_t) {
-            if (!s.is('{')) return s.wrong_type("stages", "an object");
-            Stage& stage = next(stages, stages_used, sc.spare_stages);
-            stage.us = 0;
-            bool has_name = false, has_us = false;
-            const bool stage_ok = s.object([&](std::string_view k) {
-              if (is(k, "name")) return has_name = true, s.str("stages.name", stage.name);
-              if (is(k, "us")) return has_us = true, s.u64("stages.us", stage.us);
-              return s.skip_value();
-            });
-            if (!stage_ok) return false;
-            if (!has_name) return s.bad_value("stages", "an entry without \"name\"");
-            if (!has_us) return s.bad_value("stages", "an entry without \"us\"");
-            unknown_if_empty(stage.name);
-            return true;
-          });
-        }
+        if (is(key, "stages")) return stages();
         if (is(key, "samples")) return parse_samples(s, out);
-        if (is(key, "stacks")) {
-          if (!s.is('[')) return s.wrong_type("stacks", "an array");
-          return s.array([&](std::size_t) {
-            if (!s.is('{')) return s.wrong_type("stacks", "an object");
-            Sample* sample = nullptr;
-            if (want_stacks) sample = &next(stacks, stacks_used, sc.spare_samples);
-            if (sample != nullptr) sample->at_us = 0;
-            StackFrames frames{sample != nullptr ? &sample->frames : nullptr};
-            const bool sample_ok = s.object([&](std::string_view k) {
-              if (is(k, "at_us")) {
-                std::uint64_t at = 0;
-                if (!s.u64("stacks.at_us", at)) return false;
-                if (sample != nullptr) sample->at_us = at;
-                return true;
-              }
-              const bool is_scopes = is(k, "scopes");
-              if (!is_scopes && !is(k, "pcs")) return s.skip_value();
-              return stack_frames(frames, is_scopes, is_scopes ? "stacks.scopes" : "stacks.pcs");
-            });
-            frames.finish(sc.spare_frames);
-            return sample_ok;
-          });
-        }
+        if (is(key, "stacks")) return stacks();
         if (is(key, "symbols")) {
           if (!s.is('{')) return s.wrong_type("symbols", "an object");
-          return s.object([&](std::string_view k) {
+          return s.object([this](std::string_view k) {
             if (is(k, "frames")) return symbol_frames(kSymbolsFrames);
             return s.skip_value();
           });
         }
         break;
       case 't':
-        if (is(key, "top_innermost")) {
-          bool innermost = false;
-          if (!s.boolean("top_innermost", innermost)) return false;
-          top_innermost = innermost;
-          return true;
-        }
-        if (is(key, "top")) {
-          if (!s.is('[')) return s.wrong_type("top", "an array");
-          return s.array([&](std::size_t) {
-            if (!s.is('{')) return s.wrong_type("top", "an object");
-            TopEntry& entry = next(top, top_used, sc.spare_top);
-            entry.count = 0;
-            entry.leaf_high.clear();
-            StackFrames frames{&entry.frames};
-            // Version 2: "scopes", "pcs" and "leaf_high"; version 1: "scope" or "pc", one frame.
-            const bool entry_ok = s.object([&](std::string_view k) {
-              if (is(k, "count")) return s.u64("top.count", entry.count);
-              if (is(k, "scopes") || is(k, "pcs")) {
-                const bool is_scopes = is(k, "scopes");
-                return stack_frames(frames, is_scopes, is_scopes ? "top.scopes" : "top.pcs");
-              }
-              if (is(k, "leaf_high")) return s.is('n') ? s.skip_value() : s.hex_string("top.leaf_high", entry.leaf_high.pc, text);
-              if (is(k, "scope")) {
-                Frame& f = frames.add(sc.spare_frames);
-                f.clear();
-                if (!s.str("top.scope", f.scope)) return false;
-                unknown_if_empty(f.scope);
-                ++frames.scopes;
-                return true;
-              }
-              if (is(k, "pc")) {
-                Frame& f = frames.add(sc.spare_frames);
-                f.clear();
-                if (!s.hex_string("top.pc", f.pc, text)) return false;
-                entry.leaf_high.pc = f.pc;
-                return true;
-              }
-              return s.skip_value();
-            });
-            frames.finish(sc.spare_frames);
-            if (entry.leaf() < entry.frames.size() && entry.leaf_high.pc == 0) {
-              entry.leaf_high.pc = entry.frames[entry.leaf()].pc;  // no range given: one PC
-            }
-            return entry_ok;
-          });
-        }
+        if (is(key, "top_innermost")) return s.boolean("top_innermost", top_innermost_);
+        if (is(key, "top")) return top();
         break;
       default:
         break;
     }
     return s.skip_value();  // a field of a newer writer
-  });
-  if (ok && !s.at_end()) ok = s.malformed("bytes after the object");
-  trim(stacks, want_stacks ? stacks_used : 0, sc.spare_samples);
-  trim(top, top_used, sc.spare_top);
-  trim(stages, stages_used, sc.spare_stages);
-  out.stacks.swap(stacks);
-  out.top.swap(top);
-  out.stages.swap(stages);
-  if (!ok) {
-    kind = s.kind;
-    what = std::move(s.what);
-    return false;
   }
-  if (!known_version(version, kind, what)) return false;
-  if (seen != (1u << std::size(required)) - 1) {
-    kind = WarningKind::missing_field;
-    what = missing_fields(seen, required);
-    return false;
+
+  bool delayed_by() {
+    if (s.is('n')) return s.skip_value();  // null: unknown, or not a deadline miss
+    if (!s.is('{')) return s.wrong_type("delayed_by", "an object or null");
+    bool has_dispatch = false;
+    const bool ok = s.object([&](std::string_view k) {
+      if (is(k, "dispatch")) return has_dispatch = true, s.u64("delayed_by.dispatch", out_.delayed_by_dispatch);
+      if (is(k, "event")) return s.str("delayed_by.event", out_.delayed_by);
+      return s.skip_value();
+    });
+    if (!ok) return false;
+    if (!has_dispatch) return s.bad_value("delayed_by", "an object without \"dispatch\"");
+    unknown_if_empty(out_.delayed_by);
+    return true;
   }
+
+  bool flags() {
+    if (!s.is('[')) return s.wrong_type("flags", "an array");
+    return s.array([this](std::size_t) {
+      std::string_view flag;
+      if (!s.str_view("flags", flag, text_)) return false;
+      if (is(flag, "hung")) out_.hung = true;
+      else if (is(flag, "unwatched")) out_.unwatched = true;
+      else if (is(flag, "end_estimated")) out_.end_estimated = true;
+      else if (is(flag, "running_at_stop")) out_.running_at_stop = true;
+      return true;  // a flag of a newer writer: ignored
+    });
+  }
+
+  bool linux_members() {
+    if (!s.is('{')) return s.wrong_type("linux", "an object");
+    out_.has_linux = true;
+    return s.object([this](std::string_view k) {
+      if (is(k, "time")) {
+        std::string_view time;
+        if (!s.str_view("linux.time", time, text_)) return false;
+        std::int64_t ms = 0;
+        if (!parse_utc_time(time, ms)) return s.bad_value("linux.time", "not an ISO-8601 UTC time: " + quoted(time));
+        out_.wall_ms = ms;
+        return true;
+      }
+      if (is(k, "clock")) return s.str("linux.clock", out_.clock);
+      if (is(k, "frames")) return symbol_frames(kLinuxFrames);
+      return s.skip_value();
+    });
+  }
+
+  bool stages() {
+    if (!s.is('[')) return s.wrong_type("stages", "an array");
+    return s.array([this](std::size_t) {
+      if (!s.is('{')) return s.wrong_type("stages", "an object");
+      Stage& stage = next(stages_, stages_used_, sc_.spare_stages);
+      stage.us = 0;
+      bool has_name = false, has_us = false;
+      const bool ok = s.object([&](std::string_view k) {
+        if (is(k, "name")) return has_name = true, s.str("stages.name", stage.name);
+        if (is(k, "us")) return has_us = true, s.u64("stages.us", stage.us);
+        return s.skip_value();
+      });
+      if (!ok) return false;
+      if (!has_name) return s.bad_value("stages", "an entry without \"name\"");
+      if (!has_us) return s.bad_value("stages", "an entry without \"us\"");
+      unknown_if_empty(stage.name);
+      return true;
+    });
+  }
+
+  bool stacks() {
+    if (!s.is('[')) return s.wrong_type("stacks", "an array");
+    return s.array([this](std::size_t) {
+      if (!s.is('{')) return s.wrong_type("stacks", "an object");
+      Sample* sample = nullptr;
+      if (want_stacks_) sample = &next(stacks_, stacks_used_, sc_.spare_samples);
+      if (sample != nullptr) sample->at_us = 0;
+      StackFrames frames{sample != nullptr ? &sample->frames : nullptr};
+      const bool ok = s.object([&](std::string_view k) {
+        if (is(k, "at_us")) {
+          std::uint64_t at = 0;
+          if (!s.u64("stacks.at_us", at)) return false;
+          if (sample != nullptr) sample->at_us = at;
+          return true;
+        }
+        const bool is_scopes = is(k, "scopes");
+        if (!is_scopes && !is(k, "pcs")) return s.skip_value();
+        return stack_frames(frames, is_scopes, is_scopes ? "stacks.scopes" : "stacks.pcs");
+      });
+      frames.finish(sc_.spare_frames);
+      return ok;
+    });
+  }
+
+  bool top() {
+    if (!s.is('[')) return s.wrong_type("top", "an array");
+    return s.array([this](std::size_t) {
+      if (!s.is('{')) return s.wrong_type("top", "an object");
+      TopEntry& entry = next(top_, top_used_, sc_.spare_top);
+      entry.count = 0;
+      entry.leaf_high.clear();
+      StackFrames frames{&entry.frames};
+      // Version 2: "scopes", "pcs" and "leaf_high"; version 1: "scope" or "pc", one frame.
+      const bool ok = s.object([&](std::string_view k) {
+        if (is(k, "count")) return s.u64("top.count", entry.count);
+        if (is(k, "scopes") || is(k, "pcs")) {
+          const bool is_scopes = is(k, "scopes");
+          return stack_frames(frames, is_scopes, is_scopes ? "top.scopes" : "top.pcs");
+        }
+        if (is(k, "leaf_high")) return s.is('n') ? s.skip_value() : s.hex_string("top.leaf_high", entry.leaf_high.pc, text_);
+        if (is(k, "scope")) {
+          Frame& f = frames.add(sc_.spare_frames);
+          f.clear();
+          if (!s.str("top.scope", f.scope)) return false;
+          unknown_if_empty(f.scope);
+          ++frames.scopes;
+          return true;
+        }
+        if (is(k, "pc")) {
+          Frame& f = frames.add(sc_.spare_frames);
+          f.clear();
+          if (!s.hex_string("top.pc", f.pc, text_)) return false;
+          entry.leaf_high.pc = f.pc;
+          return true;
+        }
+        return s.skip_value();
+      });
+      frames.finish(sc_.spare_frames);
+      if (entry.leaf() < entry.frames.size() && entry.leaf_high.pc == 0) {
+        entry.leaf_high.pc = entry.frames[entry.leaf()].pc;  // no range given: one PC
+      }
+      return ok;
+    });
+  }
+
+  // A "scopes" or "pcs" array of a stack into `to`.
+  bool stack_frames(StackFrames& to, bool is_scopes, const char* field) {
+    if (!s.is('[')) return s.wrong_type(field, "an array");
+    if (is_scopes) to.seen_scopes = true;
+    return s.array([&](std::size_t) {
+      if (to.frames == nullptr) {
+        std::uint64_t pc = 0;
+        std::string_view ignored;
+        return is_scopes ? s.str_view(field, ignored, text_) : s.hex_string(field, pc, text_);
+      }
+      Frame& f = to.add(sc_.spare_frames);
+      if (is_scopes) {
+        std::string_view scope;
+        if (!s.str_view(field, scope, text_)) return false;
+        set_text(f.scope, scope.empty() ? std::string_view("?") : scope);
+        f.pc = 0;
+        f.clear_symbol();
+        ++to.scopes;
+        return true;
+      }
+      f.scope.clear();
+      if (!to.seen_scopes) ++to.pcs_before_scopes;
+      return s.hex_string(field, f.pc, text_);
+    });
+  }
+
+  // "linux"."frames" and "symbols"."frames": entries collected in sc_.symbols, merged at the end.
+  bool symbol_frames(const SymbolFields& names) {
+    if (!s.is('[')) return s.wrong_type(names.frames, "an array");
+    return s.array([&](std::size_t) {
+      if (!s.is('{')) return s.wrong_type(names.frames, "an object");
+      return parse_frame_symbol(s, next(sc_.symbols, symbols_used_, sc_.spare_frames), text_, names);
+    });
+  }
+
   // Every PC frame gets what the symbol entries say of its PC, or nothing.
-  std::vector<std::uint32_t>& by_pc = sc.by_pc;
-  by_pc.resize(symbols_used);
-  for (std::size_t i = 0; i < symbols_used; ++i) by_pc[i] = static_cast<std::uint32_t>(i);
-  const std::vector<Frame>& symbols = sc.symbols;
-  std::sort(by_pc.begin(), by_pc.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return symbols[a].pc != symbols[b].pc ? symbols[a].pc < symbols[b].pc : a < b;
-  });
-  const Frame* last = nullptr;  // the entry of the PC before (samples repeat PCs)
-  for (Sample& sample : out.stacks) {
-    for (Frame& f : sample.frames) {
-      if (f.is_scope()) continue;
-      if (last == nullptr || last->pc != f.pc) last = symbols_used == 0 ? nullptr : find_symbol(f.pc, symbols, by_pc);
-      set_symbol(f, last != nullptr && last->pc == f.pc ? last : nullptr);
+  void merge_symbols() {
+    std::vector<std::uint32_t>& by_pc = sc_.by_pc;
+    by_pc.resize(symbols_used_);
+    for (std::size_t i = 0; i < symbols_used_; ++i) by_pc[i] = static_cast<std::uint32_t>(i);
+    const std::vector<Frame>& symbols = sc_.symbols;
+    std::sort(by_pc.begin(), by_pc.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return symbols[a].pc != symbols[b].pc ? symbols[a].pc < symbols[b].pc : a < b;
+    });
+    const bool any = symbols_used_ != 0;
+    const Frame* last = nullptr;  // the entry of the PC before (samples repeat PCs)
+    for (Sample& sample : out_.stacks) {
+      for (Frame& f : sample.frames) {
+        if (f.is_scope()) continue;
+        if (last == nullptr || last->pc != f.pc) last = any ? find_symbol(f.pc, symbols, by_pc) : nullptr;
+        set_symbol(f, last != nullptr && last->pc == f.pc ? last : nullptr);
+      }
+    }
+    for (TopEntry& entry : out_.top) {
+      for (Frame& f : entry.frames) {
+        if (!f.is_scope()) set_symbol(f, any ? find_symbol(f.pc, symbols, by_pc) : nullptr);
+      }
+      if (entry.leaf() < entry.frames.size()) {
+        set_symbol(entry.leaf_high, any ? find_symbol(entry.leaf_high.pc, symbols, by_pc) : nullptr);
+      }
     }
   }
-  for (TopEntry& entry : out.top) {
-    for (Frame& f : entry.frames) {
-      if (!f.is_scope()) set_symbol(f, symbols_used == 0 ? nullptr : find_symbol(f.pc, symbols, by_pc));
-    }
-    if (entry.leaf() < entry.frames.size()) {
-      set_symbol(entry.leaf_high, symbols_used == 0 ? nullptr : find_symbol(entry.leaf_high.pc, symbols, by_pc));
-    }
-  }
-  out.top_stacks = version >= 2 && !top_innermost;
-  return true;
+
+  Scanner s;
+  LogRecord& out_;
+  Scratch& sc_;
+  std::string& text_;  // decoded escapes of a value read as a view
+  const bool want_stacks_;
+  std::string* kind_value_ = nullptr;
+  std::vector<Sample> stacks_;
+  std::vector<TopEntry> top_;
+  std::vector<Stage> stages_;
+  std::size_t stacks_used_ = 0;
+  std::size_t top_used_ = 0;
+  std::size_t stages_used_ = 0;
+  std::size_t symbols_used_ = 0;
+  unsigned seen_ = 0;
+  std::uint64_t version_ = kFormatVersionOldest;  // a line without "format_version" predates it
+  bool top_innermost_ = false;
+};
+
+bool parse_block(const char* data, std::size_t length, LogRecord& out, WarningKind& kind, std::string& what,
+                 bool want_stacks, std::string& kind_value) {
+  return BlockParser(data, length, out, want_stacks).parse(kind, what, kind_value);
 }
 
 }  // namespace
