@@ -25,6 +25,7 @@
 
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/port/sim.hpp"
+#include "sim_rig.hpp"
 
 namespace {
 
@@ -47,8 +48,8 @@ constexpr lc::Event kWork{"work"};
 
 // ---- Small helpers -------------------------------------------------------------------------
 
-/// `base + offset` in the tick width (wraps like the counter).
-constexpr tick_t later(tick_t base, tick_t offset) { return static_cast<tick_t>(base + offset); }
+using lc::test::collect;
+using lc::test::later;
 
 /// The odd stamp sequence of dispatch number `dispatch` (what Sample::seq holds).
 constexpr std::uint32_t seq_of(std::uint32_t dispatch) { return 2u * dispatch - 1u; }
@@ -94,10 +95,6 @@ void expect_own_samples(const BlockRecord& record) {
   }
 }
 
-/// Interceptor that appends a copy of every report to a std::vector<BlockRecord>.
-void collect(void* context, const BlockRecord& record) {
-  static_cast<std::vector<BlockRecord>*>(context)->push_back(record);
-}
 
 /// Interceptor calls as (interceptor id, report number, phase), in call order.
 using CallLog = std::vector<std::tuple<int, std::uint32_t, std::string>>;
@@ -115,86 +112,10 @@ void tap(void* context, const BlockRecord& record) {
 
 // ---- The rig: one loop, one watchdog, virtual time -----------------------------------------
 
-/// Everything a scenario needs, built fresh per test: virtual time starting at `start`, the
-/// simulated machine and loop thread, a monitor, a watchdog whose ring holds RecordCapacity
-/// records, and (after start()) the scheduler. `reports` receives every report, in order.
+/// One loop and a watchdog whose ring holds RecordCapacity records and a health ring of 2
+/// (sim_rig.hpp).
 template <std::size_t RecordCapacity>
-struct Rig {
-  explicit Rig(tick_t start) : start_tick(start), time(start), monitor(sim::Clock{time}) {}
-  Rig(const Rig&) = delete;
-  Rig& operator=(const Rig&) = delete;
-
-  /// Initialises the monitor with `config` (tick rate and thread filled in) and the watchdog
-  /// with `dog`, registers the loop, optionally the collecting interceptor, and starts the
-  /// scheduler: the first poll is one `period` from now.
-  testing::AssertionResult start(lc::MonitorConfig config, tick_t period, const lc::WatchdogConfig& dog = {},
-                                 bool collect_reports = true) {
-    config.tick_hz = sim::kTickHz;
-    config.context = &thread;
-    if (const Status s = monitor.init(config); s != Status::ok) {
-      return testing::AssertionFailure() << "monitor.init: " << lc::describe(s);
-    }
-    if (const Status s = watchdog.init(dog, machine.hal()); s != Status::ok) {
-      return testing::AssertionFailure() << "watchdog.init: " << lc::describe(s);
-    }
-    if (const Status s = watchdog.add(monitor); s != Status::ok) {
-      return testing::AssertionFailure() << "watchdog.add: " << lc::describe(s);
-    }
-    if (collect_reports) {
-      if (const Status s = watchdog.add_interceptor(&collect, &reports); s != Status::ok) {
-        return testing::AssertionFailure() << "add_interceptor: " << lc::describe(s);
-      }
-    }
-    scheduler.emplace(time, machine, watchdog, period);
-    return testing::AssertionSuccess();
-  }
-
-  tick_t now() const { return time.peek(); }
-
-  void compute(tick_t ticks) { scheduler->compute(thread, ticks); }
-  void wait(tick_t ticks) { scheduler->wait(ticks); }
-  void starve(tick_t ticks) { scheduler->starve(ticks); }
-  /// The loop thread sits in the run queue (its run-queue wait grows) on a saturated machine.
-  void starve_runnable(tick_t ticks) { scheduler->starve(ticks, &thread); }
-  void idle(tick_t ticks) { scheduler->idle(ticks); }
-
-  /// Idles until `offset` ticks after the start tick (not before now).
-  void idle_until(tick_t offset) { idle(lc::ticks_between(now(), later(start_tick, offset))); }
-
-  /// Idles up to the next poll and lets it run: the next dispatch begins exactly at a poll.
-  void align() { idle(lc::ticks_between(now(), scheduler->next_poll())); }
-
-  /// Runs `body` as one dispatch of `event`; returns the begin stamp.
-  template <class Body>
-  tick_t dispatch(const lc::Event& event, Body&& body) {
-    const tick_t begin = now();
-    LOOPCANARY_DISPATCH(monitor, event);
-    body();
-    return begin;
-  }
-
-  /// A dispatch of `event` whose handler computes for `ticks`; returns the begin stamp.
-  tick_t run(const lc::Event& event, tick_t ticks) {
-    return dispatch(event, [&] { compute(ticks); });
-  }
-
-  /// The first report of `phase` about dispatch number `dispatch_number`, if any.
-  std::optional<BlockRecord> find(std::uint32_t dispatch_number, Phase phase) const {
-    for (const BlockRecord& r : reports) {
-      if (r.dispatch == dispatch_number && r.phase == phase) return r;
-    }
-    return std::nullopt;
-  }
-
-  const tick_t start_tick;
-  sim::VirtualTime time;
-  sim::Machine machine;
-  sim::Thread thread;
-  sim::PortMonitor monitor;
-  lc::StaticWatchdog<1, RecordCapacity, 1, 2> watchdog;  // a health ring of 2
-  std::optional<sim::Scheduler> scheduler;
-  std::vector<BlockRecord> reports;
-};
+using Rig = lc::test::SimRig<lc::StaticWatchdog<1, RecordCapacity, 1, 2>>;
 
 // ---- Fixture: every timing test runs from tick 0 and from one second before the wrap --------
 

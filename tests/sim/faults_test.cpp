@@ -21,6 +21,7 @@
 
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/port/sim.hpp"
+#include "../sim_rig.hpp"
 
 namespace {
 
@@ -40,54 +41,45 @@ constexpr lc::Frame kPc = 0x1234;
 
 constexpr lc::Event kWork{"work"};
 
-constexpr tick_t later(tick_t base, tick_t offset) { return static_cast<tick_t>(base + offset); }
+using lc::test::collect;
+using lc::test::later;
 
 /// Sample attempts in a dispatch of `d` ms (a multiple of 10, at least 30) that begins at a poll.
 constexpr std::uint32_t samples_in(std::uint32_t d) { return (d - 30u) / 10u + 1u; }
 
 bool has_flag(const BlockRecord& r, lc::RecordFlag flag) { return (r.flags & flag) != 0; }
 
-void collect(void* context, const BlockRecord& record) {
-  static_cast<std::vector<BlockRecord>*>(context)->push_back(record);
-}
 
-/// One loop, one watchdog with a ring of Records, a consumer (RecordSink), virtual time from
-/// `start`. `reports` gets every report (interceptor), `written` every record the sink wrote.
+/// One loop, one watchdog with a ring of Records (sim_rig.hpp), a consumer (RecordSink), virtual
+/// time from `start`. `reports` gets every report (interceptor), `written` every record the sink
+/// wrote. idle_until() counts by the clock, which no fault has moved yet.
 template <std::size_t Records = 16>
-struct Rig {
-  explicit Rig(tick_t start) : start_tick(start), time(start), monitor(sim::Clock{time}) {}
-  Rig(const Rig&) = delete;
-  Rig& operator=(const Rig&) = delete;
+struct Rig : lc::test::SimRig<lc::StaticWatchdog<1, Records>> {
+  using Base = lc::test::SimRig<lc::StaticWatchdog<1, Records>>;
+  using Base::Base;
+  using Base::align;
+  using Base::compute;
+  using Base::idle;
+  using Base::machine;
+  using Base::monitor;
+  using Base::now;
+  using Base::of;
+  using Base::reports;
+  using Base::thread;
+  using Base::watchdog;
 
+  /// Starts with the loop "main" (threshold 100 ms, samples every 10 ms, hang at 1 s) and the
+  /// loop thread's PC captured in every sample.
   testing::AssertionResult start() {
     lc::MonitorConfig config;
     config.name = "main";
-    config.tick_hz = sim::kTickHz;
     config.threshold_us = kThreshold;
     config.sample_interval_us = ms(10);
     config.hang_limit_us = ms(1000);
-    config.context = &thread;
-    if (const Status s = monitor.init(config); s != Status::ok) return testing::AssertionFailure() << lc::describe(s);
-    if (const Status s = watchdog.init(lc::WatchdogConfig{}, machine.hal()); s != Status::ok) {
-      return testing::AssertionFailure() << lc::describe(s);
-    }
-    if (const Status s = watchdog.add(monitor); s != Status::ok) return testing::AssertionFailure() << lc::describe(s);
-    if (const Status s = watchdog.add_interceptor(&collect, &reports); s != Status::ok) {
-      return testing::AssertionFailure() << lc::describe(s);
-    }
     machine.set_pc_capture(true);
     thread.pc = kPc;
-    scheduler.emplace(time, machine, watchdog, kPeriod);
-    return testing::AssertionSuccess();
+    return Base::start(config, kPeriod);
   }
-
-  tick_t now() const { return time.peek(); }
-  void compute(tick_t ticks) { scheduler->compute(thread, ticks); }
-  void idle(tick_t ticks) { scheduler->idle(ticks); }
-  /// Idles until `offset` after the start tick (by the clock, which no fault has moved yet).
-  void idle_until(tick_t offset) { idle(lc::ticks_between(now(), later(start_tick, offset))); }
-  /// Idles up to the next poll and lets it run.
-  void align() { idle(lc::ticks_between(now(), scheduler->next_poll())); }
 
   /// A dispatch that begins at a poll and computes `ticks`, then one period; returns its begin.
   tick_t block(tick_t ticks) {
@@ -98,15 +90,6 @@ struct Rig {
     monitor.end();
     idle(kPeriod);
     return begin;
-  }
-
-  /// Reports of dispatch `number`, in order.
-  std::vector<BlockRecord> of(std::uint32_t number) const {
-    std::vector<BlockRecord> out;
-    for (const BlockRecord& r : reports) {
-      if (r.dispatch == number) out.push_back(r);
-    }
-    return out;
   }
 
   /// The accounting of docs/reliability.md, after a poll that follows the last dispatch: the
@@ -143,14 +126,6 @@ struct Rig {
     EXPECT_EQ(rs[1].window_ticks, ms(d_ms - 30));
   }
 
-  const tick_t start_tick;
-  sim::VirtualTime time;
-  sim::Machine machine;
-  sim::Thread thread;
-  sim::PortMonitor monitor;
-  lc::StaticWatchdog<1, Records> watchdog;
-  std::optional<sim::Scheduler> scheduler;
-  std::vector<BlockRecord> reports;
   std::vector<BlockRecord> written;
   sim::RecordSink sink{&collect, &written};
 };
