@@ -19,6 +19,7 @@
 #include "loopcanary/port/sim.hpp"
 #include "loopcanary/record.hpp"
 #include "loopcanary/watchdog.hpp"
+#include "record_fixtures.hpp"
 #include "top_stack.hpp"
 
 namespace {
@@ -773,44 +774,7 @@ TEST(FormatText, ADeadlineMissSaysHowLateAndWhatDelayedIt) {
 
 // ---- Health records -------------------------------------------------------------------------
 
-lc::EventHealth g_tick_health;
-constexpr lc::Event kControl{"control_tick", 0, &g_tick_health};
-
-lc::HealthRecord hand_health() {
-  lc::HealthRecord r;
-  r.number = 3;
-  r.qualifier = "fw-2.1.0";
-  r.loop = "main";
-  r.loop_index = 1;
-  r.tick_hz = 1'000'000;
-  r.start = 0xFFFF'0000u;
-  r.end = 0xFFFF'0000u + 1'000'000u;  // a 1 s window across the tick wrap
-  r.dispatches = 1'234;
-  r.busy_ticks = 931'500;
-  r.idle_ticks = 60'000;
-  r.has_idle = true;
-  r.blocks = 2;
-  r.hangs = 1;
-  r.max_duration = 250'042;
-  r.histogram[3] = 1'200;
-  r.histogram[17] = 34;
-  r.memory.set(lc::kMemoryResident, 4'096);
-  r.event_count = 1;
-  lc::EventHealthWindow& e = r.events[0];
-  e.event = &kControl;
-  e.dispatches = 98;
-  e.deadline_misses = 3;
-  e.missed_periods = 5;
-  e.posted_ahead = 1;
-  e.p50 = 127;
-  e.p95 = 4'095;
-  e.p99 = 16'383;
-  e.max_latency = 20'000;
-  e.period_ticks = 10'000;
-  e.deadline_ticks = 5'000;
-  r.health_dropped = 4;
-  return r;
-}
+using loopcanary::test::hand_health;
 
 TEST(FormatHealth, TextGivesTheWindowLoadRateAndEachEvent) {
   std::vector<char> buffer(4096);

@@ -18,6 +18,7 @@
 #include "loopcanary/packet.hpp"
 #include "loopcanary/record_fields.hpp"
 #include "model.hpp"
+#include "../record_fixtures.hpp"
 #include "packet_reader.hpp"
 #include "same_record.hpp"
 
@@ -140,28 +141,13 @@ TEST(RecordFields, HealthFieldsAgreeWithTheSchema) {
   expect_agreement("health-record.schema.json", health_fields(), {"kind", "format_version", "histogram"});
 }
 
-// A health record with every field set, distinct values, and its events.
+// The shared health record (record_fixtures.hpp) at a clock rate whose µs round, with a second
+// event of an empty name.
 HealthRecord full_health() {
-  static const Event tick{"control_tick"};
   static const Event unnamed{""};
-  HealthRecord r;
-  r.number = 3;
-  r.qualifier = "fw-2.1";
-  r.loop = "main";
-  r.loop_index = 2;
+  HealthRecord r = loopcanary::test::hand_health();
   r.tick_hz = 32'768;
-  r.start = 0xFFFF'0000u;  // the window wraps
-  r.end = 0x0000'8000u;
-  r.dispatches = 1'234;
-  r.busy_ticks = 40'000;
-  r.idle_ticks = 30'000;
-  r.has_idle = true;
-  r.blocks = 5;
-  r.hangs = 1;
-  r.max_duration = 9'999;
-  r.health_dropped = 7;
   r.event_count = 2;
-  r.events[0] = {&tick, 100, 2, 3, 4, 33, 66, 99, 1'000, 3'277, 164};
   r.events[1] = {&unnamed, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0};
   return r;
 }
@@ -184,7 +170,7 @@ TEST(RecordFields, AHealthPacketGoesIntoTheModelAsItsJsonLineReads) {
   health_log_from(r, direct);
   EXPECT_EQ(test::first_difference(direct, parsed(r)), "") << "full";
   EXPECT_EQ(direct.events[1].event, "?");  // an empty event name reads as the writers print a null one
-  EXPECT_EQ(direct.idle_us, std::optional<std::uint64_t>(915'527u));  // 30000 ticks at 32768 Hz
+  EXPECT_EQ(direct.idle_us, std::optional<std::uint64_t>(1'831'054u));  // 60000 ticks at 32768 Hz
 
   r.has_idle = false;
   r.event_count = 0;
