@@ -360,69 +360,12 @@ TEST(JsonChecker, AcceptsValidAndRejectsInvalidDocuments) {
 
 // ---- Records and format helpers ---------------------------------------------------------------
 
-constexpr lc::Event kButton{"button"};
-constexpr char kDebounce[] = "debounce";
-constexpr char kInputTask[] = "input_task";
-
-Frame scope_frame(const char* name) { return reinterpret_cast<Frame>(name); }
-
-lc::Sample make_sample(lc::tick_t at, std::vector<Frame> scopes, std::vector<Frame> pcs) {
-  lc::Sample s;
-  s.at = at;
-  s.scope_count = static_cast<std::uint8_t>(scopes.size());
-  s.pc_count = static_cast<std::uint8_t>(pcs.size());
-  std::size_t i = 0;
-  for (Frame f : scopes) s.frames[i++] = f;
-  for (Frame f : pcs) s.frames[i++] = f;
-  return s;
-}
-
-// A final record with every field set, at 1 MHz (one tick = one microsecond).
-BlockRecord hand_record() {
-  BlockRecord r;
-  r.report = 7;
-  r.phase = lc::Phase::final;
-  r.cause = lc::Cause::running;
-  r.flags = lc::kFlagHung;
-  r.loop_index = 1;
-  r.qualifier = "fw-2.1.0";
-  r.loop = "main";
-  r.event = &kButton;
-  r.dispatch = 42;
-  r.tick_hz = 1'000'000;
-  r.start = 1'000;
-  r.end = 251'042;
-  r.duration_ticks = 250'042;
-  r.threshold_ticks = 100'000;
-  r.stage_count = 2;
-  r.stages[0] = lc::StageTime{"input", 2'500};
-  r.stages[1] = lc::StageTime{"compute", 247'000};
-  r.window_ticks = 200'000;
-  r.thread_cpu_us = 180'500;
-  r.has_thread_cpu = true;
-  r.system_busy_permille = 923;
-  r.process_permille = 456;
-  r.memory.set(lc::kMemoryResident, 12'345'678);
-  r.memory.set(lc::kMemoryStackPeak, 2'048);
-  r.memory.set(lc::kMemoryStackSize, 8'192);
-  r.samples_taken = 7;  // 2 kept + 5 overwritten; top: 2 + 1 + 4 other
-  r.samples_missed = 1;
-  r.samples_overwritten = 5;
-  r.sample_count = 2;
-  r.samples[0] = make_sample(26'000, {scope_frame(kDebounce), scope_frame(kInputTask)}, {0x8000123});
-  r.samples[1] = make_sample(126'000, {}, {0xdeadbeef, 0x10});
-  r.top_count = 2;
-  r.top[0] = loopcanary::test::top_entry(scope_frame(kDebounce), true, 2);
-  // One sample's stack: its innermost PC anywhere in 0xdeadbeef..0xdeadbf00, called from 0x10.
-  r.top[1] = loopcanary::test::top_entry(0xdeadbeef, false, 1);
-  r.top[1].pc_count = 2;
-  r.top[1].frames[1] = 0x10;
-  r.top[1].leaf_high = 0xdeadbf00;
-  r.top_other = 4;
-  r.records_dropped = 5;
-  r.notes_dropped = 6;
-  return r;
-}
+using loopcanary::test::hand_block;
+using loopcanary::test::kButton;
+using loopcanary::test::kDebounce;
+using loopcanary::test::kInputTask;
+using loopcanary::test::make_sample;
+using loopcanary::test::scope_frame;
 
 // The whole form, from a buffer far larger than any record needs.
 std::string format_whole(FormatFn fn, const BlockRecord& r) {
@@ -477,7 +420,7 @@ bool has_line(const std::string& text, const std::string& line) {
 // ---- format_text ----------------------------------------------------------------------------
 
 TEST(FormatText, HandRecordGivesBlockCanaryStyleLines) {
-  const std::string text = text_of(hand_record());
+  const std::string text = text_of(hand_block());
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   const std::vector<std::string> expected = {
@@ -509,7 +452,7 @@ TEST(FormatText, HandRecordGivesBlockCanaryStyleLines) {
 }
 
 TEST(FormatText, InProgressReportSaysStillRunning) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.phase = lc::Phase::in_progress;
   const std::string text = text_of(r);
   EXPECT_EQ(line_of(text, "report = "), "report = 7 (in_progress)");
@@ -519,7 +462,7 @@ TEST(FormatText, InProgressReportSaysStillRunning) {
 }
 
 TEST(FormatText, MissingCpuEvidenceIsNotApplicable) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.has_thread_cpu = false;
   r.system_busy_permille = lc::kUnknownPermille;
   r.process_permille = lc::kUnknownPermille;
@@ -533,13 +476,13 @@ TEST(FormatText, MissingCpuEvidenceIsNotApplicable) {
 // The JSON form prints an unknown process share as null: the text form says n/a rather than
 // printing the 0xFFFF sentinel as "6553.5 %".
 TEST(FormatText, UnknownProcessShareIsNotApplicable) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.process_permille = lc::kUnknownPermille;
   EXPECT_EQ(line_of(text_of(r), "cpu-busy = "), "cpu-busy = 92.3 %, process n/a");
 }
 
 TEST(FormatText, FlagsAreListedByName) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.flags = 0;
   EXPECT_EQ(line_of(text_of(r), "flags ="), "flags =");
   r.flags = lc::kFlagHung | lc::kFlagUnwatched | lc::kFlagEndEstimated;
@@ -549,7 +492,7 @@ TEST(FormatText, FlagsAreListedByName) {
 }
 
 TEST(FormatText, NoSamplesMeansNoTopFramesOrStacks) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.sample_count = 0;
   r.top_count = 0;
   r.top_other = 0;
@@ -583,7 +526,7 @@ TEST(FormatText, DurationsAreMillisecondsWithThreeDecimals) {
       {0, 5'000, "0.000"},              // unknown rate: no conversion
   };
   for (const Case& c : cases) {
-    BlockRecord r = hand_record();
+    BlockRecord r = hand_block();
     r.tick_hz = c.tick_hz;
     r.duration_ticks = c.ticks;
     r.threshold_ticks = 0;
@@ -604,7 +547,7 @@ TEST(FormatText, ProgramCountersAreHex) {
       {~Frame{0}, "0x" + std::string(2 * sizeof(Frame), 'f')},
   };
   for (const Case& c : cases) {
-    BlockRecord r = hand_record();
+    BlockRecord r = hand_block();
     r.sample_count = 1;
     r.samples[0] = make_sample(r.start, {}, {c.pc});
     r.top_count = 1;
@@ -628,7 +571,7 @@ TEST(FormatText, DefaultRecordFormats) {
 // A record whose every name is null: "?" for loop, event and scope names, "" for the qualifier.
 BlockRecord null_names_record() {
   static constexpr lc::Event kNameless{nullptr};
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.qualifier = nullptr;
   r.loop = nullptr;
   r.event = &kNameless;
@@ -652,7 +595,7 @@ TEST(FormatText, NullNamesPrintAsQuestionMarks) {
 // ---- format_json ----------------------------------------------------------------------------
 
 TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
-  const Json doc = json_of(hand_record());
+  const Json doc = json_of(hand_block());
   ASSERT_EQ(doc.kind, Json::Kind::object);
   EXPECT_EQ(doc.keys(), (std::vector<std::string>{
                             "format_version", "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch",
@@ -729,7 +672,7 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
 }
 
 TEST(FormatText, NoMemoryValueMeansNoMemoryLineAndNullsInJson) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.memory = lc::MemoryReading{};
   for (const std::string& line : lines_of(text_of(r))) EXPECT_NE(line.rfind("memory", 0), 0u) << line;
   const Json doc = json_of(r);
@@ -737,7 +680,7 @@ TEST(FormatText, NoMemoryValueMeansNoMemoryLineAndNullsInJson) {
 }
 
 TEST(FormatText, NoStagesMeansNoStagesLine) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.stage_count = 0;
   for (const std::string& line : lines_of(text_of(r))) EXPECT_NE(line.rfind("stages", 0), 0u) << line;
   EXPECT_TRUE(json_of(r)["stages"].items.empty());
@@ -747,7 +690,7 @@ TEST(FormatText, NoStagesMeansNoStagesLine) {
 // ---- Deadline misses ------------------------------------------------------------------------
 
 TEST(FormatText, ADeadlineMissSaysHowLateAndWhatDelayedIt) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.phase = lc::Phase::deadline_miss;
   r.flags = 0;
   r.duration_ticks = 40'000;
@@ -768,8 +711,8 @@ TEST(FormatText, ADeadlineMissSaysHowLateAndWhatDelayedIt) {
   r.delayed_by = nullptr;
   EXPECT_EQ(line_of(text_of(r), "delayed-by = "), "delayed-by = unknown");
   EXPECT_EQ(json_of(r)["delayed_by"].kind, Json::Kind::null);
-  EXPECT_EQ(json_of(hand_record())["delayed_by"].kind, Json::Kind::null) << "a block names no delayer";
-  for (const std::string& line : lines_of(text_of(hand_record()))) EXPECT_NE(line.rfind("delayed-by", 0), 0u);
+  EXPECT_EQ(json_of(hand_block())["delayed_by"].kind, Json::Kind::null) << "a block names no delayer";
+  for (const std::string& line : lines_of(text_of(hand_block()))) EXPECT_NE(line.rfind("delayed-by", 0), 0u);
 }
 
 // ---- Health records -------------------------------------------------------------------------
@@ -850,7 +793,7 @@ TEST(FormatHealth, ASmallBufferIsTruncatedAndSaysHowMuchItNeeds) {
 }
 
 TEST(FormatJson, UnknownCpuEvidenceIsNull) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.has_thread_cpu = false;
   r.window_ticks = 0;
   r.system_busy_permille = lc::kUnknownPermille;
@@ -864,7 +807,7 @@ TEST(FormatJson, UnknownCpuEvidenceIsNull) {
 }
 
 TEST(FormatJson, EveryFlagAndNoFlag) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.flags = lc::kFlagHung | lc::kFlagUnwatched | lc::kFlagEndEstimated;
   EXPECT_EQ(strings_of(json_of(r)["flags"]), (std::vector<std::string>{"hung", "unwatched", "end_estimated"}));
   r.flags = 0;
@@ -877,7 +820,7 @@ TEST(FormatJson, NamesAreEscaped) {
   static constexpr char kLoopName[] = "c:\\loops\\\"main\"";
   static constexpr char kScopeName[] = "scope\"\\\n";
   static constexpr lc::Event kTricky{kEventName};
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.event = &kTricky;
   r.loop = kLoopName;
   r.qualifier = "q\"\\";
@@ -902,7 +845,7 @@ TEST(FormatJson, NamesAreEscaped) {
 
 TEST(FormatJson, BytesOutsideAsciiAreEscapedOneByOneSoTheLineIsValidJson) {
   static constexpr lc::Event kUtf8{"caf\xc3\xa9"};
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.event = &kUtf8;
   const std::string text = format_whole(&lc::format_json, r);
   EXPECT_NE(text.find(R"("event":"caf\u00c3\u00a9")"), std::string::npos) << text;
@@ -913,7 +856,7 @@ TEST(FormatJson, BytesOutsideAsciiAreEscapedOneByOneSoTheLineIsValidJson) {
 
 TEST(FormatText, ControlCharactersInNamesCannotBreakTheLines) {
   static constexpr lc::Event kTwoLines{"evil\nevent = forged"};
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.event = &kTwoLines;
   const std::string text = format_whole(&lc::format_text, r);
   EXPECT_NE(text.find("\nevent = evil?event = forged\n"), std::string::npos) << text;
@@ -940,7 +883,7 @@ TEST(FormatJson, DefaultRecordIsValid) {
 // A writer's own members (JsonExtension) come last, inside the object, and count toward its size:
 // a buffer one short of the whole line truncates, as without them.
 TEST(FormatJson, AnExtensionsMembersComeLastInsideTheObject) {
-  const BlockRecord r = hand_record();
+  const BlockRecord r = hand_block();
   const lc::JsonExtension extension{[](void* context, lc::TextWriter& w) noexcept {
                                       w.puts(",\"host\":{\"name\":");
                                       w.json_string(static_cast<const char*>(context));
@@ -963,7 +906,7 @@ TEST(FormatJson, AnExtensionsMembersComeLastInsideTheObject) {
 }
 
 TEST(FormatJson, LargeNumbersStayExact) {
-  BlockRecord r = hand_record();
+  BlockRecord r = hand_block();
   r.duration_ticks = ~std::uint64_t{0};
   r.tick_hz = 1'000'000;
   r.start = 0xFFFF'FFFFu;
@@ -977,7 +920,7 @@ TEST(FormatJson, LargeNumbersStayExact) {
 // its kept samples, the latest ones, are placed from the record's end back, so their offsets
 // count the whole wraps the start stamp alone cannot tell.
 TEST(FormatJson, SampleOffsetsOfADispatchLongerThanOneWrapCountTheWholeWraps) {
-  BlockRecord r = hand_record();  // 1 tick = 1 us; samples at ticks 26'000 and 126'000
+  BlockRecord r = hand_block();  // 1 tick = 1 us; samples at ticks 26'000 and 126'000
   constexpr std::uint64_t kWrap = std::uint64_t{1} << 32;
   r.duration_ticks = kWrap + 250'042;  // start 1'000, end 251'042 after one wrap
   const Json doc = json_of(r);
@@ -1010,7 +953,7 @@ class Truncation : public ::testing::TestWithParam<Form> {
     return std::string(buffer.data(), result.length);
   }
 
-  const BlockRecord record_ = hand_record();
+  const BlockRecord record_ = hand_block();
 };
 
 INSTANTIATE_TEST_SUITE_P(Form, Truncation,

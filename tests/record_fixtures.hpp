@@ -1,11 +1,82 @@
 // SPDX-License-Identifier: MIT
-// Records the tests of several forms share: a health record with every field set, by hand.
+// Records the tests of several forms share: a block record and a health record with every
+// field set, by hand.
 #pragma once
+
+#include <cstddef>
+#include <vector>
 
 #include "loopcanary/health.hpp"
 #include "loopcanary/record.hpp"
+#include "top_stack.hpp"
 
 namespace loopcanary::test {
+
+inline constexpr Event kButton{"button"};
+inline constexpr char kDebounce[] = "debounce";
+inline constexpr char kInputTask[] = "input_task";
+
+/// A scope frame of `name` (a static string).
+inline Frame scope_frame(const char* name) { return reinterpret_cast<Frame>(name); }
+
+/// A sample at `at` of these scopes and program counters, innermost first.
+inline Sample make_sample(tick_t at, std::vector<Frame> scopes, std::vector<Frame> pcs) {
+  Sample s;
+  s.at = at;
+  s.scope_count = static_cast<std::uint8_t>(scopes.size());
+  s.pc_count = static_cast<std::uint8_t>(pcs.size());
+  std::size_t i = 0;
+  for (Frame f : scopes) s.frames[i++] = f;
+  for (Frame f : pcs) s.frames[i++] = f;
+  return s;
+}
+
+/// A final record with every field set, at 1 MHz (one tick = one microsecond).
+inline BlockRecord hand_block() {
+  BlockRecord r;
+  r.report = 7;
+  r.phase = Phase::final;
+  r.cause = Cause::running;
+  r.flags = kFlagHung;
+  r.loop_index = 1;
+  r.qualifier = "fw-2.1.0";
+  r.loop = "main";
+  r.event = &kButton;
+  r.dispatch = 42;
+  r.tick_hz = 1'000'000;
+  r.start = 1'000;
+  r.end = 251'042;
+  r.duration_ticks = 250'042;
+  r.threshold_ticks = 100'000;
+  r.stage_count = 2;
+  r.stages[0] = StageTime{"input", 2'500};
+  r.stages[1] = StageTime{"compute", 247'000};
+  r.window_ticks = 200'000;
+  r.thread_cpu_us = 180'500;
+  r.has_thread_cpu = true;
+  r.system_busy_permille = 923;
+  r.process_permille = 456;
+  r.memory.set(kMemoryResident, 12'345'678);
+  r.memory.set(kMemoryStackPeak, 2'048);
+  r.memory.set(kMemoryStackSize, 8'192);
+  r.samples_taken = 7;  // 2 kept + 5 overwritten; top: 2 + 1 + 4 other
+  r.samples_missed = 1;
+  r.samples_overwritten = 5;
+  r.sample_count = 2;
+  r.samples[0] = make_sample(26'000, {scope_frame(kDebounce), scope_frame(kInputTask)}, {0x8000123});
+  r.samples[1] = make_sample(126'000, {}, {0xdeadbeef, 0x10});
+  r.top_count = 2;
+  r.top[0] = top_entry(scope_frame(kDebounce), true, 2);
+  // One sample's stack: its innermost PC anywhere in 0xdeadbeef..0xdeadbf00, called from 0x10.
+  r.top[1] = top_entry(0xdeadbeef, false, 1);
+  r.top[1].pc_count = 2;
+  r.top[1].frames[1] = 0x10;
+  r.top[1].leaf_high = 0xdeadbf00;
+  r.top_other = 4;
+  r.records_dropped = 5;
+  r.notes_dropped = 6;
+  return r;
+}
 
 /// A health record with every field set: a 1 s window across the tick wrap at 1 MHz, one event
 /// ("control_tick") with a period and a deadline, a resident memory reading.

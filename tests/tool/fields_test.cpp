@@ -186,74 +186,27 @@ TEST(RecordFields, AHealthPacketGoesIntoTheModelAsItsJsonLineReads) {
 }
 
 
-// A block record with every field set: stages, a deadline miss's delaying dispatch, flags, top
-// entries (a range, a scope-only one, an empty scope name) and kept samples.
+// The shared block record (record_fixtures.hpp) made a deadline miss with every field set, at a
+// clock rate whose µs round, with names of bytes from 0x80, a null stage name and an empty scope.
 DecodedRecord full_block() {
-  static const Event tick{"tick"};
   static const Event crc{"crc"};
-  static const char kCompute[] = "compute\xC3\xA9";  // "computé": a name of bytes from 0x80
+  static const char kCompute[] = "compute\xC3\xA9";  // "computé"
   static const char kEmpty[] = "";
   DecodedRecord d;
   BlockRecord& r = d.record;
-  r.report = 8;
+  r = loopcanary::test::hand_block();
   r.phase = Phase::deadline_miss;
   r.cause = Cause::starved;
   r.flags = kFlagHung | kFlagRunningAtStop;
-  r.loop_index = 1;
-  r.qualifier = "fw-1.0";
-  r.loop = "main";
-  r.event = &tick;
-  r.dispatch = 7;
   r.tick_hz = 32'768;
-  r.start = 0xFFFF'F000u;  // wraps before the end
-  r.duration_ticks = 40'000;
-  r.end = r.start + 40'000u;
-  r.threshold_ticks = 3'277;
-  r.delayed_by_dispatch = 6;
+  r.delayed_by_dispatch = 41;
   r.delayed_by = &crc;
-  r.stage_count = 2;
-  r.stages[0] = {"input", 1'000};
-  r.stages[1] = {nullptr, 39'000};
-  r.window_ticks = 30'000;
-  r.thread_cpu_us = 123'456;
-  r.has_thread_cpu = true;
+  r.stages[1].name = nullptr;
   r.thread_wait_us = 4'321;
   r.has_thread_wait = true;
-  r.system_busy_permille = 950;
-  r.process_permille = 420;
   r.steal_us = 77;
-  r.records_dropped = 2;
-  r.notes_dropped = 3;
-  r.samples_taken = 12;
-  r.samples_missed = 1;
-  r.samples_overwritten = 9;
-  r.top_count = 3;
-  r.top[0].count = 6;
-  r.top[0].scope_count = 1;
-  r.top[0].pc_count = 2;
-  r.top[0].frames[0] = reinterpret_cast<loopcanary::Frame>(kCompute);
-  r.top[0].frames[1] = 0x0800'1200u;
-  r.top[0].frames[2] = 0x0800'0100u;
-  r.top[0].leaf_high = 0x0800'1260u;
-  r.top[1].count = 4;
-  r.top[1].scope_count = 1;
-  r.top[1].frames[0] = reinterpret_cast<loopcanary::Frame>(kEmpty);
-  r.top[2].count = 1;
-  r.top[2].pc_count = 1;
-  r.top[2].frames[0] = 0x0800'2000u;
-  r.top[2].leaf_high = 0x0800'2000u;
-  r.top_other = 1;
-  r.sample_count = 3;
-  for (std::uint8_t i = 0; i < 3; ++i) {
-    loopcanary::Sample& s = r.samples[i];
-    s.at = r.start + 10'000u * (i + 1u);
-    s.seq = 13;
-    s.scope_count = 1;
-    s.pc_count = 2;
-    s.frames[0] = reinterpret_cast<loopcanary::Frame>(kCompute);
-    s.frames[1] = 0x0800'1200u + 4u * i;
-    s.frames[2] = 0x0800'0100u;
-  }
+  r.samples[0].frames[0] = loopcanary::test::scope_frame(kCompute);
+  r.top[0].frames[0] = loopcanary::test::scope_frame(kEmpty);
   return d;
 }
 
@@ -273,9 +226,9 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
   LogRecord direct;
   block_log_from(d.record, d.top_innermost, direct);
   EXPECT_EQ(test::first_difference(direct, parsed(d, true)), "") << "full";
-  ASSERT_EQ(direct.stacks.size(), 3u);
-  EXPECT_EQ(direct.stacks[2].at_us, 915'527u);  // 30000 ticks at 32768 Hz, across the counter's wrap
-  EXPECT_EQ(direct.top[1].frames[0].scope, "?");
+  ASSERT_EQ(direct.stacks.size(), 2u);
+  EXPECT_EQ(direct.stacks[1].at_us, 3'814'697u);  // 125000 ticks at 32768 Hz
+  EXPECT_EQ(direct.top[0].frames[0].scope, "?");
   EXPECT_EQ(direct.stages[1].name, "?");
 
   // The same model object again (its storage reused), with less in it.
