@@ -8,7 +8,7 @@
 //     dispatch number, with the block's event), and no final record names a short dispatch
 //     whose loop thread ran on the CPU (at least a tenth of the record's CPU window). A short
 //     dispatch that the machine descheduled past the threshold is a real block: such records
-//     are counted and listed apart (thread off the CPU, or no CPU evidence when the watchdog
+//     are counted and listed apart (thread off the CPU, or no CPU readings when the watchdog
 //     did not arm on it), not a failure unless --strict;
 //   - the accounting of docs/reliability.md: per loop and in total, LoopStats::blocks equals
 //     the final records without end_estimated plus suppressed plus notes_dropped; the
@@ -669,7 +669,7 @@ int main(int argc, char** argv) {
   std::printf("short dispatches reported as blocks: %" PRIu64, tally.extra);
   if (tally.extra != 0) {
     std::printf(" (%.1f..%.1f ms; thread off the CPU in the window %" PRIu64 ", on it %" PRIu64
-                ", no CPU evidence %" PRIu64 "; cause running %" PRIu64 ", waiting %" PRIu64 ", starved %" PRIu64
+                ", no CPU readings %" PRIu64 "; cause running %" PRIu64 ", waiting %" PRIu64 ", starved %" PRIu64
                 ", unknown %" PRIu64 "; unwatched %" PRIu64 ")",
                 static_cast<double>(tally.extra_min_us) / 1000.0, static_cast<double>(tally.extra_max_us) / 1000.0,
                 tally.extra_off_cpu, tally.extra_on_cpu, tally.extra_no_evidence,

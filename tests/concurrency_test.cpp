@@ -310,7 +310,7 @@ void run_full_path(FullPathRun& run) {
   auto watchdog = std::make_unique<lc::StaticWatchdog<1, kRingCapacity>>();
   lc::WatchdogConfig dog_config;
   dog_config.qualifier = "concurrency";
-  ASSERT_EQ(watchdog->init(dog_config), lc::Status::ok);  // no HAL: no stacks, no CPU evidence
+  ASSERT_EQ(watchdog->init(dog_config), lc::Status::ok);  // no HAL: no stacks, no CPU readings
   ASSERT_EQ(watchdog->add(monitor), lc::Status::ok);
   run.emitted.reserve(run.dispatches / 8u);
   run.emitted.push_back({});  // report numbers start at 1

@@ -800,7 +800,7 @@ TEST_P(WatchdogTest, WithoutCpuCountersTheCauseIsUnknown) {
   EXPECT_FALSE(r->has_thread_cpu);
   EXPECT_EQ(r->system_busy_permille, lc::kUnknownPermille);
   EXPECT_EQ(r->process_permille, lc::kUnknownPermille);
-  EXPECT_EQ(r->window_ticks, kWindowIn150ms) << "armed and sampled: only the CPU evidence is missing";
+  EXPECT_EQ(r->window_ticks, kWindowIn150ms) << "armed and sampled: only the CPU readings are missing";
   EXPECT_EQ(r->samples_taken, kSamplesIn150ms);
 }
 
@@ -1377,7 +1377,7 @@ TEST_P(WatchdogTest, StagesBelongToTheirOwnDispatchAndANestedDispatchMarksTheOut
 
 namespace {
 
-// A record whose CPU evidence is `cpu` us of thread time over a `window` us window, with the
+// A record whose CPU readings give `cpu` us of thread time over a `window` us window, with the
 // machine `busy` per mille (ticks are microseconds here).
 BlockRecord evidence(std::uint64_t window, std::uint64_t cpu, std::uint16_t busy) {
   BlockRecord r;
@@ -1691,14 +1691,14 @@ lc::Sample pc_sample(std::initializer_list<lc::Frame> pcs, const char* scope = n
 // Samples with the same scopes and callers share an entry whatever their innermost PC, which
 // the entry keeps as a range; another caller, another scope or another depth is another entry.
 TEST(StackTable, SamplesShareAnEntryByTheirCallersAndKeepTheRangeOfTheirInnermostPc) {
-  lc::WatchEvidence evidence{};
+  lc::WatchSamples evidence{};
   lc::watch_started(evidence);
   static const char kScope[] = "parse";
   for (const lc::Frame leaf : {0x1010u, 0x1004u, 0x1020u, 0x1008u}) lc::add_sample(evidence, pc_sample({leaf, 0x2000, 0x3000}));
   lc::add_sample(evidence, pc_sample({0x1010, 0x2100, 0x3000}));          // another call site
   lc::add_sample(evidence, pc_sample({0x1010, 0x2000, 0x3000}, kScope));  // inside a scope
   lc::add_sample(evidence, pc_sample({0x1010, 0x2000}));                   // a shallower stack
-  const lc::StackEvidence& s = evidence.stack;
+  const lc::StackSamples& s = evidence.stack;
   ASSERT_EQ(s.top_count, 4u);
   EXPECT_EQ(s.top_other, 0u);
   const lc::TopStack& loop = s.top[0];  // the most frequent first
@@ -1724,11 +1724,11 @@ TEST(StackTable, SamplesShareAnEntryByTheirCallersAndKeepTheRangeOfTheirInnermos
 // More distinct stacks than the table holds: the rest are counted in top_other, and every sample
 // is counted once, in an entry or there.
 TEST(StackTable, StacksBeyondTheTableAreCountedInTopOther) {
-  lc::WatchEvidence evidence{};
+  lc::WatchSamples evidence{};
   lc::watch_started(evidence, lc::kMaxSamples, 2);
   for (lc::Frame caller = 0x2000; caller < 0x2005; ++caller) lc::add_sample(evidence, pc_sample({0x1000, caller}));
   lc::add_sample(evidence, pc_sample({0x1004, 0x2000}));
-  const lc::StackEvidence& s = evidence.stack;
+  const lc::StackSamples& s = evidence.stack;
   ASSERT_EQ(s.top_count, 2u);
   EXPECT_EQ(s.top[0].count, 2u);
   EXPECT_EQ(s.top[0].frames[1], 0x2000u);
@@ -1739,10 +1739,10 @@ TEST(StackTable, StacksBeyondTheTableAreCountedInTopOther) {
 // A stack of one PC has no callers that would tell two functions' samples apart: each PC is an
 // entry of its own (a virtual board's call site, a device sample without its return address).
 TEST(StackTable, AStackOfOnePcIsKeyedByThatPc) {
-  lc::WatchEvidence evidence{};
+  lc::WatchSamples evidence{};
   lc::watch_started(evidence);
   for (const lc::Frame pc : {0x1000u, 0x2000u, 0x1000u}) lc::add_sample(evidence, pc_sample({pc}));
-  const lc::StackEvidence& s = evidence.stack;
+  const lc::StackSamples& s = evidence.stack;
   ASSERT_EQ(s.top_count, 2u);
   EXPECT_EQ(s.top[0].count, 2u);
   EXPECT_EQ(s.top[0].frames[0], 0x1000u);

@@ -64,7 +64,7 @@ bool same_stack(const TopStack& entry, const Sample& sample) noexcept {
 
 // Counts `sample` under its stack's entry (a new one while there is room, else top_other),
 // widening the entry's innermost program counter range.
-void count_top(StackEvidence& stack, const Sample& sample, std::size_t capacity) noexcept {
+void count_top(StackSamples& stack, const Sample& sample, std::size_t capacity) noexcept {
   TopStack* const top = stack.top;
   for (std::uint8_t i = 0; i < stack.top_count; ++i) {
     TopStack& entry = top[i];
@@ -96,40 +96,40 @@ void count_top(StackEvidence& stack, const Sample& sample, std::size_t capacity)
   }
 }
 
-// A watch's capacity: `own` when it is 1..`build`, else `build` (0 in a zeroed WatchEvidence).
+// A watch's capacity: `own` when it is 1..`build`, else `build` (0 in a zeroed WatchSamples).
 std::size_t capacity_of(std::size_t own, std::size_t build) noexcept { return own != 0 && own < build ? own : build; }
 
 }  // namespace
 
-void watch_started(WatchEvidence& evidence, std::size_t max_samples, std::size_t top_frames) noexcept {
-  StackEvidence& stack = evidence.stack;
+void watch_started(WatchSamples& samples, std::size_t max_samples, std::size_t top_frames) noexcept {
+  StackSamples& stack = samples.stack;
   stack.samples_taken = 0;
   stack.samples_overwritten = 0;
   stack.sample_count = 0;
   stack.top_count = 0;
   stack.top_other = 0;
-  evidence.oldest = 0;
-  evidence.max_samples = static_cast<std::uint8_t>(capacity_of(max_samples, kMaxSamples));
-  evidence.top_frames = static_cast<std::uint8_t>(capacity_of(top_frames, kTopFrames));
+  samples.oldest = 0;
+  samples.max_samples = static_cast<std::uint8_t>(capacity_of(max_samples, kMaxSamples));
+  samples.top_frames = static_cast<std::uint8_t>(capacity_of(top_frames, kTopFrames));
 }
 
-void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept {
-  StackEvidence& stack = evidence.stack;
-  const std::size_t capacity = capacity_of(evidence.max_samples, kMaxSamples);
+void add_sample(WatchSamples& samples, const Sample& sample) noexcept {
+  StackSamples& stack = samples.stack;
+  const std::size_t capacity = capacity_of(samples.max_samples, kMaxSamples);
   std::size_t slot = stack.sample_count;
   if (slot < capacity) {
     ++stack.sample_count;
   } else {  // full: the newest replaces the oldest (assemble puts them back in order)
-    slot = evidence.oldest;
-    evidence.oldest = static_cast<std::uint8_t>((slot + 1u) % capacity);
+    slot = samples.oldest;
+    samples.oldest = static_cast<std::uint8_t>((slot + 1u) % capacity);
     ++stack.samples_overwritten;
   }
   stack.samples[slot] = sample;
   ++stack.samples_taken;
-  count_top(stack, sample, capacity_of(evidence.top_frames, kTopFrames));
+  count_top(stack, sample, capacity_of(samples.top_frames, kTopFrames));
 }
 
-void assemble(const Observation& o, const WatchEvidence* evidence, const char* qualifier, const CauseRule& rule,
+void assemble(const Observation& o, const WatchSamples* samples, const char* qualifier, const CauseRule& rule,
               BlockRecord& out) noexcept {
   // Placement new: value-initialises the record in its existing storage and allocates nothing
   // (an assignment from BlockRecord{} would build a temporary on the stack: 448 bytes of a
@@ -157,12 +157,12 @@ void assemble(const Observation& o, const WatchEvidence* evidence, const char* q
   if ((o.flags & kFlagUnwatched) == 0) set_cpu(r, o);
   derive(r, rule);
 
-  if (evidence != nullptr && o.watch != kNoWatch) {
-    static_cast<StackEvidence&>(r) = evidence->stack;
-    if (evidence->oldest != 0) {  // the watch's samples wrapped: oldest first in the record
-      const std::size_t older = evidence->stack.sample_count - evidence->oldest;  // full: the capacity
-      std::memcpy(&r.samples[0], &evidence->stack.samples[evidence->oldest], older * sizeof(Sample));
-      std::memcpy(&r.samples[older], &evidence->stack.samples[0], evidence->oldest * sizeof(Sample));
+  if (samples != nullptr && o.watch != kNoWatch) {
+    static_cast<StackSamples&>(r) = samples->stack;
+    if (samples->oldest != 0) {  // the watch's samples wrapped: oldest first in the record
+      const std::size_t older = samples->stack.sample_count - samples->oldest;  // full: the capacity
+      std::memcpy(&r.samples[0], &samples->stack.samples[samples->oldest], older * sizeof(Sample));
+      std::memcpy(&r.samples[older], &samples->stack.samples[0], samples->oldest * sizeof(Sample));
     }
   }
   r.samples_missed = o.samples_missed;

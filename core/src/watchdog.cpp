@@ -76,7 +76,7 @@ Status Watchdog::init(const WatchdogConfig& config, const Hal& hal, const Storag
   tracks_ = storage.tracks;
   max_loops_ = storage.max_loops;
   watches_ = storage.watches;
-  evidence_ = storage.evidence;
+  watch_samples_ = storage.watch_samples;
   assembled_ = storage.assembled;
   max_watches_ = storage.max_watches;
   sink_ = sink;
@@ -446,7 +446,7 @@ Observation& Watchdog::observe(const Track& track, const BlockNote& note, Phase 
   return o;
 }
 
-// The evidence `w` gathered (CPU readings, samples) in `o`; none before it armed.
+// What `w` gathered (CPU readings, samples) in `o`; none before it armed.
 void Watchdog::add_evidence(Observation& o, const detail::Watch& w) const noexcept {
   o.watch = static_cast<std::uint8_t>(&w - watches_);
   o.samples_missed = w.samples_missed;
@@ -553,17 +553,17 @@ void Watchdog::deliver(bool suppressed) noexcept {
   if (!sink_.report(*this, o)) detail::bump(records_dropped_);
 }
 
-void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watch_started(self.evidence_[watch]); }
+void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watch_started(self.watch_samples_[watch]); }
 
 bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept {
-  add_sample(self.evidence_[watch], sample);
+  add_sample(self.watch_samples_[watch], sample);
   return true;
 }
 
 // The record of `o` to the interceptors, in order, then into the ring.
 bool Watchdog::assemble_report(Watchdog& self, const Observation& o) noexcept {
   BlockRecord& r = self.assembled_->value;
-  assemble(o, o.watch != kNoWatch ? &self.evidence_[o.watch] : nullptr, self.qualifier_, self.config_.value.cause, r);
+  assemble(o, o.watch != kNoWatch ? &self.watch_samples_[o.watch] : nullptr, self.qualifier_, self.config_.value.cause, r);
   for (std::size_t i = 0; i < self.chain_size_; ++i) self.chain_[i].function(self.chain_[i].context, r);
   return self.ring_.push(r);
 }

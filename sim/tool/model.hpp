@@ -152,7 +152,7 @@ struct LogRecord {
   /// (a record without `stages`, written before stages existed, has none).
   std::vector<Stage> stages;
 
-  // CPU evidence (`cpu` object), µs and per mille.
+  // CPU readings (`cpu` object), µs and per mille.
   std::uint64_t cpu_window_us = 0;
   std::optional<std::uint64_t> cpu_thread_us;
   std::uint64_t cpu_steal_us = 0;

@@ -441,7 +441,7 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     }
   }
 
-  // Stack evidence.
+  // Stack samples.
   if (!b.uv("samples_taken", 32, r.samples_taken) || !b.uv("samples_missed", 32, r.samples_missed) ||
       !b.uv("samples_overwritten", 32, r.samples_overwritten)) {
     return failed();
@@ -654,7 +654,7 @@ struct EvidenceState {
     bool started = false;
     bool wide = false;            // 64-bit program counters (configuration bit 0)
     std::uint8_t max_frames = 0;  // the device's
-    WatchEvidence evidence{};
+    WatchSamples samples{};
   };
   std::map<std::uint8_t, Watch> watches;
   std::shared_ptr<EvidencePool> pool = std::make_shared<EvidencePool>();
@@ -792,7 +792,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
     w.started = true;
     w.wide = (c.config & 1u) != 0;
     w.max_frames = c.max_frames;
-    watch_started(w.evidence, c.max_samples, c.top_frames);
+    watch_started(w.samples, c.max_samples, c.top_frames);
     return true;
   }
 
@@ -827,7 +827,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
       return true;
     }
     if (s.scope_count + s.pc_count == 0) return b.malformed(at, "frame counts", "a sample without frames"), failed();
-    add_sample(found->second.evidence, s);
+    add_sample(found->second.samples, s);
     return true;
   }
 
@@ -884,11 +884,11 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   o.loop = st.pool->name(loop);
   o.note.event = st.pool->event(event);
   if (o.delayed_by_dispatch != 0) o.delayed_by = st.pool->event(delayer);
-  const WatchEvidence* evidence = nullptr;
+  const WatchSamples* samples = nullptr;
   if (o.watch != kNoWatch) {
     const auto found = st.watches.find(o.watch);
     if (found != st.watches.end() && found->second.started) {
-      evidence = &found->second.evidence;
+      samples = &found->second.samples;
     } else {
       orphan("observation", o.watch);
     }
@@ -900,7 +900,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   out.top_innermost = false;  // assembled here, by stack
   out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
   const char* q = st.pool->name(qualifier);
-  assemble(o, evidence, q != nullptr ? q : "", rule, out.record);
+  assemble(o, samples, q != nullptr ? q : "", rule, out.record);
   produced = true;
   return true;
 }

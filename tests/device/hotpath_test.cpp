@@ -103,7 +103,7 @@ DT_TEST(Sizes, per_configuration) {
       {"Watchdog per loop (detail::WatchdogTrack)", sizeof(lc::detail::WatchdogTrack)},
       {"RAM per loop (PortMonitor + WatchdogTrack)", sizeof(cm::PortMonitor) + sizeof(lc::detail::WatchdogTrack)},
       {"Watchdog per watch (detail::Watch)", sizeof(lc::detail::Watch)},
-      {"  of which stack evidence (StackEvidence)", sizeof(lc::StackEvidence)},
+      {"  of which stack samples (StackSamples)", sizeof(lc::StackSamples)},
       {"Sample", sizeof(lc::Sample)},
       {"BlockRecord", sizeof(lc::BlockRecord)},
       {"Watchdog (capacity-free part)", sizeof(lc::Watchdog)},

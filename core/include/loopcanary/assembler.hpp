@@ -30,7 +30,7 @@ struct TimedCpuReading {
 };
 
 /// What the observer saw for one report, raw: everything a BlockRecord holds but the stack
-/// evidence (kept by the assembler per watch) and what is computed from it. The observer fills
+/// samples (kept by the assembler per watch) and what is computed from it. The observer fills
 /// every field before it hands one on.
 struct Observation {
   std::uint32_t report;           ///< BlockRecord::report
@@ -54,7 +54,7 @@ struct Observation {
   TimedCpuReading first;
   TimedCpuReading last;
   MemoryReading memory;           ///< BlockRecord::memory
-  std::uint32_t samples_missed;   ///< StackEvidence::samples_missed
+  std::uint32_t samples_missed;   ///< StackSamples::samples_missed
   /// The watch (its index in the watchdog) whose samples the record carries; kNoWatch: none.
   std::uint8_t watch;
 };
@@ -64,8 +64,8 @@ inline constexpr std::uint8_t kNoWatch = 0xFF;
 
 /// The assembler's state of one watch: the samples of the dispatch it watches, latest first
 /// once full (samples[oldest] is the oldest), and its top frames. Zero is a valid empty state.
-struct WatchEvidence {
-  StackEvidence stack;
+struct WatchSamples {
+  StackSamples stack;
   std::uint8_t oldest;
   /// Samples kept and top frames counted: those of the build that observed them (a decoder
   /// assembles a device's evidence with the device's capacities). 0: kMaxSamples, kTopFrames.
@@ -76,18 +76,18 @@ struct WatchEvidence {
 /// A watch starts on a new dispatch: forgets the samples of the last one and keeps
 /// `max_samples` samples (1..kMaxSamples) and `top_frames` top frames (1..kTopFrames) of the
 /// next (larger values are cut to those). Watchdog context (or the decoder's).
-void watch_started(WatchEvidence& evidence, std::size_t max_samples = kMaxSamples,
+void watch_started(WatchSamples& samples, std::size_t max_samples = kMaxSamples,
                    std::size_t top_frames = kTopFrames) noexcept;
 
-/// Adds `sample` to a watch: kept among the latest WatchEvidence::max_samples (the oldest is overwritten and
+/// Adds `sample` to a watch: kept among the latest WatchSamples::max_samples (the oldest is overwritten and
 /// counted once full) and counted under its stack (TopStack: same scopes and callers), or in
 /// top_other when the table is full. `sample` has at least one frame.
-void add_sample(WatchEvidence& evidence, const Sample& sample) noexcept;
+void add_sample(WatchSamples& samples, const Sample& sample) noexcept;
 
-/// Builds the record of `observation` into `out` (every field written): its stack evidence from
-/// `evidence` (the watch Observation::watch names; null or kNoWatch: none), `qualifier` (a
+/// Builds the record of `observation` into `out` (every field written): its stack samples from
+/// `samples` (the watch Observation::watch names; null or kNoWatch: none), `qualifier` (a
 /// static or long-lived string), the cause by derive() with `rule`. Reads only its arguments.
-void assemble(const Observation& observation, const WatchEvidence* evidence, const char* qualifier,
+void assemble(const Observation& observation, const WatchSamples* samples, const char* qualifier,
               const CauseRule& rule, BlockRecord& out) noexcept;
 
 }  // namespace loopcanary

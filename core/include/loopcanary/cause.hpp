@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The cause rule (docs/design.md, "Cause"): why a block's loop thread did not finish, from the
-// CPU evidence of its record. One rule, used where records are built (the watchdog's assembler)
+// CPU readings of its record. One rule, used where records are built (the watchdog's assembler)
 // and where a device leaves the cause to the host (derive() on the decoded record).
 #pragma once
 
@@ -24,7 +24,7 @@ struct CauseRule {
   std::uint16_t starved_wait_permille = 500;
 };
 
-/// The cause rule on a record's CPU evidence: the window (window_ticks at tick_hz) less the
+/// The cause rule on a record's CPU readings: the window (window_ticks at tick_hz) less the
 /// stolen time (steal_us, at most all of it) is what the thread could have run; unknown
 /// without thread CPU time; running when thread_cpu_us is at least running_permille of that;
 /// otherwise starved or waiting, by the thread's run-queue wait when known

@@ -102,7 +102,7 @@ struct Hal {
 
   /// Reads the CPU counters of `loop` (its thread) and of the machine into `*out`, whose
   /// `valid` is 0 on entry: CpuReading::set() each value the platform has, leave out the rest
-  /// (nothing set: no CPU evidence for this reading). Called at the arming poll of a watched
+  /// (nothing set: nothing read this time). Called at the arming poll of a watched
   /// dispatch and at every poll after it while the dispatch runs.
   void (*read_cpu)(void* context, const Monitor& loop, CpuReading* out);
 

@@ -28,7 +28,7 @@ enum class Phase : std::uint8_t {
 
 /// Why the block took long, from the loop's CPU time against wall time over the window.
 enum class Cause : std::uint8_t {
-  unknown,  ///< no CPU evidence (counter unavailable, or the block ended before it was armed)
+  unknown,  ///< no CPU readings (counter unavailable, or the block ended before it was armed)
   running,  ///< the loop computed: thread CPU time close to wall time
   waiting,  ///< the loop was off the CPU while the machine had room (I/O, lock, sleep)
   starved,  ///< the loop was off the CPU while the machine was busy with other work
@@ -47,7 +47,7 @@ struct Sample {
 };
 
 /// A stack that `count` samples of one dispatch had: every sample of the dispatch is counted
-/// under one entry (or in StackEvidence::top_other), so a block's attribution covers the whole
+/// under one entry (or in StackSamples::top_other), so a block's attribution covers the whole
 /// dispatch, not only the samples kept. Samples share an entry when their scopes and their
 /// callers (every program counter but the innermost) are equal; with callers (two program
 /// counters or more) the innermost program counter may differ between them (a loop runs through
@@ -69,7 +69,7 @@ struct TopStack {
 /// What the watchdog sampled of one dispatch's stack: the latest samples, and every sample
 /// counted by its stack. A BlockRecord carries it as its base (record.samples_taken,
 /// record.top, ...); the watchdog collects it in this form while it watches the dispatch.
-struct StackEvidence {
+struct StackSamples {
   std::uint32_t samples_taken = 0;        ///< samples taken in this dispatch (all of them)
   /// Sample attempts that produced no usable stack, or whose sample an evidence ring did not
   /// keep (EvidenceWatchdog).
@@ -102,10 +102,10 @@ enum RecordFlag : std::uint8_t {
   kFlagRunningAtStop = 1u << 3,
 };
 
-/// Everything one report says about one block: the fields below plus its StackEvidence. A plain
+/// Everything one report says about one block: the fields below plus its StackSamples. A plain
 /// value (an aggregate): copy it anywhere. Name pointers refer to static strings (loop and
 /// event names) and to the watchdog's qualifier copy.
-struct BlockRecord : StackEvidence {
+struct BlockRecord : StackSamples {
   std::uint32_t report = 0;      ///< watchdog-wide report number, from 1; gaps mean dropped records
   Phase phase = Phase::final;
   Cause cause = Cause::unknown;
@@ -129,7 +129,7 @@ struct BlockRecord : StackEvidence {
   std::uint8_t stage_count = 0;
   StageTime stages[detail::kStageSlots] = {};
 
-  // CPU evidence over the window from the arming poll to the last poll that saw the dispatch
+  // CPU readings over the window from the arming poll to the last poll that saw the dispatch
   // running (for in_progress and hang: the reporting poll); window_ticks == 0 when never armed
   // or armed at the last poll.
   std::uint64_t window_ticks = 0;     ///< wall length of the CPU window

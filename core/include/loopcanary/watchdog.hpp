@@ -110,7 +110,7 @@ struct Watch {
   bool armed;
   bool reported_block;
   bool reported_hang;
-  // CPU evidence: read at the arm point and again at every poll while the dispatch runs, so
+  // CPU readings: read at the arm point and again at every poll while the dispatch runs, so
   // the window [first, last] lies inside the dispatch.
   TimedCpuReading first;
   TimedCpuReading last;
@@ -223,7 +223,7 @@ class Watchdog {
     Track* tracks = nullptr;
     std::size_t max_loops = 0;
     detail::Watch* watches = nullptr;
-    WatchEvidence* evidence = nullptr;  // null: an evidence watchdog (no records assembled)
+    WatchSamples* watch_samples = nullptr;  // null: an evidence watchdog (no records assembled)
     std::size_t max_watches = 0;
     detail::Slot<BlockRecord>* assembled = nullptr;  // the record being assembled
     detail::Slot<BlockRecord>* records = nullptr;
@@ -278,7 +278,7 @@ class Watchdog {
   Track* tracks_ = nullptr;
   std::size_t max_loops_ = 0;
   detail::Watch* watches_ = nullptr;
-  WatchEvidence* evidence_ = nullptr;
+  WatchSamples* watch_samples_ = nullptr;
   std::size_t max_watches_ = 0;
   EvidenceSink sink_{};
   detail::LateBoundSpscRing<BlockRecord> ring_;
@@ -340,7 +340,7 @@ template <std::size_t MaxLoops, std::size_t RecordCapacity, std::size_t Watches,
 struct WatchdogStorage : HealthStorage<MaxLoops, HealthCapacity> {
   WatchdogTrack tracks[MaxLoops] = {};
   Watch watches[Watches] = {};
-  WatchEvidence evidence[Watches] = {};
+  WatchSamples watch_samples[Watches] = {};
   Slot<BlockRecord> assembled;
   Slot<BlockRecord> records[RecordCapacity];
 };
@@ -352,7 +352,7 @@ struct WatchdogStorage : HealthStorage<MaxLoops, HealthCapacity> {
 /// (WatchdogConfig::health_period_us) into a ring of HealthCapacity (a power of two >= 2), or
 /// none with HealthCapacity 0 (the default: no RAM, and no health-record code linked).
 ///
-/// RAM: a watch holds a dispatch's samples and CPU evidence (most of a watchdog's size, see
+/// RAM: a watch holds a dispatch's samples and CPU readings (most of a watchdog's size, see
 /// docs/benchmarks.md); per loop there is only a small track. Fewer watches than loops suit a
 /// single-core MCU, where loops rarely block at the same time: a loop that starts a long
 /// dispatch while every watch is busy is counted (WatchdogStats::watches_busy) and sampled once
@@ -393,7 +393,7 @@ class StaticWatchdog final
     storage.tracks = Own::tracks;
     storage.max_loops = MaxLoops;
     storage.watches = Own::watches;
-    storage.evidence = Own::evidence;
+    storage.watch_samples = Own::watch_samples;
     storage.max_watches = Watches;
     storage.assembled = &this->assembled;
     storage.records = Own::records;

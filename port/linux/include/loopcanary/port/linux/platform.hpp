@@ -123,7 +123,7 @@ class LoopThread {
 
   /// Forgets the thread: later samples count as missed (not attached). Call on the loop
   /// thread before it exits (its CPU time so far is then kept, so the report of a dispatch
-  /// that ended just before still has its CPU evidence), or on any thread once it has been
+  /// that ended just before still has its CPU readings), or on any thread once it has been
   /// joined.
   void detach() noexcept;
 
