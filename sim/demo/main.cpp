@@ -11,7 +11,7 @@
 #include "options.hpp"
 #include "scenarios.hpp"
 #include "simrt/real_board.hpp"
-#include "simrt/report.hpp"
+#include "simrt/run_sink.hpp"
 #include "simrt/runtime.hpp"
 #include "simrt/virtual_board.hpp"
 #include "thermostat.hpp"
@@ -108,24 +108,24 @@ int run(const Options& options) {
       return fail(std::string("--log-dir: ") + sim->sink.status().message, kExitFailed);
     }
     sink = &sim->sink;
-    // Health records go to the same logs, written in watchdog context as the reporter's block
+    // Health records go to the same logs, written in watchdog context as the run_sink's block
     // records are (the board drains those after each poll, on the same thread).
     const lc::Status status = sim->watchdog.add_health_interceptor(&lx::FileSink::health_interceptor, sink);
     if (status != lc::Status::ok) return fail(std::string("loopcanary: ") + lc::describe(status), kExitFailed);
   }
 
-  simrt::ReporterConfig reporter_config;
-  reporter_config.board = board.get();
-  reporter_config.sink = sink;
-  reporter_config.on_record = &Firmware::on_record;
-  reporter_config.on_record_context = &firmware;
-  simrt::Reporter reporter(reporter_config);
+  simrt::RunSinkConfig sink_config;
+  sink_config.board = board.get();
+  sink_config.sink = sink;
+  sink_config.on_record = &Firmware::on_record;
+  sink_config.on_record_context = &firmware;
+  simrt::RunSink run_sink(sink_config);
 
   simrt::BoardStart start;
   start.watchdog = &sim->watchdog;
   start.poll_period_us = interval_us;
-  start.consumer = &simrt::Reporter::consume;
-  start.consumer_context = &reporter;
+  start.sink = &simrt::RunSink::take;
+  start.sink_context = &run_sink;
   start.lines = runtime.lines();
   start.line_count = runtime.line_count();
   start.peripherals = plan.peripherals;
@@ -152,7 +152,7 @@ int run(const Options& options) {
   summary.header.hang_limit_us = monitor_config.hang_limit_us;
   summary.header.run_us = options.run_us;
   summary.runtime = &runtime;
-  summary.reporter = &reporter;
+  summary.run_sink = &run_sink;
   summary.monitor = &sim->monitor;
   summary.watchdog = &sim->watchdog;
   summary.board = board.get();

@@ -103,7 +103,7 @@ class Firmware {
   /// the loop thread).
   void start(const Workload& workload) noexcept;
 
-  /// The supervisor's policy for loopcanary reports (a simrt::RecordConsumer): a hang means the
+  /// The supervisor's policy for loopcanary reports (a simrt::Sink): a hang means the
   /// radio coprocessor wedged the SPI link, so reset it. Watchdog context.
   static void on_record(void* self, const loopcanary::BlockRecord& record) noexcept;
 

@@ -133,7 +133,7 @@ void Board::drain() noexcept {
   run_clock_.update(now());
   BlockRecord record;
   while (config_.watchdog != nullptr && config_.watchdog->pop(record)) {
-    if (config_.consumer != nullptr) config_.consumer(config_.consumer_context, record);
+    if (config_.sink != nullptr) config_.sink(config_.sink_context, record);
   }
 }
 

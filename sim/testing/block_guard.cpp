@@ -9,7 +9,7 @@
 #include "loopcanary/format.hpp"
 #include "loopcanary/linux/symbolizer.hpp"
 #include "loopcanary/time.hpp"
-#include "simrt/report.hpp"
+#include "simrt/run_sink.hpp"
 
 namespace loopcanary::testing {
 
@@ -96,8 +96,8 @@ bool BlockGuard::start(const simrt::BoardStart& extra) noexcept {
   simrt::BoardStart start = extra;
   start.watchdog = &parts_->watchdog;
   start.poll_period_us = sample_interval_us_;
-  start.consumer = &BlockGuard::consume;
-  start.consumer_context = this;
+  start.sink = &BlockGuard::take;
+  start.sink_context = this;
   start.on_time = &BlockGuard::on_time;  // virtual time: the exact time in each budgeted scope
   start.on_time_context = this;
   const simrt::BoardError error = board_.start(start);
@@ -109,7 +109,7 @@ bool BlockGuard::start(const simrt::BoardStart& extra) noexcept {
   return true;
 }
 
-void BlockGuard::consume(void* self, const BlockRecord& record) noexcept {
+void BlockGuard::take(void* self, const BlockRecord& record) noexcept {
   auto& guard = *static_cast<BlockGuard*>(self);
   const std::lock_guard<std::mutex> lock(guard.records_mutex_);
   guard.records_.push_back(record);

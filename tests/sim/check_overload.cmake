@@ -169,7 +169,7 @@ expect("load ${load} per mille: not above the chunks' own ${chunks_load} and 900
 math(EXPR expected_loop_rate "${loop_dispatches} * 10000000 / ${run_us}")
 expect("loop rate ${loop_rate} tenths /s, expected ${expected_loop_rate}" loop_rate EQUAL expected_loop_rate)
 
-# Every deadline miss the core counted came to the reporter as a record.
+# Every deadline miss the core counted came to the run_sink as a record.
 string(JSON miss_records GET "${out}" watchdog deadline_misses)
 string(JSON notes_dropped GET "${out}" watchdog notes_dropped)
 expect("${miss_records} deadline-miss records (${notes_dropped} notes dropped) for ${deadline_misses_total} deadline misses"

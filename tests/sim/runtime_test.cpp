@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "loopcanary/loopcanary.hpp"
-#include "simrt/report.hpp"
+#include "simrt/run_sink.hpp"
 #include "simrt/runtime.hpp"
 #include "simrt/virtual_board.hpp"
 
@@ -74,13 +74,13 @@ struct Rig {
   }
 
   simrt::BoardError start(std::uint32_t poll_period_us, const simrt::Peripheral* peripherals = nullptr,
-                          std::size_t peripheral_count = 0, simrt::RecordConsumer consumer = nullptr,
-                          void* consumer_context = nullptr) {
+                          std::size_t peripheral_count = 0, simrt::Sink sink = nullptr,
+                          void* sink_context = nullptr) {
     simrt::BoardStart s;
     s.watchdog = &watchdog;
     s.poll_period_us = poll_period_us;
-    s.consumer = consumer;
-    s.consumer_context = consumer_context;
+    s.sink = sink;
+    s.sink_context = sink_context;
     s.lines = runtime.lines();
     s.line_count = runtime.line_count();
     s.peripherals = peripherals;
@@ -356,11 +356,11 @@ TEST(LongRunReport, TimesCountFromTheStartOfTheRunPastTheWrap) {
   std::FILE* summary = std::tmpfile();
   ASSERT_NE(live, nullptr);
   ASSERT_NE(summary, nullptr);
-  simrt::ReporterConfig reporter_config;
-  reporter_config.board = &rig->board;
-  reporter_config.live = live;
-  auto reporter = std::make_unique<simrt::Reporter>(reporter_config);
-  ASSERT_EQ(rig->start(10'000, nullptr, 0, &simrt::Reporter::consume, reporter.get()), simrt::BoardError::none);
+  simrt::RunSinkConfig sink_config;
+  sink_config.board = &rig->board;
+  sink_config.live = live;
+  auto run_sink = std::make_unique<simrt::RunSink>(sink_config);
+  ASSERT_EQ(rig->start(10'000, nullptr, 0, &simrt::RunSink::take, run_sink.get()), simrt::BoardError::none);
   const int slow = rig->runtime.add_timer(kSlow, 0);
   ASSERT_GE(slow, 0);
   rig->firmware.slow_us = 600'000;
@@ -371,14 +371,14 @@ TEST(LongRunReport, TimesCountFromTheStartOfTheRunPastTheWrap) {
   rig->run_in_chunks(110 * kSecondUs + kHalfWrapUs);
   rig->board.finish();
 
-  ASSERT_EQ(reporter->final_reports(), 1u);
+  ASSERT_EQ(run_sink->final_reports(), 1u);
   const std::string live_text = read_all(live);
   EXPECT_NE(live_text.find("4400.600 s  block ended        slow"), std::string::npos) << live_text;
 
   simrt::SummaryInput in;
   in.header.run_us = block_at_us + 10 * kSecondUs + kHalfWrapUs;
   in.runtime = &rig->runtime;
-  in.reporter = reporter.get();
+  in.run_sink = run_sink.get();
   in.monitor = &rig->monitor;
   in.watchdog = &rig->watchdog;
   in.board = &rig->board;

@@ -12,7 +12,7 @@
 //   peripherals a timeline of actions each (raise an interrupt line, hold a bus): a thread of
 //               their own in real time, events on the virtual timeline in virtual time
 //   watchdog    the board polls it (a thread / the virtual scheduler) and hands every record
-//               to one consumer
+//               to its sink (Board::drain)
 //
 // compute(), wait_us() and acquire() pass the address of the firmware code that called them to
 // the board, so a virtual board can report it as the loop's program counter: samples then name
@@ -103,16 +103,15 @@ struct Burn {
   std::uint64_t end = 0;  ///< the board's: clock value at which the work is done
 };
 
-/// Receives every record the watchdog produces, in watchdog context (the watchdog thread in
-/// real time, inside the loop's board calls in virtual time). The single consumer of the
-/// watchdog's record ring.
-using RecordConsumer = void (*)(void* context, const BlockRecord& record);
+/// Where Board::drain puts every record the watchdog produces, in watchdog context (the
+/// watchdog thread in real time, inside the loop's board calls in virtual time).
+using Sink = void (*)(void* context, const BlockRecord& record);
 
 struct BoardStart {
   Watchdog* watchdog = nullptr;        ///< initialised, its loops added
   std::uint32_t poll_period_us = 10'000;
-  RecordConsumer consumer = nullptr;   ///< may be null (records are then discarded)
-  void* consumer_context = nullptr;
+  Sink sink = nullptr;                 ///< may be null (records are then discarded)
+  void* sink_context = nullptr;
   IrqLine* lines = nullptr;            ///< the loop's interrupt lines, `line_count` of them
   std::size_t line_count = 0;
   const Peripheral* peripherals = nullptr;
@@ -164,7 +163,7 @@ class Board {
   /// Stops the peripherals, polls the watchdog at least once more and ends with
   /// Watchdog::finish (so a block that ended after its last poll is finalised, and one still
   /// running gets a final record flagged running_at_stop), hands the last records to the
-  /// consumer and stops polling.
+  /// sink and stops polling.
   /// Call on the loop thread once the loop has stopped. Idempotent.
   virtual void finish() noexcept = 0;
   /// "real" or "virtual".
@@ -204,7 +203,7 @@ class Board {
   /// Microseconds from the start of the run to `t`, a board time within half a wrap
   /// (kMaxIntervalTicks) of the board's latest watchdog poll, however long the run has lasted:
   /// the board extends its clock to 64 bits at every poll. Watchdog context (the record
-  /// consumer), or the loop thread once finish() returned; 0 before start().
+  /// sink), or the loop thread once finish() returned; 0 before start().
   std::uint64_t us_since_start(tick_t t) const noexcept;
 
  protected:
@@ -218,7 +217,7 @@ class Board {
 
   /// Marks time 0 of the run at board time `start`. In start_impl(), before polling starts.
   void set_start(tick_t start) noexcept;
-  /// Hands every record waiting in the watchdog's ring to the consumer, after extending the
+  /// Hands every record waiting in the watchdog's ring to the sink, after extending the
   /// run's clock to now(). Watchdog context, after every poll (the run's clock relies on it).
   void drain() noexcept;
 

@@ -105,7 +105,7 @@ class BlockGuard {
   /// start()), e.g. to add an interceptor.
   Watchdog& watchdog() noexcept;
 
-  /// Starts the board (its watchdog and record consumer are the guard's; the rest of `extra`,
+  /// Starts the board (its watchdog and record sink are the guard's; the rest of `extra`,
   /// such as interrupt lines and peripherals, is passed on). Loop thread. False with error()
   /// when the configuration was refused or the board refused to start.
   bool start(const simrt::BoardStart& extra = simrt::BoardStart{}) noexcept;
@@ -143,7 +143,7 @@ class BlockGuard {
   std::uint32_t sample_interval_us() const noexcept { return sample_interval_us_; }
 
  private:
-  static void consume(void* self, const BlockRecord& record) noexcept;
+  static void take(void* self, const BlockRecord& record) noexcept;
   static void on_time(void* self, tick_t ticks) noexcept;
   void judge_scopes_exactly();
   static std::uint64_t thread_cpu_us() noexcept;
@@ -163,7 +163,7 @@ class BlockGuard {
   const char* error_ = "";
   bool started_ = false;
   bool finished_ = false;
-  std::mutex records_mutex_;  // the consumer runs on the watchdog's thread in real time
+  std::mutex records_mutex_;  // the sink runs on the watchdog's thread in real time
   std::vector<BlockRecord> records_;
   std::map<std::uint32_t, std::uint64_t> cpu_us_;  // dispatch number -> its CPU time (real time)
   // Virtual time: per dispatch number, its event and its ticks inside each budgeted scope.

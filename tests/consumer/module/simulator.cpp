@@ -3,7 +3,7 @@
 // reading every 10 ms, a flush every 250 ms), watched by loopcanary for one second: flushes at
 // 250, 500 and 750 ms. Virtual time by default, real time with the argument "real". A slow
 // flash part (25 ms a page) makes every flush a block against the flush's own 20 ms threshold:
-// the reporter prints a line for each, and a summary at the end.
+// the run_sink prints a line for each, and a summary at the end.
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -12,7 +12,7 @@
 #include "loopcanary/loopcanary.hpp"
 #include "sensor_log.hpp"
 #include "simrt/real_board.hpp"
-#include "simrt/report.hpp"
+#include "simrt/run_sink.hpp"
 #include "simrt/runtime.hpp"
 #include "simrt/virtual_board.hpp"
 
@@ -63,14 +63,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  simrt::ReporterConfig reporter_config;
-  reporter_config.board = board.get();
-  simrt::Reporter reporter(reporter_config);  // live lines on stderr
+  simrt::RunSinkConfig sink_config;
+  sink_config.board = board.get();
+  simrt::RunSink run_sink(sink_config);  // live lines on stderr
   simrt::BoardStart start;
   start.watchdog = &watchdog;
   start.poll_period_us = 500;
-  start.consumer = &simrt::Reporter::consume;
-  start.consumer_context = &reporter;
+  start.sink = &simrt::RunSink::take;
+  start.sink_context = &run_sink;
   const simrt::BoardError error = board->start(start);
   if (error != simrt::BoardError::none) {
     std::fprintf(stderr, "simulator: %s\n", simrt::describe(error));
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   summary.header.hang_limit_us = config.hang_limit_us;
   summary.header.run_us = 1'000'000;
   summary.runtime = &runtime;
-  summary.reporter = &reporter;
+  summary.run_sink = &run_sink;
   summary.monitor = &monitor;
   summary.watchdog = &watchdog;
   summary.board = board.get();
@@ -99,11 +99,11 @@ int main(int argc, char** argv) {
   // Flushes at 250, 500 and 750 ms (the one due at 1 s is past the run), each a block. In real
   // time a loaded machine may hold up a reading past the threshold too: the flushes must be there.
   std::uint32_t flush_blocks = 0;
-  for (std::size_t i = 0; i < reporter.kept_count(); ++i) {
-    const lc::Event* event = reporter.kept(i).record.event;
+  for (std::size_t i = 0; i < run_sink.kept_count(); ++i) {
+    const lc::Event* event = run_sink.kept(i).record.event;
     flush_blocks += event != nullptr && std::strcmp(event->name, "flush") == 0 ? 1u : 0u;
   }
-  const bool ok = logger.pages() == 3 && flush_blocks == 3 && (real || reporter.final_reports() == 3);
-  std::printf("simulator: %u pages, %u blocks reported\n", logger.pages(), reporter.final_reports());
+  const bool ok = logger.pages() == 3 && flush_blocks == 3 && (real || run_sink.final_reports() == 3);
+  std::printf("simulator: %u pages, %u blocks reported\n", logger.pages(), run_sink.final_reports());
   return ok ? 0 : 1;
 }

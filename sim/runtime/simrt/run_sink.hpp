@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Reporter: the one consumer of the watchdog's records in a simulator run. For each record it
-// names the culprit (the innermost frame in the firmware's own code, symbolised), prints
+// RunSink: where the records of a simulator run go (Board::drain gives it each one). For each
+// record it names the culprit (the innermost frame in the firmware's own code, symbolised), prints
 // BlockCanary's notification (one live line on stderr when a block starts, turns into a hang,
 // and ends), writes the record to the Linux port's file sink, passes it to the firmware's own
 // policy hook (resetting a wedged peripheral, say) and keeps the final ones for the summary.
@@ -34,7 +34,7 @@
 
 namespace loopcanary::simrt {
 
-/// Final records a Reporter keeps for the summary; more are counted.
+/// Final records a RunSink keeps for the summary; more are counted.
 inline constexpr std::size_t kMaxKeptRecords = 64;
 /// Longest culprit name kept (longer ones are cut).
 inline constexpr std::size_t kCulpritMax = 96;
@@ -57,7 +57,7 @@ class CulpritFinder {
   port_linux::Symbolizer symbolizer_;
 };
 
-/// What the reporter kept of one final record.
+/// What the run_sink kept of one final record.
 struct KeptRecord {
   BlockRecord record;
   /// When the dispatch started, microseconds from the start of the run (Board::us_since_start
@@ -68,23 +68,23 @@ struct KeptRecord {
   std::uint32_t function_voters = 0; ///< samples of the dispatch
 };
 
-struct ReporterConfig {
+struct RunSinkConfig {
   Board* board = nullptr;                    ///< for times relative to the start of the run (may be null: none)
   std::FILE* live = stderr;                  ///< live lines; null: none
   port_linux::FileSink* sink = nullptr;      ///< every record is written here when set (its status()
                                              ///< counts what could not be)
-  RecordConsumer on_record = nullptr;        ///< the firmware's policy hook, after the rest
+  Sink on_record = nullptr;        ///< the firmware's policy hook, after the rest
   void* on_record_context = nullptr;
 };
 
-class Reporter {
+class RunSink {
  public:
-  explicit Reporter(const ReporterConfig& config) noexcept;
-  Reporter(const Reporter&) = delete;
-  Reporter& operator=(const Reporter&) = delete;
+  explicit RunSink(const RunSinkConfig& config) noexcept;
+  RunSink(const RunSink&) = delete;
+  RunSink& operator=(const RunSink&) = delete;
 
-  /// RecordConsumer: `self` is the Reporter. Watchdog context.
-  static void consume(void* self, const BlockRecord& record) noexcept;
+  /// A simrt::Sink: `self` is the RunSink. Watchdog context.
+  static void take(void* self, const BlockRecord& record) noexcept;
 
   // After the run (the board finished, so the watchdog context is over).
   std::size_t kept_count() const noexcept { return kept_count_; }
@@ -99,7 +99,7 @@ class Reporter {
   void handle(const BlockRecord& record) noexcept;
   void print_live(const BlockRecord& record, const char* function) noexcept;
 
-  ReporterConfig config_;
+  RunSinkConfig config_;
   CulpritFinder culprits_;
   std::unique_ptr<KeptRecord[]> kept_;  // allocated once, at construction
   std::size_t kept_count_ = 0;
@@ -128,7 +128,7 @@ struct SummaryHeader {
 struct SummaryInput {
   SummaryHeader header;
   const Runtime* runtime = nullptr;
-  const Reporter* reporter = nullptr;
+  const RunSink* run_sink = nullptr;
   const Monitor* monitor = nullptr;
   const Watchdog* watchdog = nullptr;
   const Board* board = nullptr;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "simrt/report.hpp"
+#include "simrt/run_sink.hpp"
 
 #include <unistd.h>
 
@@ -207,8 +207,8 @@ struct EventBlocks {
 
 std::vector<EventBlocks> group_blocks(const SummaryInput& in) {
   std::vector<EventBlocks> groups;
-  for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
-    const KeptRecord& kept = in.reporter->kept(i);
+  for (std::size_t i = 0; i < in.run_sink->kept_count(); ++i) {
+    const KeptRecord& kept = in.run_sink->kept(i);
     const BlockRecord& r = kept.record;
     EventBlocks* group = nullptr;
     for (EventBlocks& g : groups) {
@@ -346,13 +346,13 @@ bool CulpritFinder::find(const BlockRecord& record, char* name, std::size_t size
   return tally.known();
 }
 
-// ---- Reporter ------------------------------------------------------------------------------
+// ---- RunSink ------------------------------------------------------------------------------
 
-Reporter::Reporter(const ReporterConfig& config) noexcept : config_(config), kept_(new KeptRecord[kMaxKeptRecords]) {}
+RunSink::RunSink(const RunSinkConfig& config) noexcept : config_(config), kept_(new KeptRecord[kMaxKeptRecords]) {}
 
-void Reporter::consume(void* self, const BlockRecord& record) noexcept { static_cast<Reporter*>(self)->handle(record); }
+void RunSink::take(void* self, const BlockRecord& record) noexcept { static_cast<RunSink*>(self)->handle(record); }
 
-void Reporter::handle(const BlockRecord& record) noexcept {
+void RunSink::handle(const BlockRecord& record) noexcept {
   char function[kCulpritMax];
   std::uint32_t votes = 0;
   std::uint32_t voters = 0;
@@ -380,7 +380,7 @@ void Reporter::handle(const BlockRecord& record) noexcept {
   if (config_.on_record != nullptr) config_.on_record(config_.on_record_context, record);
 }
 
-void Reporter::print_live(const BlockRecord& record, const char* function) noexcept {
+void RunSink::print_live(const BlockRecord& record, const char* function) noexcept {
   if (config_.live == nullptr || config_.board == nullptr) return;
   const char* where = function[0] != '\0' ? function : "-";
   const std::string at = s_text(config_.board->us_since_start(record.end));
@@ -450,8 +450,8 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
     print_table(out, rows, 0b111000110u);
 
     std::fprintf(out, "\nEach block: its stages, and the events it delayed (posted before it ended, dispatched after)\n");
-    for (std::size_t i = 0; i < in.reporter->kept_count(); ++i) {
-      const KeptRecord& kept = in.reporter->kept(i);
+    for (std::size_t i = 0; i < in.run_sink->kept_count(); ++i) {
+      const KeptRecord& kept = in.run_sink->kept(i);
       const BlockRecord& r = kept.record;
       const BlockSpan* span = in.runtime->span_of(r.dispatch);
       std::fprintf(out, "  at %s s  %s, dispatch %u, %s ms\n    stages: %s\n    delayed: %s\n",
@@ -496,8 +496,8 @@ void print_summary_text(std::FILE* out, const SummaryInput& in) {
   std::fprintf(out,
                "watchdog: %u polls, %u reports (%u in progress, %u hang, %u final, %u of them end estimated; "
                "%u deadline misses), %u notes dropped, %u records dropped, %u samples missed\n",
-               dog.polls, dog.reports, in.reporter->in_progress_reports(), in.reporter->hang_reports(),
-               in.reporter->final_reports(), dog.finals_estimated, in.reporter->deadline_miss_reports(),
+               dog.polls, dog.reports, in.run_sink->in_progress_reports(), in.run_sink->hang_reports(),
+               in.run_sink->final_reports(), dog.finals_estimated, in.run_sink->deadline_miss_reports(),
                dog.notes_dropped, dog.records_dropped, dog.samples_missed);
 }
 
@@ -571,9 +571,9 @@ void print_summary_json(std::FILE* out, const SummaryInput& in) {
   o.key("rate_per_s").tenths(figures.rate_tenths);
   o.close('}');
   o.key("watchdog").open('{').key("polls").value(dog.polls).key("reports").value(dog.reports);
-  o.key("in_progress").value(in.reporter->in_progress_reports()).key("hang").value(in.reporter->hang_reports());
-  o.key("final").value(in.reporter->final_reports()).key("finals_estimated").value(dog.finals_estimated);
-  o.key("deadline_misses").value(in.reporter->deadline_miss_reports());
+  o.key("in_progress").value(in.run_sink->in_progress_reports()).key("hang").value(in.run_sink->hang_reports());
+  o.key("final").value(in.run_sink->final_reports()).key("finals_estimated").value(dog.finals_estimated);
+  o.key("deadline_misses").value(in.run_sink->deadline_miss_reports());
   o.key("notes_dropped").value(dog.notes_dropped).key("records_dropped").value(dog.records_dropped);
   o.key("samples_missed").value(dog.samples_missed).close('}');
   o.close('}');
