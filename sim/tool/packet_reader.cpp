@@ -272,195 +272,208 @@ bool string_index(Body& b, const char* field, std::uint64_t index, std::size_t w
 
 }  // namespace
 
-bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, bool previous_boot,
-                        DecodedRecord& out, WarningKind& kind, std::string& what) {
-  Body b(data, size);
-  const Failed failed{b, kind, what};
-  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
-  out.is_health = false;
-  out.record = BlockRecord{};
-  out.previous_boot = previous_boot;
-  out.top_innermost = false;
-  out.reset_cause = ResetCause::unknown;
-  BlockRecord& r = out.record;
+namespace {
 
-  if (previous_boot) {
+// Where a decoded record's names live: the string table's text, the event and the delaying
+// event (DecodedRecord's storage).
+struct NameStorage {
+  std::vector<char>& names;
+  Event& event;
+  Event& delayed_by;
+};
+
+// The body of a block packet (decode_packet_body), section by section in the order
+// docs/report-format.md gives them; each returns false with the fault in `b`.
+class BlockDecoder {
+ public:
+  BlockDecoder(const std::uint8_t* data, std::size_t size, std::uint8_t version, DecodedRecord& out,
+               NameStorage storage)
+      : b(data, size), data_(data), version_(version), out_(out), storage_(storage), r_(out.record) {}
+
+  bool decode(bool previous_boot) {
+    return (!previous_boot || reset_cause()) && known_version() && configuration() && scalars() && strings() &&
+           stages() && top_entries() && samples() && at_end();
+  }
+
+  Body b;
+
+ private:
+  bool reset_cause() {
     std::uint8_t cause = 0;
     const std::size_t at = b.offset();
-    if (!b.u8("reset cause", cause)) return failed();
+    if (!b.u8("reset cause", cause)) return false;
     if (cause > static_cast<std::uint8_t>(ResetCause::brown_out)) {
-      b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6");
-      return failed();
+      return b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6");
     }
-    out.reset_cause = static_cast<ResetCause>(cause);
-  }
-
-  if (version < kPacketVersionOldest || version > kPacketVersionNewest) {
-    b.fail(WarningKind::unknown_config, 0, "format version",
-           std::to_string(version) + " is not one this tool reads (" + std::to_string(kPacketVersionOldest) + ".." +
-               std::to_string(kPacketVersionNewest) + ")");
-    return failed();
-  }
-
-  // Configuration.
-  std::uint8_t config = 0, max_samples = 0, max_frames = 0, top_frames = 0, max_stages = 0;
-  std::size_t at = b.offset();
-  if (!read_configuration(b, config)) return failed();
-  const bool pc64 = (config & 1u) != 0;
-  if (pc64 && sizeof(CoreFrame) < 8) {
-    b.fail(WarningKind::unknown_config, at, "configuration", "64-bit program counters on a host with 32-bit pointers");
-    return failed();
-  }
-  const unsigned pc_bits = pc64 ? 64 : 32;
-  at = b.offset();
-  if (!b.u8("max samples", max_samples)) return failed();
-  if (!valid_capacity(max_samples, 128, true)) {
-    b.fail(WarningKind::unknown_config, at, "max samples", std::to_string(max_samples) + " is not a power of two in 1..128");
-    return failed();
-  }
-  at = b.offset();
-  if (!b.u8("max frames", max_frames)) return failed();
-  if (!valid_capacity(max_frames, 64, false)) {
-    b.fail(WarningKind::unknown_config, at, "max frames", std::to_string(max_frames) + " is not in 1..64");
-    return failed();
-  }
-  at = b.offset();
-  if (!b.u8("top frames", top_frames)) return failed();
-  if (!valid_capacity(top_frames, 64, false)) {
-    b.fail(WarningKind::unknown_config, at, "top frames", std::to_string(top_frames) + " is not in 1..64");
-    return failed();
-  }
-  if (version >= 2) {  // version 1 has neither stages nor memory values
-    at = b.offset();
-    if (!b.u8("max stages", max_stages)) return failed();
-    if (max_stages > 16) {  // 0: a build without stages
-      b.fail(WarningKind::unknown_config, at, "max stages", std::to_string(max_stages) + " is not in 0..16");
-      return failed();
-    }
-  }
-
-  // Scalars.
-  std::uint8_t phase = 0, cause = 0, presence = 0;
-  std::uint64_t end_adjust = 0;
-  if (!b.uv("tick_hz", 32, r.tick_hz) || !b.uv("report", 32, r.report)) return failed();
-  at = b.offset();
-  if (!b.u8("phase", phase)) return failed();
-  // Version 2 adds deadline_miss (3).
-  const auto last_phase = static_cast<std::uint8_t>(version >= 2 ? Phase::deadline_miss : Phase::final);
-  if (phase > last_phase) {
-    b.malformed(at, "phase", std::to_string(phase) + " is not one of 0.." + std::to_string(last_phase));
-    return failed();
-  }
-  at = b.offset();
-  if (!b.u8("cause", cause)) return failed();
-  if (cause > static_cast<std::uint8_t>(Cause::starved)) {
-    b.malformed(at, "cause", std::to_string(cause) + " is not one of 0..3");
-    return failed();
-  }
-  r.phase = static_cast<Phase>(phase);
-  r.cause = static_cast<Cause>(cause);
-  at = b.offset();
-  if (!b.u8("flags", r.flags)) return failed();
-  if ((r.flags & ~15u) != 0) {
-    b.malformed(at, "flags", "bits other than 0..3 set (" + std::to_string(r.flags) + ")");
-    return failed();
-  }
-  if (!b.u8("loop_index", r.loop_index) || !b.uv("dispatch", 32, r.dispatch) || !b.uv("start", 32, r.start) ||
-      !b.uv("duration_ticks", 64, r.duration_ticks) || !b.sv("end adjustment", 32, end_adjust) ||
-      !b.uv("threshold_ticks", 32, r.threshold_ticks)) {
-    return failed();
-  }
-  // Version 2: the delaying dispatch of a deadline miss, and its event's string index (checked
-  // against the string table below) when there is one.
-  std::uint32_t delayed_by_index = 0;
-  std::size_t delayed_by_at = 0;
-  if (version >= 2) {
-    at = b.offset();
-    if (!b.uv("delayed_by_dispatch", 32, r.delayed_by_dispatch)) return failed();
-    if (r.delayed_by_dispatch != 0 && r.phase != Phase::deadline_miss) {
-      b.malformed(at, "delayed_by_dispatch", std::to_string(r.delayed_by_dispatch) + " on a " + to_string(r.phase) +
-                                                 " record (deadline_miss only)");
-      return failed();
-    }
-    delayed_by_at = b.offset();
-    if (r.delayed_by_dispatch != 0 && !b.uv("delayed-by event", 32, delayed_by_index)) return failed();
-  }
-  if (!b.uv("window_ticks", 64, r.window_ticks)) return failed();
-  // Tick arithmetic modulo 2^32, as on the device.
-  r.end = static_cast<tick_t>(r.start + static_cast<std::uint32_t>(r.duration_ticks) + static_cast<std::uint32_t>(end_adjust));
-  at = b.offset();
-  if (!b.u8("presence", presence)) return failed();
-  if ((presence & ~15u) != 0) {
-    b.malformed(at, "presence", "bits other than 0..3 set (" + std::to_string(presence) + ")");
-    return failed();
-  }
-  r.has_thread_cpu = (presence & 1u) != 0;
-  r.has_thread_wait = (presence & 2u) != 0;
-  if ((r.has_thread_cpu && !b.uv("thread_cpu_us", 64, r.thread_cpu_us)) ||
-      (r.has_thread_wait && !b.uv("thread_wait_us", 64, r.thread_wait_us)) ||
-      ((presence & 4u) != 0 && !b.uv("system_busy_permille", 16, r.system_busy_permille)) ||
-      ((presence & 8u) != 0 && !b.uv("process_permille", 16, r.process_permille)) ||
-      !b.uv("steal_us", 64, r.steal_us)) {
-    return failed();
-  }
-  if (version >= 2 && !read_memory(b, r.memory)) return failed();  // version 1 has no memory values
-  if (!b.uv("records_dropped", 32, r.records_dropped) || !b.uv("notes_dropped", 32, r.notes_dropped)) return failed();
-
-  std::vector<char>& text = out.storage_->names;
-  std::vector<const char*> pointers;
-  if (!read_strings(b, data, 3, text, pointers)) return failed();
-  const auto string_count = static_cast<std::uint32_t>(pointers.size());
-  r.qualifier = pointers[0] != nullptr ? pointers[0] : text.data();
-  r.loop = pointers[1];
-  out.storage_->event = Event{pointers[2], 0};
-  r.event = &out.storage_->event;
-  if (r.delayed_by_dispatch != 0) {
-    if (!string_index(b, "delayed-by event", delayed_by_index, delayed_by_at, 2, string_count)) return failed();
-    out.storage_->delayed_by = Event{pointers[delayed_by_index], 0};
-    r.delayed_by = &out.storage_->delayed_by;
-  }
-  const auto scope_index = [&](const char* field, std::uint64_t index, std::size_t where, CoreFrame& frame) {
-    if (!string_index(b, field, index, where, 3, string_count)) return false;
-    frame = reinterpret_cast<CoreFrame>(pointers[static_cast<std::size_t>(index)]);
+    out_.reset_cause = static_cast<ResetCause>(cause);
     return true;
-  };
+  }
+
+  bool known_version() {
+    if (version_ >= kPacketVersionOldest && version_ <= kPacketVersionNewest) return true;
+    b.fail(WarningKind::unknown_config, 0, "format version",
+           std::to_string(version_) + " is not one this tool reads (" + std::to_string(kPacketVersionOldest) + ".." +
+               std::to_string(kPacketVersionNewest) + ")");
+    return false;
+  }
+
+  // The configuration byte and the capacities the device was built with.
+  bool configuration() {
+    std::size_t at = b.offset();
+    if (!read_configuration(b, config_)) return false;
+    const bool pc64 = (config_ & 1u) != 0;
+    if (pc64 && sizeof(CoreFrame) < 8) {
+      b.fail(WarningKind::unknown_config, at, "configuration", "64-bit program counters on a host with 32-bit pointers");
+      return false;
+    }
+    pc_bits_ = pc64 ? 64 : 32;
+    pc_mask_ = pc64 ? ~std::uint64_t{0} : 0xFFFFFFFFu;
+    at = b.offset();
+    if (!b.u8("max samples", max_samples_)) return false;
+    if (!valid_capacity(max_samples_, 128, true)) {
+      b.fail(WarningKind::unknown_config, at, "max samples", std::to_string(max_samples_) + " is not a power of two in 1..128");
+      return false;
+    }
+    at = b.offset();
+    if (!b.u8("max frames", max_frames_)) return false;
+    if (!valid_capacity(max_frames_, 64, false)) {
+      b.fail(WarningKind::unknown_config, at, "max frames", std::to_string(max_frames_) + " is not in 1..64");
+      return false;
+    }
+    at = b.offset();
+    if (!b.u8("top frames", top_frames_)) return false;
+    if (!valid_capacity(top_frames_, 64, false)) {
+      b.fail(WarningKind::unknown_config, at, "top frames", std::to_string(top_frames_) + " is not in 1..64");
+      return false;
+    }
+    if (version_ < 2) return true;  // version 1 has neither stages nor memory values
+    at = b.offset();
+    if (!b.u8("max stages", max_stages_)) return false;
+    if (max_stages_ > 16) {  // 0: a build without stages
+      b.fail(WarningKind::unknown_config, at, "max stages", std::to_string(max_stages_) + " is not in 0..16");
+      return false;
+    }
+    return true;
+  }
+
+  // An enumeration's byte, at most `last`.
+  bool enumerated(const char* field, std::uint8_t& value, std::uint8_t last) {
+    const std::size_t at = b.offset();
+    if (!b.u8(field, value)) return false;
+    if (value > last) return b.malformed(at, field, std::to_string(value) + " is not one of 0.." + std::to_string(last));
+    return true;
+  }
+
+  // A presence or flags byte with bits 0..3 only.
+  bool four_bits(const char* field, std::uint8_t& value) {
+    const std::size_t at = b.offset();
+    if (!b.u8(field, value)) return false;
+    if ((value & ~15u) != 0) {
+      return b.malformed(at, field, "bits other than 0..3 set (" + std::to_string(value) + ")");
+    }
+    return true;
+  }
+
+  bool scalars() {
+    std::uint8_t phase = 0, cause = 0, presence = 0;
+    std::uint64_t end_adjust = 0;
+    if (!b.uv("tick_hz", 32, r_.tick_hz) || !b.uv("report", 32, r_.report)) return false;
+    // Version 2 adds deadline_miss (3).
+    const auto last_phase = static_cast<std::uint8_t>(version_ >= 2 ? Phase::deadline_miss : Phase::final);
+    if (!enumerated("phase", phase, last_phase) ||
+        !enumerated("cause", cause, static_cast<std::uint8_t>(Cause::starved))) {
+      return false;
+    }
+    r_.phase = static_cast<Phase>(phase);
+    r_.cause = static_cast<Cause>(cause);
+    if (!four_bits("flags", r_.flags)) return false;
+    if (!b.u8("loop_index", r_.loop_index) || !b.uv("dispatch", 32, r_.dispatch) || !b.uv("start", 32, r_.start) ||
+        !b.uv("duration_ticks", 64, r_.duration_ticks) || !b.sv("end adjustment", 32, end_adjust) ||
+        !b.uv("threshold_ticks", 32, r_.threshold_ticks)) {
+      return false;
+    }
+    // Version 2: the delaying dispatch of a deadline miss, and its event's string index (checked
+    // against the string table below) when there is one.
+    if (version_ >= 2) {
+      const std::size_t at = b.offset();
+      if (!b.uv("delayed_by_dispatch", 32, r_.delayed_by_dispatch)) return false;
+      if (r_.delayed_by_dispatch != 0 && r_.phase != Phase::deadline_miss) {
+        return b.malformed(at, "delayed_by_dispatch", std::to_string(r_.delayed_by_dispatch) + " on a " +
+                                                          to_string(r_.phase) + " record (deadline_miss only)");
+      }
+      delayed_by_at_ = b.offset();
+      if (r_.delayed_by_dispatch != 0 && !b.uv("delayed-by event", 32, delayed_by_index_)) return false;
+    }
+    if (!b.uv("window_ticks", 64, r_.window_ticks)) return false;
+    // Tick arithmetic modulo 2^32, as on the device.
+    r_.end = static_cast<tick_t>(r_.start + static_cast<std::uint32_t>(r_.duration_ticks) +
+                                 static_cast<std::uint32_t>(end_adjust));
+    if (!four_bits("presence", presence)) return false;
+    r_.has_thread_cpu = (presence & 1u) != 0;
+    r_.has_thread_wait = (presence & 2u) != 0;
+    if ((r_.has_thread_cpu && !b.uv("thread_cpu_us", 64, r_.thread_cpu_us)) ||
+        (r_.has_thread_wait && !b.uv("thread_wait_us", 64, r_.thread_wait_us)) ||
+        ((presence & 4u) != 0 && !b.uv("system_busy_permille", 16, r_.system_busy_permille)) ||
+        ((presence & 8u) != 0 && !b.uv("process_permille", 16, r_.process_permille)) ||
+        !b.uv("steal_us", 64, r_.steal_us)) {
+      return false;
+    }
+    if (version_ >= 2 && !read_memory(b, r_.memory)) return false;  // version 1 has no memory values
+    return b.uv("records_dropped", 32, r_.records_dropped) && b.uv("notes_dropped", 32, r_.notes_dropped);
+  }
+
+  // The string table: qualifier, loop and event, then the delaying event's, the stages' and the
+  // scopes' names the indices below refer to.
+  bool strings() {
+    std::vector<char>& text = storage_.names;
+    if (!read_strings(b, data_, 3, text, pointers_)) return false;
+    string_count_ = static_cast<std::uint32_t>(pointers_.size());
+    r_.qualifier = pointers_[0] != nullptr ? pointers_[0] : text.data();
+    r_.loop = pointers_[1];
+    storage_.event = Event{pointers_[2], 0};
+    r_.event = &storage_.event;
+    if (r_.delayed_by_dispatch != 0) {
+      if (!string_index(b, "delayed-by event", delayed_by_index_, delayed_by_at_, 2, string_count_)) return false;
+      storage_.delayed_by = Event{pointers_[delayed_by_index_], 0};
+      r_.delayed_by = &storage_.delayed_by;
+    }
+    return true;
+  }
+
+  bool scope_index(const char* field, std::uint64_t index, std::size_t where, CoreFrame& frame) {
+    if (!string_index(b, field, index, where, 3, string_count_)) return false;
+    frame = reinterpret_cast<CoreFrame>(pointers_[static_cast<std::size_t>(index)]);
+    return true;
+  }
 
   // Stages (version 2): a name index and the stage's ticks each.
-  if (version >= 2) {
-    if (!b.count("stage_count", r.stage_count, max_stages, "max stages", "stages", kMaxStages,
+  bool stages() {
+    if (version_ < 2) return true;
+    if (!b.count("stage_count", r_.stage_count, max_stages_, "max stages", "stages", kMaxStages,
                  "LOOPCANARY_MAX_STAGES")) {
-      return failed();
+      return false;
     }
-    for (std::uint8_t i = 0; i < r.stage_count; ++i) {
+    for (std::uint8_t i = 0; i < r_.stage_count; ++i) {
       std::uint32_t index = 0;
-      at = b.offset();
-      if (!b.uv("stage name", 32, index)) return failed();
-      if (!string_index(b, "stage name", index, at, 3, string_count)) return failed();
-      r.stages[i].name = pointers[index];
-      if (!b.uv("stage ticks", 32, r.stages[i].ticks)) return failed();
+      const std::size_t at = b.offset();
+      if (!b.uv("stage name", 32, index)) return false;
+      if (!string_index(b, "stage name", index, at, 3, string_count_)) return false;
+      r_.stages[i].name = pointers_[index];
+      if (!b.uv("stage ticks", 32, r_.stages[i].ticks)) return false;
     }
+    return true;
   }
 
-  // Stack samples.
-  if (!b.uv("samples_taken", 32, r.samples_taken) || !b.uv("samples_missed", 32, r.samples_missed) ||
-      !b.uv("samples_overwritten", 32, r.samples_overwritten)) {
-    return failed();
-  }
-  if (!b.count("top_count", r.top_count, top_frames, "top frames", "entries", kTopFrames, "LOOPCANARY_TOP_FRAMES")) {
-    return failed();
-  }
-  if (!b.uv("top_other", 32, r.top_other)) return failed();
-  const std::uint64_t pc_mask = pc64 ? ~std::uint64_t{0} : 0xFFFFFFFFu;
   // A stack's frames (a top entry's, version 3, or a sample's): the counts, the scopes' string
   // indices, each PC as the zigzag difference from the one at its depth in `previous`.
-  const auto read_frames = [&](std::uint8_t& scope_count, std::uint8_t& pc_count, CoreFrame* frames,
-                               std::uint8_t previous_scopes, std::uint8_t previous_pcs, const CoreFrame* previous) {
-    at = b.offset();
+  bool frames(std::uint8_t& scope_count, std::uint8_t& pc_count, CoreFrame* frames, std::uint8_t previous_scopes,
+              std::uint8_t previous_pcs, const CoreFrame* previous) {
+    std::size_t at = b.offset();
     if (!b.u8("scope_count", scope_count) || !b.u8("pc_count", pc_count)) return false;
     const unsigned count = unsigned{scope_count} + pc_count;
-    if (count > max_frames) {
-      b.malformed(at, "scope_count + pc_count", std::to_string(count) + " frames are over the packet's max frames " + std::to_string(max_frames));
-      return false;
+    if (count > max_frames_) {
+      return b.malformed(at, "scope_count + pc_count",
+                         std::to_string(count) + " frames are over the packet's max frames " + std::to_string(max_frames_));
     }
     if (count > kMaxFrames) {
       b.fail(WarningKind::unknown_config, at, "scope_count + pc_count",
@@ -474,86 +487,138 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     }
     for (std::uint8_t f = 0; f < pc_count; ++f) {
       std::uint64_t delta_pc = 0;
-      if (!b.sv("pc", pc_bits, delta_pc)) return false;
+      if (!b.sv("pc", pc_bits_, delta_pc)) return false;
       const std::uint64_t base = previous != nullptr && f < previous_pcs ? previous[previous_scopes + f] : 0;
-      frames[scope_count + f] = static_cast<CoreFrame>((base + delta_pc) & pc_mask);
+      frames[scope_count + f] = static_cast<CoreFrame>((base + delta_pc) & pc_mask_);
     }
     return true;
-  };
-  for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    CoreTopStack& t = r.top[i];
-    if (version >= 3) {  // count, frames, the range of the innermost PC
-      const CoreTopStack* before = i == 0 ? nullptr : &r.top[i - 1];
-      if (!b.uv("top count", 32, t.count)) return failed();
-      if (!read_frames(t.scope_count, t.pc_count, t.frames, before != nullptr ? before->scope_count : 0,
-                       before != nullptr ? before->pc_count : 0, before != nullptr ? before->frames : nullptr)) {
-        return failed();
-      }
-      t.leaf_high = 0;
-      if (t.pc_count != 0) {
-        std::uint64_t span = 0;
-        at = b.offset();
-        if (!b.uv("top leaf range", pc_bits, span)) return failed();
-        const std::uint64_t low = t.frames[t.scope_count];
-        if (span > (pc_mask - low)) {
-          b.malformed(at, "top leaf range", "the highest innermost PC is over " + std::to_string(pc_bits) + " bits");
-          return failed();
-        }
-        t.leaf_high = static_cast<CoreFrame>(low + span);
-      }
-      continue;
+  }
+
+  // The stack table: the sample counters, then each entry.
+  bool top_entries() {
+    if (!b.uv("samples_taken", 32, r_.samples_taken) || !b.uv("samples_missed", 32, r_.samples_missed) ||
+        !b.uv("samples_overwritten", 32, r_.samples_overwritten)) {
+      return false;
     }
-    // Versions 1 and 2: the innermost frame only, key = (value << 1) | is_scope (65 bits for
-    // 64-bit PCs), then the count.
+    if (!b.count("top_count", r_.top_count, top_frames_, "top frames", "entries", kTopFrames, "LOOPCANARY_TOP_FRAMES")) {
+      return false;
+    }
+    if (!b.uv("top_other", 32, r_.top_other)) return false;
+    for (std::uint8_t i = 0; i < r_.top_count; ++i) {
+      if (!(version_ >= 3 ? top_entry(i) : innermost_entry(r_.top[i]))) return false;
+    }
+    out_.top_innermost = version_ < 3;
+    return true;
+  }
+
+  // Version 3: count, frames, the range of the innermost PC.
+  bool top_entry(std::uint8_t i) {
+    CoreTopStack& t = r_.top[i];
+    const CoreTopStack* before = i == 0 ? nullptr : &r_.top[i - 1];
+    if (!b.uv("top count", 32, t.count)) return false;
+    if (!frames(t.scope_count, t.pc_count, t.frames, before != nullptr ? before->scope_count : 0,
+                before != nullptr ? before->pc_count : 0, before != nullptr ? before->frames : nullptr)) {
+      return false;
+    }
+    t.leaf_high = 0;
+    if (t.pc_count == 0) return true;
+    std::uint64_t span = 0;
+    const std::size_t at = b.offset();
+    if (!b.uv("top leaf range", pc_bits_, span)) return false;
+    const std::uint64_t low = t.frames[t.scope_count];
+    if (span > (pc_mask_ - low)) {
+      return b.malformed(at, "top leaf range", "the highest innermost PC is over " + std::to_string(pc_bits_) + " bits");
+    }
+    t.leaf_high = static_cast<CoreFrame>(low + span);
+    return true;
+  }
+
+  // Versions 1 and 2: the innermost frame only, key = (value << 1) | is_scope (65 bits for
+  // 64-bit PCs), then the count.
+  bool innermost_entry(CoreTopStack& t) {
     std::uint64_t low = 0;
     std::uint8_t high = 0;
-    at = b.offset();
-    if (!b.varint("top key", low, high)) return failed();
+    const std::size_t at = b.offset();
+    if (!b.varint("top key", low, high)) return false;
     const std::uint64_t value = (low >> 1) | (static_cast<std::uint64_t>(high) << 63);
-    if ((high >> 1) != 0 || (value & ~pc_mask) != 0) {
-      b.malformed(at, "top key", "value over " + std::to_string(pc_bits) + " bits");
-      return failed();
+    if ((high >> 1) != 0 || (value & ~pc_mask_) != 0) {
+      return b.malformed(at, "top key", "value over " + std::to_string(pc_bits_) + " bits");
     }
     const bool is_scope = (low & 1u) != 0;
     t.scope_count = is_scope ? 1 : 0;
     t.pc_count = is_scope ? 0 : 1;
     t.leaf_high = 0;
     if (is_scope) {
-      if (!scope_index("top key", value, at, t.frames[0])) return failed();
+      if (!scope_index("top key", value, at, t.frames[0])) return false;
     } else {
       t.frames[0] = static_cast<CoreFrame>(value);
       t.leaf_high = t.frames[0];
     }
-    if (!b.uv("top count", 32, t.count)) return failed();
+    return b.uv("top count", 32, t.count);
   }
-  out.top_innermost = version < 3;
-  if (!b.count("sample_count", r.sample_count, max_samples, "max samples", "samples", kMaxSamples,
-               "LOOPCANARY_MAX_SAMPLES")) {
-    return failed();
-  }
-  const std::uint32_t first_seq = 2 * r.dispatch - 1;  // modulo 2^32
-  tick_t at_tick = r.start;
-  for (std::uint8_t i = 0; i < r.sample_count; ++i) {
-    CoreSample& s = r.samples[i];
-    const CoreSample* previous = i == 0 ? nullptr : &r.samples[i - 1];
-    std::uint32_t delta = 0;
-    std::uint64_t seq = 0;
-    if (!b.uv("sample time", 32, delta) || !b.sv("sample sequence", 32, seq)) return failed();
-    at_tick = static_cast<tick_t>(at_tick + delta);
-    s.at = at_tick;
-    s.seq = static_cast<std::uint32_t>(first_seq + static_cast<std::uint32_t>(seq));
-    if (!read_frames(s.scope_count, s.pc_count, s.frames, previous != nullptr ? previous->scope_count : 0,
-                     previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr)) {
-      return failed();
+
+  // The kept samples: time and sequence as differences, then the frames.
+  bool samples() {
+    if (!b.count("sample_count", r_.sample_count, max_samples_, "max samples", "samples", kMaxSamples,
+                 "LOOPCANARY_MAX_SAMPLES")) {
+      return false;
     }
+    const std::uint32_t first_seq = 2 * r_.dispatch - 1;  // modulo 2^32
+    tick_t at_tick = r_.start;
+    for (std::uint8_t i = 0; i < r_.sample_count; ++i) {
+      CoreSample& s = r_.samples[i];
+      const CoreSample* previous = i == 0 ? nullptr : &r_.samples[i - 1];
+      std::uint32_t delta = 0;
+      std::uint64_t seq = 0;
+      if (!b.uv("sample time", 32, delta) || !b.sv("sample sequence", 32, seq)) return false;
+      at_tick = static_cast<tick_t>(at_tick + delta);
+      s.at = at_tick;
+      s.seq = static_cast<std::uint32_t>(first_seq + static_cast<std::uint32_t>(seq));
+      if (!frames(s.scope_count, s.pc_count, s.frames, previous != nullptr ? previous->scope_count : 0,
+                  previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr)) {
+        return false;
+      }
+    }
+    return true;
   }
-  if (b.remaining() != 0) {
-    b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after the last sample");
-    return failed();
+
+  bool at_end() {
+    if (b.remaining() != 0) {
+      return b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after the last sample");
+    }
+    // Configuration bit 2: the device left the derived fields to the host; the default cause rule.
+    if ((config_ & 4u) != 0) derive(r_, CauseRule{});
+    return true;
   }
-  // Configuration bit 2: the device left the derived fields to the host; the default cause rule.
-  if ((config & 4u) != 0) derive(r, CauseRule{});
-  return true;
+
+  const std::uint8_t* data_;
+  const std::uint8_t version_;
+  DecodedRecord& out_;
+  NameStorage storage_;
+  BlockRecord& r_;
+  std::uint8_t config_ = 0, max_samples_ = 0, max_frames_ = 0, top_frames_ = 0, max_stages_ = 0;
+  unsigned pc_bits_ = 32;
+  std::uint64_t pc_mask_ = 0xFFFFFFFFu;
+  std::uint32_t delayed_by_index_ = 0;
+  std::size_t delayed_by_at_ = 0;
+  std::vector<const char*> pointers_;
+  std::uint32_t string_count_ = 0;
+};
+
+}  // namespace
+
+bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, bool previous_boot,
+                        DecodedRecord& out, WarningKind& kind, std::string& what) {
+  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
+  out.is_health = false;
+  out.record = BlockRecord{};
+  out.previous_boot = previous_boot;
+  out.top_innermost = false;
+  out.reset_cause = ResetCause::unknown;
+  DecodedRecord::Storage& storage = *out.storage_;
+  BlockDecoder decoder(data, size, version, out, NameStorage{storage.names, storage.event, storage.delayed_by});
+  if (decoder.decode(previous_boot)) return true;
+  return Failed{decoder.b, kind, what}();
 }
 
 bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, DecodedRecord& out,
