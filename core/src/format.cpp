@@ -205,8 +205,10 @@ FormatResult TextWriter::finish() noexcept {
   return result;
 }
 
-FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
-  TextWriter w(buffer, size);
+namespace {
+
+// The text form's sections: which dispatch, when and how long (and its stages)...
+void text_dispatch(TextWriter& w, const BlockRecord& r) noexcept {
   w.puts("qualifier = ");
   w.name(name_or(r.qualifier, ""));
   w.puts("\nloop = ");
@@ -255,6 +257,11 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
     }
     w.put('\n');
   }
+}
+
+// ... what the loop thread and the machine did over the CPU window, the memory, the cause and the
+// flags...
+void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
   w.puts("thread-time = ");
   if (r.has_thread_cpu) {
     w.ms(r.thread_cpu_us);
@@ -297,6 +304,10 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
       w.puts(f.name);
     }
   }
+}
+
+// ... and the samples: their counts, the stack table and the kept stacks.
+void text_samples(TextWriter& w, const BlockRecord& r) noexcept {
   w.puts("\nsamples = ");
   w.u64(r.samples_taken);
   w.puts(" taken, ");
@@ -335,6 +346,15 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
       w.put('\n');
     }
   }
+}
+
+}  // namespace
+
+FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
+  TextWriter w(buffer, size);
+  text_dispatch(w, r);
+  text_cpu(w, r);
+  text_samples(w, r);
   w.puts("dropped = ");
   w.u64(r.records_dropped);
   w.puts(" records, ");
