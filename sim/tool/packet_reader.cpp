@@ -799,107 +799,109 @@ bool rule_value(Body& b, const char* field, std::uint16_t& v) {
 
 }  // namespace
 
-bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t type, EvidenceState& st,
-                     DecodedRecord& out, bool& produced, WarningKind& kind, std::string& what, std::string& warning) {
-  Body b(data, size);
-  const Failed failed{b, kind, what};
-  produced = false;
-  warning.clear();
-  const auto end = [&](const char* after) {
-    if (b.remaining() == 0) return true;
-    return b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after " + after);
-  };
-  const auto orphan = [&](const char* what_packet, unsigned watch) {
-    kind = WarningKind::orphan_evidence;
-    warning = std::string(what_packet) + " for watch " + std::to_string(watch) +
-              ", which has not started (its watch packet was lost or dropped)";
-  };
+namespace {
 
-  if (type == static_cast<std::uint8_t>(PacketType::boot)) {
-    std::uint8_t boot_kind = 0;
-    std::uint8_t cause = 0;
-    std::size_t at = b.offset();
-    if (!b.u8("boot kind", boot_kind)) return failed();
-    if (boot_kind > 1) return b.malformed(at, "boot kind", std::to_string(boot_kind) + " is not 0 or 1"), failed();
-    at = b.offset();
-    if (!b.u8("reset cause", cause)) return failed();
-    if (cause > static_cast<std::uint8_t>(ResetCause::brown_out)) {
-      return b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6"), failed();
-    }
-    std::uint32_t boot = 0;
-    std::uint8_t discarded = 0;
-    if (!b.uv("boot", 32, boot)) return failed();
-    at = b.offset();
-    if (boot_kind == 1 && !b.u8("discarded", discarded)) return failed();
-    if (discarded > 1) return b.malformed(at, "discarded", std::to_string(discarded) + " is not 0 or 1"), failed();
-    if (!end("the boot packet")) return failed();
-    if (boot_kind == 0) {  // what follows was recorded before boot `boot`
-      st.previous_boot = true;
-      st.until_boot = boot;
-      st.reset_cause = static_cast<ResetCause>(cause);
-    } else {
-      st.watches.clear();  // a boot starts: no watch has started
-      if (st.previous_boot && boot == st.until_boot) st.previous_boot = false;  // the boot that sent them
-      // After a power-on the board reported, no ring survives by design: nothing was lost.
-      if (discarded != 0 && cause != static_cast<std::uint8_t>(ResetCause::power_on)) {
-        kind = WarningKind::box_discarded;
-        warning = "the device found no valid evidence ring at boot (power-on or damage): its contents discarded";
-      }
-    }
-    return true;
+// The end of an evidence packet's body: nothing may follow `after`.
+bool at_end(Body& b, const char* after) {
+  if (b.remaining() == 0) return true;
+  return b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after " + after);
+}
+
+// A warning of evidence for a watch that has not started.
+void orphan(const char* what_packet, unsigned watch, WarningKind& kind, std::string& warning) {
+  kind = WarningKind::orphan_evidence;
+  warning = std::string(what_packet) + " for watch " + std::to_string(watch) +
+            ", which has not started (its watch packet was lost or dropped)";
+}
+
+// A `boot` packet: where a boot's evidence starts, or where the previous boot's follows.
+bool decode_boot(Body& b, EvidenceState& st, WarningKind& kind, std::string& warning) {
+  std::uint8_t boot_kind = 0;
+  std::uint8_t cause = 0;
+  std::size_t at = b.offset();
+  if (!b.u8("boot kind", boot_kind)) return false;
+  if (boot_kind > 1) return b.malformed(at, "boot kind", std::to_string(boot_kind) + " is not 0 or 1");
+  at = b.offset();
+  if (!b.u8("reset cause", cause)) return false;
+  if (cause > static_cast<std::uint8_t>(ResetCause::brown_out)) {
+    return b.malformed(at, "reset cause", std::to_string(cause) + " is not one of 0..6");
   }
-
-  if (type == static_cast<std::uint8_t>(PacketType::watch)) {
-    EvidenceConfig c;
-    std::uint8_t watch = 0;
-    if (!read_evidence_config(b, c) || !b.u8("watch", watch) || !end("the watch")) return failed();
-    EvidenceState::Watch& w = st.watches[watch];
-    w.started = true;
-    w.wide = (c.config & 1u) != 0;
-    w.max_frames = c.max_frames;
-    watch_started(w.samples, c.max_samples, c.top_frames);
-    return true;
+  std::uint32_t boot = 0;
+  std::uint8_t discarded = 0;
+  if (!b.uv("boot", 32, boot)) return false;
+  at = b.offset();
+  if (boot_kind == 1 && !b.u8("discarded", discarded)) return false;
+  if (discarded > 1) return b.malformed(at, "discarded", std::to_string(discarded) + " is not 0 or 1");
+  if (!at_end(b, "the boot packet")) return false;
+  if (boot_kind == 0) {  // what follows was recorded before boot `boot`
+    st.previous_boot = true;
+    st.until_boot = boot;
+    st.reset_cause = static_cast<ResetCause>(cause);
+  } else {
+    st.watches.clear();  // a boot starts: no watch has started
+    if (st.previous_boot && boot == st.until_boot) st.previous_boot = false;  // the boot that sent them
+    // After a power-on the board reported, no ring survives by design: nothing was lost.
+    if (discarded != 0 && cause != static_cast<std::uint8_t>(ResetCause::power_on)) {
+      kind = WarningKind::box_discarded;
+      warning = "the device found no valid evidence ring at boot (power-on or damage): its contents discarded";
+    }
   }
+  return true;
+}
 
-  if (type == static_cast<std::uint8_t>(PacketType::sample)) {
-    std::uint8_t watch = 0;
-    CoreSample s;
-    if (!b.u8("watch", watch) || !b.uv("at", 32, s.at) || !b.uv("seq", 32, s.seq)) return failed();
-    const auto found = st.watches.find(watch);
-    const unsigned max_frames = found != st.watches.end() ? found->second.max_frames : kMaxFrames;
-    std::size_t at = b.offset();
-    if (!b.u8("scope count", s.scope_count) || !b.u8("pc count", s.pc_count)) return failed();
-    if (s.scope_count + s.pc_count > max_frames) {
-      return b.malformed(at, "frame counts",
-                         std::to_string(s.scope_count + s.pc_count) + " frames are over the watch's max frames " +
-                             std::to_string(max_frames)), failed();
-    }
-    std::string name;
-    for (unsigned f = 0; f < s.scope_count; ++f) {
-      if (!read_name(b, "scope", name)) return failed();
-      const char* interned = st.pool->name(name);
-      s.frames[f] = reinterpret_cast<CoreFrame>(interned != nullptr ? interned : "");
-    }
-    const bool wide = found != st.watches.end() && found->second.wide;
-    for (unsigned f = 0; f < s.pc_count; ++f) {
-      std::uint64_t pc = 0;
-      if (!b.uv("pc", wide ? 64 : 32, pc)) return failed();
-      s.frames[s.scope_count + f] = static_cast<CoreFrame>(pc);
-    }
-    if (!end("the last frame")) return failed();
-    if (found == st.watches.end() || !found->second.started) {
-      orphan("sample", watch);
-      return true;
-    }
-    if (s.scope_count + s.pc_count == 0) return b.malformed(at, "frame counts", "a sample without frames"), failed();
-    add_sample(found->second.samples, s);
-    return true;
-  }
-
-  // An observation.
+// A `watch` packet: a watch starts on a long dispatch.
+bool decode_watch(Body& b, EvidenceState& st) {
   EvidenceConfig c;
-  CauseRule rule;
-  Observation o{};
+  std::uint8_t watch = 0;
+  if (!read_evidence_config(b, c) || !b.u8("watch", watch) || !at_end(b, "the watch")) return false;
+  EvidenceState::Watch& w = st.watches[watch];
+  w.started = true;
+  w.wide = (c.config & 1u) != 0;
+  w.max_frames = c.max_frames;
+  watch_started(w.samples, c.max_samples, c.top_frames);
+  return true;
+}
+
+// A `sample` packet: one stack sample of a watch.
+bool decode_sample(Body& b, EvidenceState& st, WarningKind& kind, std::string& warning) {
+  std::uint8_t watch = 0;
+  CoreSample s;
+  if (!b.u8("watch", watch) || !b.uv("at", 32, s.at) || !b.uv("seq", 32, s.seq)) return false;
+  const auto found = st.watches.find(watch);
+  const unsigned max_frames = found != st.watches.end() ? found->second.max_frames : kMaxFrames;
+  const std::size_t at = b.offset();
+  if (!b.u8("scope count", s.scope_count) || !b.u8("pc count", s.pc_count)) return false;
+  if (s.scope_count + s.pc_count > max_frames) {
+    return b.malformed(at, "frame counts",
+                       std::to_string(s.scope_count + s.pc_count) + " frames are over the watch's max frames " +
+                           std::to_string(max_frames));
+  }
+  std::string name;
+  for (unsigned f = 0; f < s.scope_count; ++f) {
+    if (!read_name(b, "scope", name)) return false;
+    const char* interned = st.pool->name(name);
+    s.frames[f] = reinterpret_cast<CoreFrame>(interned != nullptr ? interned : "");
+  }
+  const bool wide = found != st.watches.end() && found->second.wide;
+  for (unsigned f = 0; f < s.pc_count; ++f) {
+    std::uint64_t pc = 0;
+    if (!b.uv("pc", wide ? 64 : 32, pc)) return false;
+    s.frames[s.scope_count + f] = static_cast<CoreFrame>(pc);
+  }
+  if (!at_end(b, "the last frame")) return false;
+  if (found == st.watches.end() || !found->second.started) {
+    orphan("sample", watch, kind, warning);
+    return true;
+  }
+  if (s.scope_count + s.pc_count == 0) return b.malformed(at, "frame counts", "a sample without frames");
+  add_sample(found->second.samples, s);
+  return true;
+}
+
+// An `observation` packet into `o` (its names interned in the state's pool), the device's cause
+// rule and its qualifier.
+bool read_observation(Body& b, EvidenceState& st, Observation& o, CauseRule& rule, const char*& qualifier_name) {
+  EvidenceConfig c;
   std::uint8_t phase = 0;
   std::string name;
   if (!read_evidence_config(b, c) || !rule_value(b, "running permille", rule.running_permille) ||
@@ -907,55 +909,75 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
       !rule_value(b, "starved wait permille", rule.starved_wait_permille) || !b.uv("tick_hz", 32, o.tick_hz) ||
       !b.uv("report", 32, o.report) || !b.uv("records_dropped", 32, o.records_dropped) ||
       !b.uv("notes_dropped", 32, o.notes_dropped)) {
-    return failed();
+    return false;
   }
   std::size_t at = b.offset();
-  if (!b.u8("phase", phase)) return failed();
+  if (!b.u8("phase", phase)) return false;
   if (phase > static_cast<std::uint8_t>(Phase::deadline_miss)) {
-    return b.malformed(at, "phase", std::to_string(phase) + " is not a phase"), failed();
+    return b.malformed(at, "phase", std::to_string(phase) + " is not a phase");
   }
   o.phase = static_cast<Phase>(phase);
   at = b.offset();
-  if (!b.u8("flags", o.flags)) return failed();
-  if ((o.flags & ~15u) != 0) return b.malformed(at, "flags", "bits other than 0..3 set"), failed();
+  if (!b.u8("flags", o.flags)) return false;
+  if ((o.flags & ~15u) != 0) return b.malformed(at, "flags", "bits other than 0..3 set");
   if (!b.u8("loop_index", o.loop_index) || !b.u8("watch", o.watch) || !b.uv("seq", 32, o.note.seq) ||
       !b.uv("begin", 32, o.note.begin) || !b.uv("end", 32, o.note.end) || !b.uv("duration", 64, o.duration_ticks) ||
       !b.uv("threshold", 32, o.threshold_ticks) || !b.uv("delayed_by_dispatch", 32, o.delayed_by_dispatch)) {
-    return failed();
+    return false;
   }
   std::string delayer;
-  if (o.delayed_by_dispatch != 0 && !read_name(b, "delayed-by event", delayer)) return failed();
-  if ((o.flags & kFlagUnwatched) == 0 && (!read_cpu(b, o.first) || !read_cpu(b, o.last))) return failed();
+  if (o.delayed_by_dispatch != 0 && !read_name(b, "delayed-by event", delayer)) return false;
+  if ((o.flags & kFlagUnwatched) == 0 && (!read_cpu(b, o.first) || !read_cpu(b, o.last))) return false;
   std::string qualifier;
   std::string loop;
   std::string event;
   if (!read_memory(b, o.memory) || !b.uv("samples_missed", 32, o.samples_missed) ||
       !read_name(b, "qualifier", qualifier) || !read_name(b, "loop", loop) || !read_name(b, "event", event)) {
-    return failed();
+    return false;
   }
   std::uint8_t stages = 0;
   if (!b.count("stage count", stages, c.max_stages, "max stages", "stages", kMaxStages, "LOOPCANARY_MAX_STAGES")) {
-    return failed();
+    return false;
   }
   if constexpr (kMaxStages > 0) {
     o.note.stage_count = stages;
     for (unsigned i = 0; i < stages; ++i) {
-      if (!read_name(b, "stage name", name) || !b.uv("stage start", 32, o.note.stages[i].start)) return failed();
+      if (!read_name(b, "stage name", name) || !b.uv("stage start", 32, o.note.stages[i].start)) return false;
       o.note.stages[i].name = st.pool->name(name);
     }
   }
-  if (!end("the last stage")) return failed();
-
+  if (!at_end(b, "the last stage")) return false;
   o.loop = st.pool->name(loop);
   o.note.event = st.pool->event(event);
   if (o.delayed_by_dispatch != 0) o.delayed_by = st.pool->event(delayer);
+  qualifier_name = st.pool->name(qualifier);
+  return true;
+}
+
+}  // namespace
+
+bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t type, EvidenceState& st,
+                     DecodedRecord& out, bool& produced, WarningKind& kind, std::string& what, std::string& warning) {
+  Body b(data, size);
+  const Failed failed{b, kind, what};
+  produced = false;
+  warning.clear();
+  if (type == static_cast<std::uint8_t>(PacketType::boot)) return decode_boot(b, st, kind, warning) || failed();
+  if (type == static_cast<std::uint8_t>(PacketType::watch)) return decode_watch(b, st) || failed();
+  if (type == static_cast<std::uint8_t>(PacketType::sample)) return decode_sample(b, st, kind, warning) || failed();
+
+  // An observation: its record assembled from the watch's samples.
+  Observation o{};
+  CauseRule rule;
+  const char* q = nullptr;
+  if (!read_observation(b, st, o, rule, q)) return failed();
   const WatchSamples* samples = nullptr;
   if (o.watch != kNoWatch) {
     const auto found = st.watches.find(o.watch);
     if (found != st.watches.end() && found->second.started) {
       samples = &found->second.samples;
     } else {
-      orphan("observation", o.watch);
+      orphan("observation", o.watch, kind, warning);
     }
   }
   if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
@@ -964,7 +986,6 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   out.previous_boot = st.previous_boot;
   out.top_innermost = false;  // assembled here, by stack
   out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
-  const char* q = st.pool->name(qualifier);
   assemble(o, samples, q != nullptr ? q : "", rule, out.record);
   produced = true;
   return true;
