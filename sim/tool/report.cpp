@@ -411,168 +411,194 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
 
 }  // namespace
 
-int run_report(const Options& options, std::ostream& out, std::ostream& err) {
-  Reader reader(err);
+namespace {
+
+// What `loopcanary report` gathered: the groups of blocks and of deadline misses, in the order
+// they are printed.
+struct Tally {
   std::map<std::string, Group> groups;
   std::map<std::string, MissGroup> misses;  // by late event
-  std::uint64_t misses_overflowed = 0;
+  std::uint64_t overflowed = 0;             // blocks put in kOtherGroups
+  std::uint64_t misses_overflowed = 0;      // deadline misses put in kOtherGroups
+  BlockStats stats;
+  std::vector<Group*> order;                // most blocks first, then by worst duration
+  std::size_t shown = 0;                    // of them, printed (--top)
+  std::vector<std::pair<const std::string*, const MissGroup*>> miss_order;  // most misses first
+  std::uint64_t miss_total = 0;
+};
+
+void tally(Reader& reader, const Options& options, Tally& t) {
   OtherRecords others;
   others.on_deadline_miss = [&](const LogRecord& r) {
-    auto it = misses.find(r.event);
-    if (it == misses.end()) {
-      if (misses.size() >= kMaxGroups) {
-        ++misses_overflowed;
-        it = misses.emplace(kOtherGroups, MissGroup{}).first;
+    auto it = t.misses.find(r.event);
+    if (it == t.misses.end()) {
+      if (t.misses.size() >= kMaxGroups) {
+        ++t.misses_overflowed;
+        it = t.misses.emplace(kOtherGroups, MissGroup{}).first;
       } else {
-        it = misses.emplace(r.event, MissGroup{}).first;
+        it = t.misses.emplace(r.event, MissGroup{}).first;
       }
     }
     add_miss(it->second, r, options.rules);
   };
-  std::uint64_t overflowed = 0;
-  const BlockStats stats = read_blocks(reader, options.paths, options.rules, options.filter, [&](const Block& block) {
+  t.stats = read_blocks(reader, options.paths, options.rules, options.filter, [&](const Block& block) {
     std::string key = group_key(options.by, block);
-    auto it = groups.find(key);
-    if (it == groups.end()) {
-      if (groups.size() >= kMaxGroups) {
+    auto it = t.groups.find(key);
+    if (it == t.groups.end()) {
+      if (t.groups.size() >= kMaxGroups) {
         key = kOtherGroups;
-        ++overflowed;
+        ++t.overflowed;
       }
-      it = groups.emplace(key, Group{}).first;
+      it = t.groups.emplace(key, Group{}).first;
       it->second.key = key;
     }
     add_block(it->second, block);
   }, others);
   // Deadline misses: most first, then by worst lateness.
-  std::vector<std::pair<const std::string*, const MissGroup*>> miss_order;
-  std::uint64_t miss_total = 0;
-  for (const auto& [event, g] : misses) {
-    miss_order.emplace_back(&event, &g);
-    miss_total += g.misses;
+  for (const auto& [event, g] : t.misses) {
+    t.miss_order.emplace_back(&event, &g);
+    t.miss_total += g.misses;
   }
-  std::stable_sort(miss_order.begin(), miss_order.end(), [](const auto& a, const auto& b) {
+  std::stable_sort(t.miss_order.begin(), t.miss_order.end(), [](const auto& a, const auto& b) {
     if (a.second->misses != b.second->misses) return a.second->misses > b.second->misses;
     return a.second->worst_late_us > b.second->worst_late_us;
   });
-  std::vector<Group*> order;
-  for (auto& [key, g] : groups) order.push_back(&g);
-  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) {
+  for (auto& [key, g] : t.groups) t.order.push_back(&g);
+  std::stable_sort(t.order.begin(), t.order.end(), [](const Group* a, const Group* b) {
     if (a->blocks != b->blocks) return a->blocks > b->blocks;
     return a->worst_us > b->worst_us;
   });
-  const std::size_t shown = options.top == 0 ? order.size() : std::min(options.top, order.size());
-  const char* by = to_string(options.by);
+  t.shown = options.top == 0 ? t.order.size() : std::min(options.top, t.order.size());
+}
 
-  if (options.format == "json") {
-    out << "{\"format_version\":" << kFormatVersion << ",\"by\":" << json_string(by) << ",\"groups\":[";
-    for (std::size_t i = 0; i < shown; ++i) {
-      Group& g = *order[i];
-      out << (i == 0 ? "" : ",") << "{\"key\":" << json_string(g.key) << ",\"blocks\":" << g.blocks
-          << ",\"hangs\":" << g.hangs << ",\"worst_ms\":" << ms(g.durations.max())
-          << ",\"p50_ms\":" << ms(g.durations.percentile(0.50)) << ",\"p95_ms\":" << ms(g.durations.percentile(0.95))
-          << ",\"percentiles_exact\":" << (g.durations.exact() ? "true" : "false") << ",\"causes\":{";
-      for (std::size_t c = 0; c < g.causes.size(); ++c) {
-        out << (c == 0 ? "" : ",") << json_string(to_string(static_cast<Cause>(c))) << ':' << g.causes[c];
-      }
-      out << "},\"events\":" << names_json(g.events) << ",\"events_other\":" << g.events.other
-          << ",\"qualifiers\":" << names_json(g.qualifiers) << ",\"qualifiers_other\":" << g.qualifiers.other
-          << ",\"culprits\":" << names_json(g.culprits) << ",\"culprits_other\":" << g.culprits.other
-          << ",\"culprit_samples\":" << g.culprit_samples << ",\"samples\":" << g.samples_counted
-          << ",\"stages\":" << stages_json(g.stages)
-          << ",\"first_seen\":" << (g.first_ms ? json_string(format_utc_time(*g.first_ms)) : "null")
-          << ",\"last_seen\":" << (g.last_ms ? json_string(format_utc_time(*g.last_ms)) : "null")
-          << ",\"without_wall_time\":" << g.without_wall_time << ",\"worst_block\":" << json_string(g.worst_id) << '}';
+void write_report_json(std::ostream& out, const Options& options, const Tally& t, const ReadStats& rs) {
+  const char* by = to_string(options.by);
+  out << "{\"format_version\":" << kFormatVersion << ",\"by\":" << json_string(by) << ",\"groups\":[";
+  for (std::size_t i = 0; i < t.shown; ++i) {
+    Group& g = *t.order[i];
+    out << (i == 0 ? "" : ",") << "{\"key\":" << json_string(g.key) << ",\"blocks\":" << g.blocks
+        << ",\"hangs\":" << g.hangs << ",\"worst_ms\":" << ms(g.durations.max())
+        << ",\"p50_ms\":" << ms(g.durations.percentile(0.50)) << ",\"p95_ms\":" << ms(g.durations.percentile(0.95))
+        << ",\"percentiles_exact\":" << (g.durations.exact() ? "true" : "false") << ",\"causes\":{";
+    for (std::size_t c = 0; c < g.causes.size(); ++c) {
+      out << (c == 0 ? "" : ",") << json_string(to_string(static_cast<Cause>(c))) << ':' << g.causes[c];
     }
-    const ReadStats& rs = reader.stats();
-    out << "],\"groups_total\":" << groups.size() << ",\"groups_overflowed_blocks\":" << overflowed
-        << ",\"summary\":{\"files\":" << rs.files << ",\"lines\":" << rs.lines << ",\"records\":" << rs.records
-        << ",\"warnings\":";
-    print_warning_counts_json(out, rs);
-    out << ",\"blocks\":" << stats.blocks << ",\"kept\":" << stats.kept << ",\"filtered\":" << stats.filtered
-        << ",\"ignored\":" << stats.ignored << ",\"no_wall_time\":" << stats.no_wall_time
-        << ",\"out_of_order\":" << stats.out_of_order << ",\"deadline_misses\":" << stats.deadline_misses
-        << ",\"deadline_misses_kept\":" << stats.deadline_misses_kept << "},\"deadline_misses\":{\"total\":" << miss_total
-        << ",\"events\":[";
-    for (std::size_t i = 0; i < miss_order.size(); ++i) {
-      const MissGroup& g = *miss_order[i].second;
-      out << (i == 0 ? "" : ",") << "{\"event\":" << json_string(*miss_order[i].first) << ",\"misses\":" << g.misses
-          << ",\"worst_late_ms\":" << ms(g.worst_late_us) << ",\"deadline_ms\":" << ms(g.deadline_us)
-          << ",\"unwatched\":" << g.unwatched << ",\"delayed_by\":" << names_json(g.delayed_by)
-          << ",\"delayed_by_other\":" << g.delayed_by.other << ",\"culprits\":" << names_json(g.culprits)
-          << ",\"culprits_other\":" << g.culprits.other << '}';
-    }
-    out << "]}}\n";
-  } else {
-    out << "blocks by " << by << ": " << groups.size() << (groups.size() == 1 ? " group" : " groups");
-    if (shown < order.size()) out << " (top " << shown << " shown)";
-    out << '\n';
-    std::size_t width = std::string(by).size();
-    for (std::size_t i = 0; i < shown; ++i) width = std::max(width, order[i]->key.size());
-    width = std::min<std::size_t>(width, 60);
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-*s %7s %6s %11s %11s %11s  %s\n", static_cast<int>(width), by, "blocks", "hangs",
-                  "worst ms", "p50 ms", "p95 ms", "running/waiting/starved/unknown");
-    out << line;
-    for (std::size_t i = 0; i < shown; ++i) {
-      Group& g = *order[i];
-      const std::string key = g.key.empty() ? "\"\"" : g.key;
-      out << "  " << key << std::string(key.size() < width ? width - key.size() : 0, ' ');
-      std::snprintf(line, sizeof line, " %7" PRIu64 " %6" PRIu64 " %11s %11s %11s  %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n",
-                    g.blocks, g.hangs, ms(g.durations.max()).c_str(), ms(g.durations.percentile(0.50)).c_str(),
-                    ms(g.durations.percentile(0.95)).c_str(), g.causes[1], g.causes[2], g.causes[3], g.causes[0]);
-      out << line;
-    }
-    out << '\n';
-    for (std::size_t i = 0; i < shown; ++i) {
-      const Group& g = *order[i];
-      out << (g.key.empty() ? "\"\"" : g.key) << '\n';
-      if (options.by != GroupBy::event) out << "  events: " << names_text(g.events) << '\n';
-      if (options.by != GroupBy::qualifier) out << "  qualifiers: " << names_text(g.qualifiers) << '\n';
-      if (options.by != GroupBy::culprit) out << "  culprits: " << names_text(g.culprits) << '\n';
-      if (options.by == GroupBy::culprit) {
-        const double share = g.samples_counted == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.samples_counted);
-        out << "  culprit share: " << g.culprit_samples << '/' << g.samples_counted
-            << (g.all_samples ? " samples (" : " kept samples (") << percent(share) << " %)\n";
-      }
-      if (g.stages.blocks() > 0) {
-        out << "  stages (mean share of " << g.stages.blocks() << " of " << g.blocks
-            << (g.blocks == 1 ? " block): " : " blocks): ") << stages_text(g.stages) << '\n';
-      }
-      out << "  first seen: " << seen_text(g.first_ms) << ", last seen: " << seen_text(g.last_ms);
-      if (g.without_wall_time > 0 && g.first_ms) out << " (" << g.without_wall_time << " blocks without wall time)";
-      out << '\n';
-      out << "  worst: block " << g.worst_id << " (" << ms(g.worst_us) << " ms)"
-          << (g.durations.exact() ? "" : "; p50/p95 from a histogram (1/128 resolution)") << '\n';
-    }
-    if (overflowed > 0) out << overflowed << " blocks beyond " << kMaxGroups << " groups are in \"" << kOtherGroups << "\"\n";
-    if (!miss_order.empty()) {
-      // The late events and what delayed them: the delaying dispatch's event and its culprit.
-      out << "\ndeadline misses by event: " << miss_order.size() << (miss_order.size() == 1 ? " event, " : " events, ")
-          << miss_total << (miss_total == 1 ? " miss\n" : " misses\n");
-      std::size_t w = 5;
-      for (const auto& [event, g] : miss_order) w = std::max(w, event->size());
-      w = std::min<std::size_t>(w, 60);
-      std::snprintf(line, sizeof line, "  %-*s %7s %14s %12s\n", static_cast<int>(w), "event", "misses", "worst late ms",
-                    "deadline ms");
-      out << line;
-      for (const auto& [event, g] : miss_order) {
-        const std::string key = event->empty() ? "\"\"" : *event;
-        out << "  " << key << std::string(key.size() < w ? w - key.size() : 0, ' ');
-        std::snprintf(line, sizeof line, " %7" PRIu64 " %14s %12s\n", g->misses, ms(g->worst_late_us).c_str(),
-                      ms(g->deadline_us).c_str());
-        out << line;
-      }
-      for (const auto& [event, g] : miss_order) {
-        out << '\n' << (event->empty() ? "\"\"" : *event) << '\n';
-        out << "  delayed by: " << names_text(g->delayed_by) << '\n';
-        out << "  delaying culprits: " << names_text(g->culprits) << '\n';
-      }
-      if (misses_overflowed > 0) {
-        out << misses_overflowed << " deadline misses beyond " << kMaxGroups << " events are in \"" << kOtherGroups << "\"\n";
-      }
-    }
+    out << "},\"events\":" << names_json(g.events) << ",\"events_other\":" << g.events.other
+        << ",\"qualifiers\":" << names_json(g.qualifiers) << ",\"qualifiers_other\":" << g.qualifiers.other
+        << ",\"culprits\":" << names_json(g.culprits) << ",\"culprits_other\":" << g.culprits.other
+        << ",\"culprit_samples\":" << g.culprit_samples << ",\"samples\":" << g.samples_counted
+        << ",\"stages\":" << stages_json(g.stages)
+        << ",\"first_seen\":" << (g.first_ms ? json_string(format_utc_time(*g.first_ms)) : "null")
+        << ",\"last_seen\":" << (g.last_ms ? json_string(format_utc_time(*g.last_ms)) : "null")
+        << ",\"without_wall_time\":" << g.without_wall_time << ",\"worst_block\":" << json_string(g.worst_id) << '}';
   }
-  print_summary(err, reader.stats(), &stats);
+  out << "],\"groups_total\":" << t.groups.size() << ",\"groups_overflowed_blocks\":" << t.overflowed
+      << ",\"summary\":{\"files\":" << rs.files << ",\"lines\":" << rs.lines << ",\"records\":" << rs.records
+      << ",\"warnings\":";
+  print_warning_counts_json(out, rs);
+  out << ",\"blocks\":" << t.stats.blocks << ",\"kept\":" << t.stats.kept << ",\"filtered\":" << t.stats.filtered
+      << ",\"ignored\":" << t.stats.ignored << ",\"no_wall_time\":" << t.stats.no_wall_time
+      << ",\"out_of_order\":" << t.stats.out_of_order << ",\"deadline_misses\":" << t.stats.deadline_misses
+      << ",\"deadline_misses_kept\":" << t.stats.deadline_misses_kept << "},\"deadline_misses\":{\"total\":" << t.miss_total
+      << ",\"events\":[";
+  for (std::size_t i = 0; i < t.miss_order.size(); ++i) {
+    const MissGroup& g = *t.miss_order[i].second;
+    out << (i == 0 ? "" : ",") << "{\"event\":" << json_string(*t.miss_order[i].first) << ",\"misses\":" << g.misses
+        << ",\"worst_late_ms\":" << ms(g.worst_late_us) << ",\"deadline_ms\":" << ms(g.deadline_us)
+        << ",\"unwatched\":" << g.unwatched << ",\"delayed_by\":" << names_json(g.delayed_by)
+        << ",\"delayed_by_other\":" << g.delayed_by.other << ",\"culprits\":" << names_json(g.culprits)
+        << ",\"culprits_other\":" << g.culprits.other << '}';
+  }
+  out << "]}}\n";
+}
+
+void write_misses_text(std::ostream& out, const Tally& t) {
+  // The late events and what delayed them: the delaying dispatch's event and its culprit.
+  char line[256];
+  out << "\ndeadline misses by event: " << t.miss_order.size() << (t.miss_order.size() == 1 ? " event, " : " events, ")
+      << t.miss_total << (t.miss_total == 1 ? " miss\n" : " misses\n");
+  std::size_t w = 5;
+  for (const auto& [event, g] : t.miss_order) w = std::max(w, event->size());
+  w = std::min<std::size_t>(w, 60);
+  std::snprintf(line, sizeof line, "  %-*s %7s %14s %12s\n", static_cast<int>(w), "event", "misses", "worst late ms",
+                "deadline ms");
+  out << line;
+  for (const auto& [event, g] : t.miss_order) {
+    const std::string key = event->empty() ? "\"\"" : *event;
+    out << "  " << key << std::string(key.size() < w ? w - key.size() : 0, ' ');
+    std::snprintf(line, sizeof line, " %7" PRIu64 " %14s %12s\n", g->misses, ms(g->worst_late_us).c_str(),
+                  ms(g->deadline_us).c_str());
+    out << line;
+  }
+  for (const auto& [event, g] : t.miss_order) {
+    out << '\n' << (event->empty() ? "\"\"" : *event) << '\n';
+    out << "  delayed by: " << names_text(g->delayed_by) << '\n';
+    out << "  delaying culprits: " << names_text(g->culprits) << '\n';
+  }
+  if (t.misses_overflowed > 0) {
+    out << t.misses_overflowed << " deadline misses beyond " << kMaxGroups << " events are in \"" << kOtherGroups << "\"\n";
+  }
+}
+
+void write_report_text(std::ostream& out, const Options& options, const Tally& t) {
+  const char* by = to_string(options.by);
+  out << "blocks by " << by << ": " << t.groups.size() << (t.groups.size() == 1 ? " group" : " groups");
+  if (t.shown < t.order.size()) out << " (top " << t.shown << " shown)";
+  out << '\n';
+  std::size_t width = std::string(by).size();
+  for (std::size_t i = 0; i < t.shown; ++i) width = std::max(width, t.order[i]->key.size());
+  width = std::min<std::size_t>(width, 60);
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-*s %7s %6s %11s %11s %11s  %s\n", static_cast<int>(width), by, "blocks", "hangs",
+                "worst ms", "p50 ms", "p95 ms", "running/waiting/starved/unknown");
+  out << line;
+  for (std::size_t i = 0; i < t.shown; ++i) {
+    Group& g = *t.order[i];
+    const std::string key = g.key.empty() ? "\"\"" : g.key;
+    out << "  " << key << std::string(key.size() < width ? width - key.size() : 0, ' ');
+    std::snprintf(line, sizeof line, " %7" PRIu64 " %6" PRIu64 " %11s %11s %11s  %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n",
+                  g.blocks, g.hangs, ms(g.durations.max()).c_str(), ms(g.durations.percentile(0.50)).c_str(),
+                  ms(g.durations.percentile(0.95)).c_str(), g.causes[1], g.causes[2], g.causes[3], g.causes[0]);
+    out << line;
+  }
+  out << '\n';
+  for (std::size_t i = 0; i < t.shown; ++i) {
+    const Group& g = *t.order[i];
+    out << (g.key.empty() ? "\"\"" : g.key) << '\n';
+    if (options.by != GroupBy::event) out << "  events: " << names_text(g.events) << '\n';
+    if (options.by != GroupBy::qualifier) out << "  qualifiers: " << names_text(g.qualifiers) << '\n';
+    if (options.by != GroupBy::culprit) out << "  culprits: " << names_text(g.culprits) << '\n';
+    if (options.by == GroupBy::culprit) {
+      const double share = g.samples_counted == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.samples_counted);
+      out << "  culprit share: " << g.culprit_samples << '/' << g.samples_counted
+          << (g.all_samples ? " samples (" : " kept samples (") << percent(share) << " %)\n";
+    }
+    if (g.stages.blocks() > 0) {
+      out << "  stages (mean share of " << g.stages.blocks() << " of " << g.blocks
+          << (g.blocks == 1 ? " block): " : " blocks): ") << stages_text(g.stages) << '\n';
+    }
+    out << "  first seen: " << seen_text(g.first_ms) << ", last seen: " << seen_text(g.last_ms);
+    if (g.without_wall_time > 0 && g.first_ms) out << " (" << g.without_wall_time << " blocks without wall time)";
+    out << '\n';
+    out << "  worst: block " << g.worst_id << " (" << ms(g.worst_us) << " ms)"
+        << (g.durations.exact() ? "" : "; p50/p95 from a histogram (1/128 resolution)") << '\n';
+  }
+  if (t.overflowed > 0) out << t.overflowed << " blocks beyond " << kMaxGroups << " groups are in \"" << kOtherGroups << "\"\n";
+  if (!t.miss_order.empty()) write_misses_text(out, t);
+}
+
+}  // namespace
+
+int run_report(const Options& options, std::ostream& out, std::ostream& err) {
+  Reader reader(err);
+  Tally t;
+  tally(reader, options, t);
+  if (options.format == "json") {
+    write_report_json(out, options, t, reader.stats());
+  } else {
+    write_report_text(out, options, t);
+  }
+  print_summary(err, reader.stats(), &t.stats);
   return read_status(reader, err);
 }
 
