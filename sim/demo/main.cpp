@@ -53,22 +53,49 @@ int fail(const std::string& message, int status) {
   return status;
 }
 
+// The board: real time on the Linux port, or virtual time on the sim port; `clock` names its
+// clock. Null with `error` set when the Linux port cannot start.
+std::unique_ptr<simrt::Board> make_board(const Options& options, std::string& clock, std::string& error) {
+  if (options.virtual_time) {
+    clock = "sim port, 1 MHz virtual clock";
+    return std::make_unique<simrt::VirtualBoard>();
+  }
+  auto real = std::make_unique<simrt::RealBoard>();
+  char message[256];
+  if (!real->init(lx::PlatformConfig{}, message, sizeof message)) {
+    error = message;
+    return nullptr;
+  }
+  clock = std::string("linux port, ") + real->clock_name() + " clock";
+  return real;
+}
+
+// After the run: every record must be in --log-dir, and the logs still writable. Then where to
+// read them.
+int check_logs(const Options& options, const lx::FileSink& sink, bool sink_healthy) {
+  const lx::SinkStatus s = sink.status();
+  if (s.records_failed != 0) {
+    std::string message = std::to_string(s.records_failed) + " of " +
+                          std::to_string(s.records_written + s.records_failed) + " records are not in --log-dir";
+    if (s.records_lost != 0) {
+      message += " (" + std::to_string(s.records_lost) + " written into a file that was deleted)";
+    }
+    return fail(message + "; last error: " + s.message, kExitFailed);
+  }
+  if (!sink_healthy) return fail(std::string("--log-dir: not writable at the end of the run: ") + s.message, kExitFailed);
+  // The host tool (docs/tool.md) reads the logs.
+  if (!options.json) {
+    std::printf("\nlogs: open them with `%s report %s`\n", tool_command().c_str(), options.log_dir.c_str());
+  }
+  return kExitOk;
+}
+
 int run(const Options& options) {
   auto sim = std::make_unique<Simulation>();
-
-  // The board: real time on the Linux port, or virtual time on the sim port.
-  std::unique_ptr<simrt::Board> board;
   std::string clock;
-  if (options.virtual_time) {
-    board = std::make_unique<simrt::VirtualBoard>();
-    clock = "sim port, 1 MHz virtual clock";
-  } else {
-    auto real = std::make_unique<simrt::RealBoard>();
-    char message[256];
-    if (!real->init(lx::PlatformConfig{}, message, sizeof message)) return fail(message, kExitFailed);
-    clock = std::string("linux port, ") + real->clock_name() + " clock";
-    board = std::move(real);
-  }
+  std::string board_error;
+  const std::unique_ptr<simrt::Board> board = make_board(options, clock, board_error);
+  if (board == nullptr) return fail(board_error, kExitFailed);
 
   const std::uint32_t threshold_us = options.threshold_ms * 1000u;
   const std::uint32_t interval_us = sample_interval_us(threshold_us);
@@ -114,12 +141,12 @@ int run(const Options& options) {
     if (status != lc::Status::ok) return fail(std::string("loopcanary: ") + lc::describe(status), kExitFailed);
   }
 
-  simrt::RunSinkConfig sink_config;
-  sink_config.board = board.get();
-  sink_config.sink = sink;
-  sink_config.on_record = &Firmware::on_record;
-  sink_config.on_record_context = &firmware;
-  simrt::RunSink run_sink(sink_config);
+  simrt::RunSinkConfig run_sink_config;
+  run_sink_config.board = board.get();
+  run_sink_config.sink = sink;
+  run_sink_config.on_record = &Firmware::on_record;
+  run_sink_config.on_record_context = &firmware;
+  simrt::RunSink run_sink(run_sink_config);
 
   simrt::BoardStart start;
   start.watchdog = &sim->watchdog;
@@ -161,25 +188,7 @@ int run(const Options& options) {
   } else {
     simrt::print_summary_text(stdout, summary);
   }
-  if (sink != nullptr) {
-    const lx::SinkStatus s = sim->sink.status();
-    if (s.records_failed != 0) {
-      std::string message = std::to_string(s.records_failed) + " of " +
-                            std::to_string(s.records_written + s.records_failed) + " records are not in --log-dir";
-      if (s.records_lost != 0) {
-        message += " (" + std::to_string(s.records_lost) + " written into a file that was deleted)";
-      }
-      return fail(message + "; last error: " + s.message, kExitFailed);
-    }
-    if (!sink_healthy) {
-      return fail(std::string("--log-dir: not writable at the end of the run: ") + s.message, kExitFailed);
-    }
-    // The host tool (docs/tool.md) reads the logs.
-    if (!options.json) {
-      std::printf("\nlogs: open them with `%s report %s`\n", tool_command().c_str(), options.log_dir.c_str());
-    }
-  }
-  return kExitOk;
+  return sink != nullptr ? check_logs(options, *sink, sink_healthy) : kExitOk;
 }
 
 }  // namespace

@@ -356,10 +356,10 @@ TEST(LongRunReport, TimesCountFromTheStartOfTheRunPastTheWrap) {
   std::FILE* summary = std::tmpfile();
   ASSERT_NE(live, nullptr);
   ASSERT_NE(summary, nullptr);
-  simrt::RunSinkConfig sink_config;
-  sink_config.board = &rig->board;
-  sink_config.live = live;
-  auto run_sink = std::make_unique<simrt::RunSink>(sink_config);
+  simrt::RunSinkConfig run_sink_config;
+  run_sink_config.board = &rig->board;
+  run_sink_config.live = live;
+  auto run_sink = std::make_unique<simrt::RunSink>(run_sink_config);
   ASSERT_EQ(rig->start(10'000, nullptr, 0, &simrt::RunSink::take, run_sink.get()), simrt::BoardError::none);
   const int slow = rig->runtime.add_timer(kSlow, 0);
   ASSERT_GE(slow, 0);

@@ -63,9 +63,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  simrt::RunSinkConfig sink_config;
-  sink_config.board = board.get();
-  simrt::RunSink run_sink(sink_config);  // live lines on stderr
+  simrt::RunSinkConfig run_sink_config;
+  run_sink_config.board = board.get();
+  simrt::RunSink run_sink(run_sink_config);  // live lines on stderr
   simrt::BoardStart start;
   start.watchdog = &watchdog;
   start.poll_period_us = 500;
