@@ -99,6 +99,91 @@ bool select_scenarios(const std::string& list, Options& o, std::string& error) {
   return any;
 }
 
+// The value of one option that takes one; false with `error` naming the option and the value.
+bool take_value(const std::string& option, const std::string& value, Options& o, std::string& scenarios,
+                bool& hang_given, std::string& error) {
+  std::uint64_t number = 0;
+  if (option == "--scenario") {
+    scenarios = value;
+  } else if (option == "--threshold-ms") {
+    if (!parse_whole(value.c_str(), 1, kMaxThresholdMs, number)) {
+      error = "--threshold-ms: '" + value + "' is not a whole number of milliseconds in 1..10000";
+      return false;
+    }
+    o.threshold_ms = static_cast<std::uint32_t>(number);
+  } else if (option == "--hang-ms") {
+    if (!parse_whole(value.c_str(), 1, kMaxHangMs, number)) {
+      error = "--hang-ms: '" + value + "' is not a whole number of milliseconds in 1..600000";
+      return false;
+    }
+    o.hang_ms = static_cast<std::uint32_t>(number);
+    hang_given = true;
+  } else if (option == "--duration-s") {
+    if (!parse_seconds(value.c_str(), kMaxDurationMs, number)) {
+      error = "--duration-s: '" + value + "' is not a number of seconds in 0.001.." +
+              std::to_string(kMaxDurationMs / 1000u) + " (7 days; at most 3 decimals)";
+      return false;
+    }
+    o.duration_ms = number;
+  } else if (option == "--time") {
+    if (value != "real" && value != "virtual") {
+      error = "--time: '" + value + "' is neither 'real' nor 'virtual'";
+      return false;
+    }
+    o.virtual_time = value == "virtual";
+  } else if (option == "--log-dir") {
+    if (value.empty()) {
+      error = "--log-dir: the directory name is empty";
+      return false;
+    }
+    o.log_dir = value;
+  } else if (option == "--format") {
+    if (value != "text" && value != "json") {
+      error = "--format: '" + value + "' is neither 'text' nor 'json'";
+      return false;
+    }
+    o.json = value == "json";
+  }
+  return true;
+}
+
+// What holds across options once all are read: the scenarios, the hang limit against the
+// threshold, and a duration long enough for the selected scenarios.
+bool check_options(const std::string& scenarios, bool hang_given, Options& o, std::string& error) {
+  if (!select_scenarios(scenarios, o, error)) return false;
+  if (!hang_given) o.hang_ms = o.threshold_ms * 2u > 1000u ? o.threshold_ms * 2u : 1000u;
+  if (o.hang_ms < o.threshold_ms) {
+    error = "--hang-ms: " + std::to_string(o.hang_ms) + " is below the threshold (" + std::to_string(o.threshold_ms) +
+            " ms); a hang limit is at least the threshold";
+    return false;
+  }
+  if (o.selected[static_cast<std::size_t>(Scenario::seed)] && o.threshold_ms * 1000u > kSeedThresholdUs) {
+    error = "--threshold-ms: " + std::to_string(o.threshold_ms) +
+            " is above the seed scenario's own 800 ms threshold, which it would raise; use at most 800 or leave "
+            "seed out";
+    return false;
+  }
+  // The timeline's length does not depend on the line numbers: plan it now to check --duration-s.
+  Plan plan;
+  make_plan(plan_input_for(o), plan);
+  o.run_us = plan.needed_us;
+  if (o.duration_ms != 0) {
+    if (o.duration_ms * 1000u < plan.needed_us) {
+      char message[160];
+      std::snprintf(message, sizeof message,
+                    "--duration-s: %llu.%03llu s is shorter than the %llu.%03llu s the selected scenarios need",
+                    static_cast<unsigned long long>(o.duration_ms / 1000u),
+                    static_cast<unsigned long long>(o.duration_ms % 1000u),
+                    static_cast<unsigned long long>(plan.needed_us / 1'000'000u),
+                    static_cast<unsigned long long>(plan.needed_us % 1'000'000u / 1000u));
+      error = message;
+      return false;
+    }
+    o.run_us = o.duration_ms * 1000u;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parse_options(int argc, char** argv, Options& o, std::string& error) {
@@ -133,82 +218,10 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       }
       value = argv[++i];
     }
-    std::uint64_t number = 0;
-    if (option == "--scenario") {
-      scenarios = value;
-    } else if (option == "--threshold-ms") {
-      if (!parse_whole(value.c_str(), 1, kMaxThresholdMs, number)) {
-        error = "--threshold-ms: '" + value + "' is not a whole number of milliseconds in 1..10000";
-        return false;
-      }
-      o.threshold_ms = static_cast<std::uint32_t>(number);
-    } else if (option == "--hang-ms") {
-      if (!parse_whole(value.c_str(), 1, kMaxHangMs, number)) {
-        error = "--hang-ms: '" + value + "' is not a whole number of milliseconds in 1..600000";
-        return false;
-      }
-      o.hang_ms = static_cast<std::uint32_t>(number);
-      hang_given = true;
-    } else if (option == "--duration-s") {
-      if (!parse_seconds(value.c_str(), kMaxDurationMs, number)) {
-        error = "--duration-s: '" + value + "' is not a number of seconds in 0.001.." +
-                std::to_string(kMaxDurationMs / 1000u) + " (7 days; at most 3 decimals)";
-        return false;
-      }
-      o.duration_ms = number;
-    } else if (option == "--time") {
-      if (value != "real" && value != "virtual") {
-        error = "--time: '" + value + "' is neither 'real' nor 'virtual'";
-        return false;
-      }
-      o.virtual_time = value == "virtual";
-    } else if (option == "--log-dir") {
-      if (value.empty()) {
-        error = "--log-dir: the directory name is empty";
-        return false;
-      }
-      o.log_dir = value;
-    } else if (option == "--format") {
-      if (value != "text" && value != "json") {
-        error = "--format: '" + value + "' is neither 'text' nor 'json'";
-        return false;
-      }
-      o.json = value == "json";
-    }
+    if (!take_value(option, value, o, scenarios, hang_given, error)) return false;
   }
   if (o.help) return true;
-  if (!select_scenarios(scenarios, o, error)) return false;
-  if (!hang_given) o.hang_ms = o.threshold_ms * 2u > 1000u ? o.threshold_ms * 2u : 1000u;
-  if (o.hang_ms < o.threshold_ms) {
-    error = "--hang-ms: " + std::to_string(o.hang_ms) + " is below the threshold (" + std::to_string(o.threshold_ms) +
-            " ms); a hang limit is at least the threshold";
-    return false;
-  }
-  if (o.selected[static_cast<std::size_t>(Scenario::seed)] && o.threshold_ms * 1000u > kSeedThresholdUs) {
-    error = "--threshold-ms: " + std::to_string(o.threshold_ms) +
-            " is above the seed scenario's own 800 ms threshold, which it would raise; use at most 800 or leave "
-            "seed out";
-    return false;
-  }
-  // The timeline's length does not depend on the line numbers: plan it now to check --duration-s.
-  Plan plan;
-  make_plan(plan_input_for(o), plan);
-  o.run_us = plan.needed_us;
-  if (o.duration_ms != 0) {
-    if (o.duration_ms * 1000u < plan.needed_us) {
-      char message[160];
-      std::snprintf(message, sizeof message,
-                    "--duration-s: %llu.%03llu s is shorter than the %llu.%03llu s the selected scenarios need",
-                    static_cast<unsigned long long>(o.duration_ms / 1000u),
-                    static_cast<unsigned long long>(o.duration_ms % 1000u),
-                    static_cast<unsigned long long>(plan.needed_us / 1'000'000u),
-                    static_cast<unsigned long long>(plan.needed_us % 1'000'000u / 1000u));
-      error = message;
-      return false;
-    }
-    o.run_us = o.duration_ms * 1000u;
-  }
-  return true;
+  return check_options(scenarios, hang_given, o, error);
 }
 
 PlanInput plan_input_for(const Options& o) noexcept {
