@@ -120,7 +120,7 @@ void json_value(TextWriter& w, Cause cause) noexcept { w.json_string(to_string(c
 // after the object's opening, LOOPCANARY_JSON_OPENING, in the same literal. `first` is known at
 // each expansion (straight-line code): one literal per member remains.
 #define LOOPCANARY_JSON_OPENING ""
-#define LOOPCANARY_JSON_MEMBER(name, value, unit)                                      \
+#define LOOPCANARY_JSON_MEMBER(name, kind, value, unit)                                      \
   w.puts(first ? LOOPCANARY_JSON_OPENING "\"" #name "\":" : ",\"" #name "\":");      \
   first = false;                                                                      \
   json_value(w, value);

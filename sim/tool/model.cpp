@@ -88,9 +88,9 @@ void reset(std::string& v) noexcept { v.clear(); }
 void reset(Phase& v) noexcept { v = Phase::final; }
 void reset(Cause& v) noexcept { v = Cause::unknown; }
 }  // namespace
-#define LOOPCANARY_RESET(name, value, unit) reset(name);
-#define LOOPCANARY_RESET_CPU(name, value, unit) reset(cpu_##name);
-#define LOOPCANARY_RESET_SAMPLES(name, value, unit) reset(samples_##name);
+#define LOOPCANARY_RESET(name, kind, value, unit) reset(name);
+#define LOOPCANARY_RESET_CPU(name, kind, value, unit) reset(cpu_##name);
+#define LOOPCANARY_RESET_SAMPLES(name, kind, value, unit) reset(samples_##name);
 
 void LogRecord::clear_fields() noexcept {
   LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_RESET)

@@ -24,6 +24,7 @@
 
 #include "loopcanary/format.hpp"
 #include "loopcanary/record.hpp"
+#include "loopcanary/record_fields.hpp"
 
 namespace loopcanary::tool {
 
@@ -112,6 +113,25 @@ using loopcanary::to_string;
 bool parse_phase(std::string_view text, Phase& out) noexcept;
 bool parse_cause(std::string_view text, Cause& out) noexcept;
 
+// The model's member for each field of the core's lists (loopcanary/record_fields.hpp), by its
+// kind: the list's name, the type the kind reads into, its default. A `cpu` member is
+// cpu_<name>, a `samples` member samples_<name>.
+#define LOOPCANARY_MODEL_TYPE_count std::uint64_t
+#define LOOPCANARY_MODEL_TYPE_text std::string
+#define LOOPCANARY_MODEL_TYPE_maybe std::optional<std::uint64_t>
+#define LOOPCANARY_MODEL_TYPE_phase Phase
+#define LOOPCANARY_MODEL_TYPE_cause Cause
+#define LOOPCANARY_MODEL_INIT_count = 0
+#define LOOPCANARY_MODEL_INIT_text
+#define LOOPCANARY_MODEL_INIT_maybe
+#define LOOPCANARY_MODEL_INIT_phase = Phase::final
+#define LOOPCANARY_MODEL_INIT_cause = Cause::unknown
+#define LOOPCANARY_MODEL_MEMBER(name, kind, value, unit) LOOPCANARY_MODEL_TYPE_##kind name LOOPCANARY_MODEL_INIT_##kind;
+#define LOOPCANARY_MODEL_CPU_MEMBER(name, kind, value, unit) \
+  LOOPCANARY_MODEL_TYPE_##kind cpu_##name LOOPCANARY_MODEL_INIT_##kind;
+#define LOOPCANARY_MODEL_SAMPLES_MEMBER(name, kind, value, unit) \
+  LOOPCANARY_MODEL_TYPE_##kind samples_##name LOOPCANARY_MODEL_INIT_##kind;
+
 /// One JSON line of a block report as read (docs/report-format.md, JSON Lines form). Fields not
 /// listed are ignored (a newer writer may add some). Optional numbers of the record (`null`
 /// there) are std::nullopt here.
@@ -122,28 +142,16 @@ struct LogRecord {
   bool from_capture = false;      ///< read from a binary capture (docs/tool.md, "Input"): `line` is a byte offset
   std::string source;             ///< the log it belongs to: `file` without its rotation suffix (see log_source())
 
-  // Required fields (a record without one is skipped with a warning "missing field").
-  std::uint64_t report = 0;       ///< watchdog-wide report number, from 1
-  Phase phase = Phase::final;
-  std::string loop;               ///< loop name
-  std::uint64_t dispatch = 0;     ///< dispatch number on the loop, from 1
-  std::uint64_t duration_us = 0;  ///< µs: final = end − start, else elapsed so far
-
-  // Other fields: 0, "" or false when absent.
-  std::string qualifier;          ///< firmware version or device label
-  std::uint64_t loop_index = 0;
-  std::string event;              ///< event name
-  std::uint64_t tick_hz = 0;      ///< Hz of start, end, duration_ticks
-  std::uint64_t start = 0;        ///< ticks
-  std::uint64_t end = 0;          ///< ticks
-  std::uint64_t duration_ticks = 0;
-  std::uint64_t threshold_us = 0; ///< µs; a deadline_miss: the deadline
+  /// The record's scalars, named and with their units as the core's list gives them
+  /// (LOOPCANARY_BLOCK_FIELDS, loopcanary/record_fields.hpp); 0, "" or the default when absent.
+  /// Required (a record without one is skipped with a warning "missing field"): report, phase,
+  /// loop, dispatch, duration_us.
+  LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_MODEL_MEMBER)
   /// A deadline_miss: the dispatch number and the event name of the dispatch that ran at the
   /// due time (the record's evidence is that dispatch's); 0 and "" when unknown ("delayed_by":
   /// null) and for every other phase.
   std::uint64_t delayed_by_dispatch = 0;
   std::string delayed_by;
-  Cause cause = Cause::unknown;
   bool hung = false;              ///< flag "hung"
   bool unwatched = false;         ///< flag "unwatched"
   bool end_estimated = false;     ///< flag "end_estimated"
@@ -152,29 +160,17 @@ struct LogRecord {
   /// (a record without `stages`, written before stages existed, has none).
   std::vector<Stage> stages;
 
-  // CPU readings (`cpu` object), µs and per mille.
-  std::uint64_t cpu_window_us = 0;
-  std::optional<std::uint64_t> cpu_thread_us;
-  std::uint64_t cpu_steal_us = 0;
-  std::optional<std::uint64_t> cpu_thread_wait_us;
-  std::optional<std::uint64_t> cpu_system_busy_permille;
-  std::optional<std::uint64_t> cpu_process_permille;
-
-  // Samples (`samples` object and arrays).
-  std::uint64_t samples_taken = 0;
-  std::uint64_t samples_kept = 0;
-  std::uint64_t samples_overwritten = 0;
-  std::uint64_t samples_missed = 0;
+  /// The `cpu` object's members as cpu_<name> and the `samples` object's as samples_<name>
+  /// (LOOPCANARY_BLOCK_CPU_FIELDS, LOOPCANARY_BLOCK_SAMPLE_FIELDS); `null` in the record is
+  /// std::nullopt.
+  LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_MODEL_CPU_MEMBER)
+  LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_MODEL_SAMPLES_MEMBER)
   std::vector<TopEntry> top;      ///< most frequent first
-  std::uint64_t top_other = 0;
   /// `top` holds every sample by its whole stack (format version 2, packets of version 3): the
   /// culprit counts every sample. False for format version 1 and "top_innermost" records,
   /// whose entries hold the innermost frame only: the culprit comes from the kept samples.
   bool top_stacks = false;
   std::vector<Sample> stacks;     ///< kept samples, oldest first (empty when ReaderOptions::want_stacks is false)
-
-  std::uint64_t records_dropped = 0;
-  std::uint64_t notes_dropped = 0;
 
   // The Linux file sink's extension object "linux".
   bool has_linux = false;
@@ -195,16 +191,9 @@ struct LogRecord {
 /// One event type of a health record (its `events` entry): the window's counts and latency
 /// percentiles, and the event's configuration. Numbers as the record gives them.
 struct EventHealth {
-  std::string event;                   ///< event name; "?" for an empty one
-  std::uint64_t dispatches = 0;        ///< dispatches with a post stamp in the window
-  std::uint64_t rate_mhz = 0;          ///< their rate, thousandths of a dispatch per second
-  std::uint64_t p50_us = 0, p95_us = 0, p99_us = 0;  ///< queue latency percentiles of the window, µs
-  std::uint64_t max_latency_us = 0;    ///< since the start, µs
-  std::uint64_t deadline_misses = 0;   ///< in the window
-  std::uint64_t missed_periods = 0;    ///< in the window
-  std::uint64_t posted_ahead = 0;      ///< in the window
-  std::uint64_t period_us = 0;         ///< 0: not periodic
-  std::uint64_t deadline_us = 0;       ///< 0: no deadline
+  /// As the core's list names them and gives their units (LOOPCANARY_EVENT_HEALTH_FIELDS); an
+  /// empty event name reads "?".
+  LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_MODEL_MEMBER)
 };
 
 /// One health record as read (a JSON line with "kind":"health", docs/report-format.md "Health
@@ -217,23 +206,10 @@ struct HealthLog {
   bool from_capture = false;
   std::string source;
 
-  std::uint64_t number = 0;           ///< watchdog-wide health record number, from 1
-  std::string qualifier;
-  std::string loop;
-  std::uint64_t loop_index = 0;
-  std::uint64_t tick_hz = 0;
-  std::uint64_t start = 0, end = 0;   ///< the window, ticks (end: this record)
-  std::uint64_t window_us = 0;
-  std::uint64_t dispatches = 0;       ///< dispatches that ended in the window
-  std::uint64_t rate_mhz = 0;         ///< their rate, thousandths per second
-  std::uint64_t busy_us = 0;
-  std::uint64_t load_permille = 0;    ///< busy share of the window, ‰
-  std::optional<std::uint64_t> idle_us;        ///< null: the loop reports no idle time
-  std::optional<std::uint64_t> idle_permille;
-  std::uint64_t blocks = 0, hangs = 0;
-  std::uint64_t max_duration_us = 0;
+  /// As the core's list names them and gives their units (LOOPCANARY_HEALTH_FIELDS); idle_us and
+  /// idle_permille are std::nullopt when the loop reports no idle time.
+  LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_MODEL_MEMBER)
   std::vector<EventHealth> events;    ///< in the record's order
-  std::uint64_t health_dropped = 0;
   std::optional<std::int64_t> wall_ms;  ///< "linux.time" as ms since the Unix epoch
   std::string clock;                    ///< "linux.clock"
 

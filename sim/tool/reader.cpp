@@ -80,10 +80,10 @@ constexpr std::string_view kEventRequired[] = {"event"};
     seen |= bit;                                                \
     return read_value(s, field, member);                        \
   }
-#define LOOPCANARY_READ_FIELD(name, value, unit) LOOPCANARY_READ_AS(#name, out.name, name)
-#define LOOPCANARY_READ_EVENT_FIELD(name, value, unit) LOOPCANARY_READ_AS("events." #name, out.name, name)
-#define LOOPCANARY_READ_CPU_FIELD(name, value, unit) LOOPCANARY_READ_AS("cpu." #name, out.cpu_##name, name)
-#define LOOPCANARY_READ_SAMPLE_FIELD(name, value, unit) \
+#define LOOPCANARY_READ_FIELD(name, kind, value, unit) LOOPCANARY_READ_AS(#name, out.name, name)
+#define LOOPCANARY_READ_EVENT_FIELD(name, kind, value, unit) LOOPCANARY_READ_AS("events." #name, out.name, name)
+#define LOOPCANARY_READ_CPU_FIELD(name, kind, value, unit) LOOPCANARY_READ_AS("cpu." #name, out.cpu_##name, name)
+#define LOOPCANARY_READ_SAMPLE_FIELD(name, kind, value, unit) \
   LOOPCANARY_READ_AS("samples." #name, out.samples_##name, name)
 
 // A name the record gives empty reads "?", as the writers print a null one.
@@ -697,8 +697,8 @@ void take_value(std::string& to, const char* value) {
     }
   }
 }
-#define LOOPCANARY_TAKE_FIELD(name, value, unit) take_value(out.name, value);
-#define LOOPCANARY_TAKE_EVENT_FIELD(name, value, unit) take_value(to.name, value);
+#define LOOPCANARY_TAKE_FIELD(name, kind, value, unit) take_value(out.name, value);
+#define LOOPCANARY_TAKE_EVENT_FIELD(name, kind, value, unit) take_value(to.name, value);
 
 }  // namespace
 
@@ -716,8 +716,8 @@ void health_log_from(const loopcanary::HealthRecord& r, HealthLog& out) {
 
 namespace {
 
-#define LOOPCANARY_TAKE_CPU_FIELD(name, value, unit) take_value(out.cpu_##name, value);
-#define LOOPCANARY_TAKE_SAMPLE_FIELD(name, value, unit) take_value(out.samples_##name, value);
+#define LOOPCANARY_TAKE_CPU_FIELD(name, kind, value, unit) take_value(out.cpu_##name, value);
+#define LOOPCANARY_TAKE_SAMPLE_FIELD(name, kind, value, unit) take_value(out.samples_##name, value);
 void take_value(Phase& to, Phase value) { to = value; }
 void take_value(Cause& to, Cause value) { to = value; }
 

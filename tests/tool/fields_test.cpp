@@ -83,7 +83,7 @@ const char* json_type(Cause) { return "enum"; }
 
 // Each field of a list, by path, with the JSON type of its value (`prefix`: the list's object).
 using Listed = std::map<std::string, std::string>;
-#define LOOPCANARY_LISTED(name, value, unit) listed[prefix + #name] = json_type(value);
+#define LOOPCANARY_LISTED(name, kind, value, unit) listed[prefix + #name] = json_type(value);
 
 Listed block_fields() {
   Listed listed;
@@ -263,10 +263,10 @@ bool set(const std::optional<std::uint64_t>& v) { return v.has_value() && *v != 
 bool set(const std::string& v) { return !v.empty(); }
 bool set(Phase v) { return v != Phase::final; }
 bool set(Cause v) { return v != Cause::unknown; }
-#define LOOPCANARY_EXPECT_SET(name, value, unit) EXPECT_TRUE(set(log.name)) << #name;
-#define LOOPCANARY_EXPECT_SET_CPU(name, value, unit) EXPECT_TRUE(set(log.cpu_##name)) << "cpu." #name;
-#define LOOPCANARY_EXPECT_SET_SAMPLES(name, value, unit) EXPECT_TRUE(set(log.samples_##name)) << "samples." #name;
-#define LOOPCANARY_EXPECT_SET_EVENT(name, value, unit) EXPECT_TRUE(set(event.name)) << "events." #name;
+#define LOOPCANARY_EXPECT_SET(name, kind, value, unit) EXPECT_TRUE(set(log.name)) << #name;
+#define LOOPCANARY_EXPECT_SET_CPU(name, kind, value, unit) EXPECT_TRUE(set(log.cpu_##name)) << "cpu." #name;
+#define LOOPCANARY_EXPECT_SET_SAMPLES(name, kind, value, unit) EXPECT_TRUE(set(log.samples_##name)) << "samples." #name;
+#define LOOPCANARY_EXPECT_SET_EVENT(name, kind, value, unit) EXPECT_TRUE(set(event.name)) << "events." #name;
 
 // A capture of one packet, decoded by the tool's capture reader.
 DecodedRecord decode_one(const std::vector<std::uint8_t>& packet) {

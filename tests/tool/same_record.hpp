@@ -37,9 +37,9 @@ inline void compare_frames(std::string& out, const std::string& where, const std
 }
 }  // namespace detail
 
-#define LOOPCANARY_COMPARE(name, value, unit) detail::compare(out, #name, a.name, b.name);
-#define LOOPCANARY_COMPARE_CPU(name, value, unit) detail::compare(out, "cpu." #name, a.cpu_##name, b.cpu_##name);
-#define LOOPCANARY_COMPARE_SAMPLES(name, value, unit) \
+#define LOOPCANARY_COMPARE(name, kind, value, unit) detail::compare(out, #name, a.name, b.name);
+#define LOOPCANARY_COMPARE_CPU(name, kind, value, unit) detail::compare(out, "cpu." #name, a.cpu_##name, b.cpu_##name);
+#define LOOPCANARY_COMPARE_SAMPLES(name, kind, value, unit) \
   detail::compare(out, "samples." #name, a.samples_##name, b.samples_##name);
 
 /// The first field in which two block records differ, as "<field>: <a> != <b>"; "" when none.
@@ -76,7 +76,7 @@ inline std::string first_difference(const LogRecord& a, const LogRecord& b) {
   return out;
 }
 
-#define LOOPCANARY_COMPARE_EVENT(name, value, unit) \
+#define LOOPCANARY_COMPARE_EVENT(name, kind, value, unit) \
   detail::compare(out, "events " + std::to_string(i) + " " #name, a.events[i].name, b.events[i].name);
 
 /// The first field in which two health records differ; "" when none.

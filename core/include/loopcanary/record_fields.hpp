@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The scalar fields of the records' JSON forms, written once: for each, its JSON name (also the
-// member name of the host tool's model, model.hpp), its value computed from the core record, and
-// its unit. Every walker expands the same list with an X macro of its own:
+// member name of the host tool's model, model.hpp), its kind, its value computed from the core
+// record, and its unit. Every walker expands the same list with an X macro of its own:
 //   - the core's JSON writers (format_json, format_health_json) write each value by its type;
 //   - the host tool reads each name into the member of that name, by the member's type, and
 //     converts a decoded packet's record into its model by the same values (no JSON round trip);
@@ -11,11 +11,12 @@
 // array) are written and read by hand beside these lists; their scalar parts are listed here
 // where they have any.
 //
-// A value is one of three types, which is its JSON kind: `const char*` (a string), an unsigned
-// integer (a number), or `Maybe` (a number, or null when not known). Phase and Cause values are
-// strings (to_string). Expansions run in a scope that names the record `r`; the health lists
-// also need `window` (the record's window in ticks, ticks_between(r.start, r.end)); the event
-// list needs `e` (the EventHealthWindow). Header only, no code of its own; any context.
+// The kind names the value's type, and so its JSON form and the tool's member type: `count` (an
+// unsigned integer: a number), `text` (`const char*`: a string), `maybe` (`Maybe`: a number, or
+// null when not known), `phase` and `cause` (Phase, Cause: a string, to_string). Expansions that
+// use the value run in a scope that names the record `r`; the health lists also need `window`
+// (the record's window in ticks, ticks_between(r.start, r.end)); the event list needs `e` (the
+// EventHealthWindow). Header only, no code of its own; any context.
 #pragma once
 
 #include <cstdint>
@@ -59,79 +60,79 @@ constexpr Maybe permille(std::uint16_t value) noexcept { return Maybe{value != k
 
 // ---- BlockRecord ---------------------------------------------------------------------------
 
-/// The top-level scalars of a block record: X(name, value, unit).
-#define LOOPCANARY_BLOCK_FIELDS(X)                                              \
-  X(report, r.report, "count, from 1")                                          \
-  X(phase, r.phase, "Phase")                                                    \
-  X(qualifier, ::loopcanary::fields::name_or(r.qualifier, ""), "text")             \
-  X(loop, ::loopcanary::fields::name_or(r.loop, "?"), "text")                      \
-  X(loop_index, r.loop_index, "index")                                          \
-  X(event, ::loopcanary::fields::event_name(r.event), "text")                   \
-  X(dispatch, r.dispatch, "count, from 1")                                      \
-  X(tick_hz, r.tick_hz, "Hz")                                                   \
-  X(start, r.start, "ticks")                                                    \
-  X(end, r.end, "ticks")                                                        \
-  X(duration_ticks, r.duration_ticks, "ticks")                                  \
-  X(duration_us, ::loopcanary::fields::us(r.tick_hz, r.duration_ticks), "µs")   \
-  X(threshold_us, ::loopcanary::fields::us(r.tick_hz, r.threshold_ticks), "µs") \
-  X(cause, r.cause, "Cause")                                                    \
-  X(top_other, r.top_other, "samples")                                          \
-  X(records_dropped, r.records_dropped, "records")                              \
-  X(notes_dropped, r.notes_dropped, "notes")
+/// The top-level scalars of a block record: X(name, kind, value, unit).
+#define LOOPCANARY_BLOCK_FIELDS(X)                                                     \
+  X(report, count, r.report, "count, from 1")                                          \
+  X(phase, phase, r.phase, "Phase")                                                    \
+  X(qualifier, text, ::loopcanary::fields::name_or(r.qualifier, ""), "text")           \
+  X(loop, text, ::loopcanary::fields::name_or(r.loop, "?"), "text")                    \
+  X(loop_index, count, r.loop_index, "index")                                          \
+  X(event, text, ::loopcanary::fields::event_name(r.event), "text")                    \
+  X(dispatch, count, r.dispatch, "count, from 1")                                      \
+  X(tick_hz, count, r.tick_hz, "Hz")                                                   \
+  X(start, count, r.start, "ticks")                                                    \
+  X(end, count, r.end, "ticks")                                                        \
+  X(duration_ticks, count, r.duration_ticks, "ticks")                                  \
+  X(duration_us, count, ::loopcanary::fields::us(r.tick_hz, r.duration_ticks), "µs")   \
+  X(threshold_us, count, ::loopcanary::fields::us(r.tick_hz, r.threshold_ticks), "µs") \
+  X(cause, cause, r.cause, "Cause")                                                    \
+  X(top_other, count, r.top_other, "samples")                                          \
+  X(records_dropped, count, r.records_dropped, "records")                              \
+  X(notes_dropped, count, r.notes_dropped, "notes")
 
 /// The members of a block record's "cpu" object (the tool's model: cpu_<name>).
-#define LOOPCANARY_BLOCK_CPU_FIELDS(X)                                                          \
-  X(window_us, ::loopcanary::fields::us(r.tick_hz, r.window_ticks), "µs")                       \
-  X(thread_us, (::loopcanary::Maybe{r.has_thread_cpu, r.thread_cpu_us}), "µs")                  \
-  X(thread_wait_us, (::loopcanary::Maybe{r.has_thread_wait, r.thread_wait_us}), "µs")           \
-  X(system_busy_permille, ::loopcanary::fields::permille(r.system_busy_permille), "permille")   \
-  X(process_permille, ::loopcanary::fields::permille(r.process_permille), "permille")           \
-  X(steal_us, r.steal_us, "µs per CPU")
+#define LOOPCANARY_BLOCK_CPU_FIELDS(X)                                                               \
+  X(window_us, count, ::loopcanary::fields::us(r.tick_hz, r.window_ticks), "µs")                     \
+  X(thread_us, maybe, (::loopcanary::Maybe{r.has_thread_cpu, r.thread_cpu_us}), "µs")                \
+  X(thread_wait_us, maybe, (::loopcanary::Maybe{r.has_thread_wait, r.thread_wait_us}), "µs")         \
+  X(system_busy_permille, maybe, ::loopcanary::fields::permille(r.system_busy_permille), "permille") \
+  X(process_permille, maybe, ::loopcanary::fields::permille(r.process_permille), "permille")         \
+  X(steal_us, count, r.steal_us, "µs per CPU")
 
 /// The members of a block record's "samples" object (the tool's model: samples_<name>).
-#define LOOPCANARY_BLOCK_SAMPLE_FIELDS(X)              \
-  X(taken, r.samples_taken, "samples")                 \
-  X(kept, r.sample_count, "samples")                   \
-  X(overwritten, r.samples_overwritten, "samples")     \
-  X(missed, r.samples_missed, "samples")
+#define LOOPCANARY_BLOCK_SAMPLE_FIELDS(X)                 \
+  X(taken, count, r.samples_taken, "samples")             \
+  X(kept, count, r.sample_count, "samples")               \
+  X(overwritten, count, r.samples_overwritten, "samples") \
+  X(missed, count, r.samples_missed, "samples")
 
 // ---- HealthRecord --------------------------------------------------------------------------
 
-/// The scalars of a health record after "kind" and "format_version": X(name, value, unit).
-#define LOOPCANARY_HEALTH_FIELDS(X)                                                                           \
-  X(number, r.number, "count, from 1")                                                                        \
-  X(qualifier, ::loopcanary::fields::name_or(r.qualifier, ""), "text")                                           \
-  X(loop, ::loopcanary::fields::name_or(r.loop, "?"), "text")                                                    \
-  X(loop_index, r.loop_index, "index")                                                                        \
-  X(tick_hz, r.tick_hz, "Hz")                                                                                 \
-  X(start, r.start, "ticks")                                                                                  \
-  X(end, r.end, "ticks")                                                                                      \
-  X(window_us, ::loopcanary::fields::us(r.tick_hz, window), "µs")                                             \
-  X(dispatches, r.dispatches, "count")                                                                        \
-  X(rate_mhz, ::loopcanary::rate_mhz(r.dispatches, window, r.tick_hz), "per 1000 s")                          \
-  X(busy_us, ::loopcanary::fields::us(r.tick_hz, r.busy_ticks), "µs")                                         \
-  X(load_permille, ::loopcanary::share_permille(r.busy_ticks, window), "permille")                            \
-  X(idle_us, (::loopcanary::Maybe{r.has_idle, ::loopcanary::fields::us(r.tick_hz, r.idle_ticks)}), "µs")      \
-  X(idle_permille, (::loopcanary::Maybe{r.has_idle, ::loopcanary::share_permille(r.idle_ticks, window)}),     \
-    "permille")                                                                                               \
-  X(blocks, r.blocks, "count")                                                                                \
-  X(hangs, r.hangs, "count")                                                                                  \
-  X(max_duration_us, ::loopcanary::fields::us(r.tick_hz, r.max_duration), "µs")                              \
-  X(health_dropped, r.health_dropped, "records")
+/// The scalars of a health record after "kind" and "format_version": X(name, kind, value, unit).
+#define LOOPCANARY_HEALTH_FIELDS(X)                                                                              \
+  X(number, count, r.number, "count, from 1")                                                                    \
+  X(qualifier, text, ::loopcanary::fields::name_or(r.qualifier, ""), "text")                                     \
+  X(loop, text, ::loopcanary::fields::name_or(r.loop, "?"), "text")                                              \
+  X(loop_index, count, r.loop_index, "index")                                                                    \
+  X(tick_hz, count, r.tick_hz, "Hz")                                                                             \
+  X(start, count, r.start, "ticks")                                                                              \
+  X(end, count, r.end, "ticks")                                                                                  \
+  X(window_us, count, ::loopcanary::fields::us(r.tick_hz, window), "µs")                                         \
+  X(dispatches, count, r.dispatches, "count")                                                                    \
+  X(rate_mhz, count, ::loopcanary::rate_mhz(r.dispatches, window, r.tick_hz), "per 1000 s")                      \
+  X(busy_us, count, ::loopcanary::fields::us(r.tick_hz, r.busy_ticks), "µs")                                     \
+  X(load_permille, count, ::loopcanary::share_permille(r.busy_ticks, window), "permille")                        \
+  X(idle_us, maybe, (::loopcanary::Maybe{r.has_idle, ::loopcanary::fields::us(r.tick_hz, r.idle_ticks)}), "µs")  \
+  X(idle_permille, maybe, (::loopcanary::Maybe{r.has_idle, ::loopcanary::share_permille(r.idle_ticks, window)}), \
+    "permille")                                                                                                  \
+  X(blocks, count, r.blocks, "count")                                                                            \
+  X(hangs, count, r.hangs, "count")                                                                              \
+  X(max_duration_us, count, ::loopcanary::fields::us(r.tick_hz, r.max_duration), "µs")                           \
+  X(health_dropped, count, r.health_dropped, "records")
 
 /// The members of one entry of a health record's "events" array (an EventHealthWindow `e`).
-#define LOOPCANARY_EVENT_HEALTH_FIELDS(X)                                             \
-  X(event, ::loopcanary::fields::event_name(e.event), "text")                         \
-  X(dispatches, e.dispatches, "count")                                                \
-  X(rate_mhz, ::loopcanary::rate_mhz(e.dispatches, window, r.tick_hz), "per 1000 s")  \
-  X(p50_us, ::loopcanary::fields::us(r.tick_hz, e.p50), "µs")                         \
-  X(p95_us, ::loopcanary::fields::us(r.tick_hz, e.p95), "µs")                         \
-  X(p99_us, ::loopcanary::fields::us(r.tick_hz, e.p99), "µs")                         \
-  X(max_latency_us, ::loopcanary::fields::us(r.tick_hz, e.max_latency), "µs")         \
-  X(deadline_misses, e.deadline_misses, "count")                                      \
-  X(missed_periods, e.missed_periods, "count")                                        \
-  X(posted_ahead, e.posted_ahead, "count")                                            \
-  X(period_us, ::loopcanary::fields::us(r.tick_hz, e.period_ticks), "µs")             \
-  X(deadline_us, ::loopcanary::fields::us(r.tick_hz, e.deadline_ticks), "µs")
+#define LOOPCANARY_EVENT_HEALTH_FIELDS(X)                                                   \
+  X(event, text, ::loopcanary::fields::event_name(e.event), "text")                         \
+  X(dispatches, count, e.dispatches, "count")                                               \
+  X(rate_mhz, count, ::loopcanary::rate_mhz(e.dispatches, window, r.tick_hz), "per 1000 s") \
+  X(p50_us, count, ::loopcanary::fields::us(r.tick_hz, e.p50), "µs")                        \
+  X(p95_us, count, ::loopcanary::fields::us(r.tick_hz, e.p95), "µs")                        \
+  X(p99_us, count, ::loopcanary::fields::us(r.tick_hz, e.p99), "µs")                        \
+  X(max_latency_us, count, ::loopcanary::fields::us(r.tick_hz, e.max_latency), "µs")        \
+  X(deadline_misses, count, e.deadline_misses, "count")                                     \
+  X(missed_periods, count, e.missed_periods, "count")                                       \
+  X(posted_ahead, count, e.posted_ahead, "count")                                           \
+  X(period_us, count, ::loopcanary::fields::us(r.tick_hz, e.period_ticks), "µs")            \
+  X(deadline_us, count, ::loopcanary::fields::us(r.tick_hz, e.deadline_ticks), "µs")
 
 }  // namespace loopcanary
