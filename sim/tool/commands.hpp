@@ -5,6 +5,7 @@
 // nothing was readable, 2 for a bad request it detects itself (with a one-line error on `err`).
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -40,6 +41,9 @@ struct Options {
   std::string debug_dir;            ///< --debug-dir DIR: where to find images by build-id
   std::string config;               ///< --config FILE as given (already applied)
 };
+
+/// `us` as milliseconds with three decimals ("12.345"), as report and health print durations.
+std::string ms_text(std::uint64_t us);
 
 /// `loopcanary report`: grouped table of the blocks (docs/tool.md).
 int run_report(const Options& options, std::ostream& out, std::ostream& err);

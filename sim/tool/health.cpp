@@ -87,12 +87,6 @@ void HealthCollector::add(const HealthLog& r) {
 
 namespace {
 
-std::string ms3(std::uint64_t us) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%" PRIu64 ".%03" PRIu64, us / 1000, us % 1000);
-  return text;
-}
-
 std::string seconds(double s) {
   char text[48];
   std::snprintf(text, sizeof text, "%.6f", s);
@@ -126,8 +120,8 @@ void print_text(std::ostream& out, const HealthCollector& health, const Filter& 
       for (const HealthEventPoint& e : p.events) {
         const std::string& name = s.events[e.event];
         if (!event_shown(filter, name)) continue;
-        out << (first_event ? "  " : "; ") << name << ' ' << rate_text(e.rate_mhz) << " /s, " << ms3(e.p50_us) << '/'
-            << ms3(e.p95_us) << '/' << ms3(e.p99_us) << " ms, " << e.deadline_misses
+        out << (first_event ? "  " : "; ") << name << ' ' << rate_text(e.rate_mhz) << " /s, " << ms_text(e.p50_us) << '/'
+            << ms_text(e.p95_us) << '/' << ms_text(e.p99_us) << " ms, " << e.deadline_misses
             << (e.deadline_misses == 1 ? " miss, " : " misses, ") << e.missed_periods << " missed";
         first_event = false;
       }

@@ -91,25 +91,23 @@ void unknown_if_empty(std::string& name) {
   if (name.empty()) name = "?";
 }
 
-// A block record's "cpu" and "samples" objects, and one entry of a health record's "events".
-bool parse_cpu(Scanner& s, LogRecord& out) {
-  if (!s.is('{')) return s.wrong_type("cpu", "an object");
-  const auto& required = kBlockRequired;
+// A block record's "cpu" or "samples" object (`cpu`: which): its listed members read, the others
+// skipped.
+bool parse_group(Scanner& s, LogRecord& out, bool cpu) {
+  if (!s.is('{')) return s.wrong_type(cpu ? "cpu" : "samples", "an object");
+  const auto& required = kBlockRequired;  // none of theirs
   unsigned seen = 0;
   return s.object([&](std::string_view key) {
-    LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_READ_CPU_FIELD)
+    if (cpu) {
+      LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_READ_CPU_FIELD)
+    } else {
+      LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_READ_SAMPLE_FIELD)
+    }
     return s.skip_value();
   });
 }
-bool parse_samples(Scanner& s, LogRecord& out) {
-  if (!s.is('{')) return s.wrong_type("samples", "an object");
-  const auto& required = kBlockRequired;
-  unsigned seen = 0;
-  return s.object([&](std::string_view key) {
-    LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_READ_SAMPLE_FIELD)
-    return s.skip_value();
-  });
-}
+
+// One entry of a health record's "events".
 bool parse_event_health(Scanner& s, EventHealth& out) {
   if (!s.is('{')) return s.wrong_type("events", "an object");
   const auto& required = kEventRequired;
@@ -344,7 +342,7 @@ class BlockParser {
     LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_READ_FIELD)
     switch (key.empty() ? '\0' : key[0]) {
       case 'c':
-        if (is(key, "cpu")) return parse_cpu(s, out);
+        if (is(key, "cpu")) return parse_group(s, out, true);
         break;
       case 'd':
         if (is(key, "delayed_by")) return delayed_by();
@@ -361,7 +359,7 @@ class BlockParser {
         break;
       case 's':
         if (is(key, "stages")) return stages();
-        if (is(key, "samples")) return parse_samples(s, out);
+        if (is(key, "samples")) return parse_group(s, out, false);
         if (is(key, "stacks")) return stacks();
         if (is(key, "symbols")) {
           if (!s.is('{')) return s.wrong_type("symbols", "an object");

@@ -12,18 +12,18 @@
 
 namespace loopcanary::tool {
 
+std::string ms_text(std::uint64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%" PRIu64 ".%03" PRIu64, us / 1000, us % 1000);
+  return text;
+}
+
 namespace {
 
 constexpr std::size_t kMaxGroups = 10000;        // further keys go into kOtherGroups
 constexpr std::size_t kMaxNamesPerGroup = 32;    // events, qualifiers, culprits listed per group
 constexpr std::size_t kExactDurations = 1024;    // per group, before the histogram takes over
 const char* const kOtherGroups = "(other groups)";
-
-std::string ms(std::uint64_t us) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%" PRIu64 ".%03" PRIu64, us / 1000, us % 1000);
-  return text;
-}
 
 std::string percent(double share) {
   char text[16];
@@ -260,7 +260,7 @@ std::string stages_json(const StageSplit& split) {
 // "input 1.200 ms, compute 80.000 ms" (show's stages line, as the core's text form).
 std::string stage_times_text(const std::vector<Stage>& stages) {
   std::string out;
-  for (const Stage& stage : stages) out += (out.empty() ? "" : ", ") + stage.name + " " + ms(stage.us) + " ms";
+  for (const Stage& stage : stages) out += (out.empty() ? "" : ", ") + stage.name + " " + ms_text(stage.us) + " ms";
   return out;
 }
 
@@ -338,7 +338,7 @@ std::string describe(const Frame& f) {
   return out;
 }
 
-std::string optional_ms(const std::optional<std::uint64_t>& us) { return us ? ms(*us) + " ms" : "n/a"; }
+std::string optional_ms(const std::optional<std::uint64_t>& us) { return us ? ms_text(*us) + " ms" : "n/a"; }
 
 std::string optional_permille(const std::optional<std::uint64_t>& permille) {
   if (!permille || *permille == 0xFFFF) return "n/a";
@@ -356,17 +356,17 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   out << "  time-end = " << r.end << " ticks" << (r.phase == Phase::final || r.phase == Phase::deadline_miss ? "" : " (still running)") << '\n';
   if (r.wall_ms) out << "  written = " << format_utc_time(*r.wall_ms) << (r.clock.empty() ? "" : " (clock " + r.clock + ")") << '\n';
   if (r.phase == Phase::deadline_miss) {
-    out << "  duration = late by " << ms(r.duration_us) << " ms (deadline " << ms(r.threshold_us) << " ms)\n";
+    out << "  duration = late by " << ms_text(r.duration_us) << " ms (deadline " << ms_text(r.threshold_us) << " ms)\n";
     out << "  delayed-by = "
         << (r.delayed_by_dispatch == 0 ? std::string("unknown")
                                        : "dispatch " + std::to_string(r.delayed_by_dispatch) + " (" + r.delayed_by + ")")
         << '\n';
   } else {
-    out << "  duration = " << ms(r.duration_us) << " ms (threshold " << ms(r.threshold_us) << " ms)\n";
+    out << "  duration = " << ms_text(r.duration_us) << " ms (threshold " << ms_text(r.threshold_us) << " ms)\n";
   }
   if (!r.stages.empty()) out << "  stages = " << stage_times_text(r.stages) << '\n';
-  out << "  thread-time = " << optional_ms(r.cpu_thread_us) << " over a " << ms(r.cpu_window_us) << " ms window, waiting for a CPU "
-      << optional_ms(r.cpu_thread_wait_us) << ", stolen " << ms(r.cpu_steal_us) << " ms\n";
+  out << "  thread-time = " << optional_ms(r.cpu_thread_us) << " over a " << ms_text(r.cpu_window_us) << " ms window, waiting for a CPU "
+      << optional_ms(r.cpu_thread_wait_us) << ", stolen " << ms_text(r.cpu_steal_us) << " ms\n";
   out << "  cpu-busy = " << optional_permille(r.cpu_system_busy_permille) << ", process "
       << optional_permille(r.cpu_process_permille) << '\n';
   out << "  cause = " << to_string(r.cause) << '\n';
@@ -395,7 +395,7 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
     out << "  stacks (kept samples, innermost first; * the sample's culprit):\n";
     for (const Sample& s : r.stacks) {
       const std::optional<std::size_t> culprit = sample_culprit(s, rules);
-      out << "    +" << ms(s.at_us) << " ms\n";
+      out << "    +" << ms_text(s.at_us) << " ms\n";
       for (std::size_t i = 0; i < s.frames.size(); ++i) {
         out << "      " << (culprit && *culprit == i ? "* " : "  ") << describe(s.frames[i]) << '\n';
       }
@@ -477,8 +477,8 @@ void write_report_json(std::ostream& out, const Options& options, const Tally& t
   for (std::size_t i = 0; i < t.shown; ++i) {
     Group& g = *t.order[i];
     out << (i == 0 ? "" : ",") << "{\"key\":" << json_string(g.key) << ",\"blocks\":" << g.blocks
-        << ",\"hangs\":" << g.hangs << ",\"worst_ms\":" << ms(g.durations.max())
-        << ",\"p50_ms\":" << ms(g.durations.percentile(0.50)) << ",\"p95_ms\":" << ms(g.durations.percentile(0.95))
+        << ",\"hangs\":" << g.hangs << ",\"worst_ms\":" << ms_text(g.durations.max())
+        << ",\"p50_ms\":" << ms_text(g.durations.percentile(0.50)) << ",\"p95_ms\":" << ms_text(g.durations.percentile(0.95))
         << ",\"percentiles_exact\":" << (g.durations.exact() ? "true" : "false") << ",\"causes\":{";
     for (std::size_t c = 0; c < g.causes.size(); ++c) {
       out << (c == 0 ? "" : ",") << json_string(to_string(static_cast<Cause>(c))) << ':' << g.causes[c];
@@ -504,7 +504,7 @@ void write_report_json(std::ostream& out, const Options& options, const Tally& t
   for (std::size_t i = 0; i < t.miss_order.size(); ++i) {
     const MissGroup& g = *t.miss_order[i].second;
     out << (i == 0 ? "" : ",") << "{\"event\":" << json_string(*t.miss_order[i].first) << ",\"misses\":" << g.misses
-        << ",\"worst_late_ms\":" << ms(g.worst_late_us) << ",\"deadline_ms\":" << ms(g.deadline_us)
+        << ",\"worst_late_ms\":" << ms_text(g.worst_late_us) << ",\"deadline_ms\":" << ms_text(g.deadline_us)
         << ",\"unwatched\":" << g.unwatched << ",\"delayed_by\":" << names_json(g.delayed_by)
         << ",\"delayed_by_other\":" << g.delayed_by.other << ",\"culprits\":" << names_json(g.culprits)
         << ",\"culprits_other\":" << g.culprits.other << '}';
@@ -526,8 +526,8 @@ void write_misses_text(std::ostream& out, const Tally& t) {
   for (const auto& [event, g] : t.miss_order) {
     const std::string key = event->empty() ? "\"\"" : *event;
     out << "  " << key << std::string(key.size() < w ? w - key.size() : 0, ' ');
-    std::snprintf(line, sizeof line, " %7" PRIu64 " %14s %12s\n", g->misses, ms(g->worst_late_us).c_str(),
-                  ms(g->deadline_us).c_str());
+    std::snprintf(line, sizeof line, " %7" PRIu64 " %14s %12s\n", g->misses, ms_text(g->worst_late_us).c_str(),
+                  ms_text(g->deadline_us).c_str());
     out << line;
   }
   for (const auto& [event, g] : t.miss_order) {
@@ -557,8 +557,8 @@ void write_report_text(std::ostream& out, const Options& options, const Tally& t
     const std::string key = g.key.empty() ? "\"\"" : g.key;
     out << "  " << key << std::string(key.size() < width ? width - key.size() : 0, ' ');
     std::snprintf(line, sizeof line, " %7" PRIu64 " %6" PRIu64 " %11s %11s %11s  %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n",
-                  g.blocks, g.hangs, ms(g.durations.max()).c_str(), ms(g.durations.percentile(0.50)).c_str(),
-                  ms(g.durations.percentile(0.95)).c_str(), g.causes[1], g.causes[2], g.causes[3], g.causes[0]);
+                  g.blocks, g.hangs, ms_text(g.durations.max()).c_str(), ms_text(g.durations.percentile(0.50)).c_str(),
+                  ms_text(g.durations.percentile(0.95)).c_str(), g.causes[1], g.causes[2], g.causes[3], g.causes[0]);
     out << line;
   }
   out << '\n';
@@ -580,7 +580,7 @@ void write_report_text(std::ostream& out, const Options& options, const Tally& t
     out << "  first seen: " << seen_text(g.first_ms) << ", last seen: " << seen_text(g.last_ms);
     if (g.without_wall_time > 0 && g.first_ms) out << " (" << g.without_wall_time << " blocks without wall time)";
     out << '\n';
-    out << "  worst: block " << g.worst_id << " (" << ms(g.worst_us) << " ms)"
+    out << "  worst: block " << g.worst_id << " (" << ms_text(g.worst_us) << " ms)"
         << (g.durations.exact() ? "" : "; p50/p95 from a histogram (1/128 resolution)") << '\n';
   }
   if (t.overflowed > 0) out << t.overflowed << " blocks beyond " << kMaxGroups << " groups are in \"" << kOtherGroups << "\"\n";
