@@ -82,9 +82,11 @@ constexpr std::string_view kEventRequired[] = {"event"};
   }
 #define LOOPCANARY_READ_FIELD(name, kind, value, unit) LOOPCANARY_READ_AS(#name, out.name, name)
 #define LOOPCANARY_READ_EVENT_FIELD(name, kind, value, unit) LOOPCANARY_READ_AS("events." #name, out.name, name)
-#define LOOPCANARY_READ_CPU_FIELD(name, kind, value, unit) LOOPCANARY_READ_AS("cpu." #name, out.cpu_##name, name)
+// The "cpu" and "samples" objects have no required member.
+#define LOOPCANARY_READ_CPU_FIELD(name, kind, value, unit) \
+  if (is(key, #name)) return read_value(s, "cpu." #name, out.cpu_##name);
 #define LOOPCANARY_READ_SAMPLE_FIELD(name, kind, value, unit) \
-  LOOPCANARY_READ_AS("samples." #name, out.samples_##name, name)
+  if (is(key, #name)) return read_value(s, "samples." #name, out.samples_##name);
 
 // A name the record gives empty reads "?", as the writers print a null one.
 void unknown_if_empty(std::string& name) {
@@ -95,8 +97,6 @@ void unknown_if_empty(std::string& name) {
 // skipped.
 bool parse_group(Scanner& s, LogRecord& out, bool cpu) {
   if (!s.is('{')) return s.wrong_type(cpu ? "cpu" : "samples", "an object");
-  const auto& required = kBlockRequired;  // none of theirs
-  unsigned seen = 0;
   return s.object([&](std::string_view key) {
     if (cpu) {
       LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_READ_CPU_FIELD)
