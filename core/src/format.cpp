@@ -209,30 +209,31 @@ namespace {
 
 // The text form's sections: which dispatch, when and how long (and its stages)...
 void text_dispatch(TextWriter& w, const BlockRecord& r) noexcept {
+  namespace f = fields::block;
   w.puts("qualifier = ");
-  w.name(name_or(r.qualifier, ""));
+  w.name(f::qualifier(r));
   w.puts("\nloop = ");
-  w.name(name_or(r.loop, "?"));
+  w.name(f::loop(r));
   w.puts("\nevent = ");
-  w.name(event_name(r.event));
+  w.name(f::event(r));
   w.puts("\nreport = ");
-  w.u64(r.report);
+  w.u64(f::report(r));
   w.puts(" (");
-  w.puts(to_string(r.phase));
+  w.puts(to_string(f::phase(r)));
   w.puts(")\ndispatch = ");
-  w.u64(r.dispatch);
+  w.u64(f::dispatch(r));
   w.puts("\ntime-start = ");
-  w.u64(r.start);
+  w.u64(f::start(r));
   w.puts(" ticks @ ");
-  w.u64(r.tick_hz);
+  w.u64(f::tick_hz(r));
   w.puts(" Hz\ntime-end = ");
-  w.u64(r.end);
+  w.u64(f::end(r));
   const bool late = r.phase == Phase::deadline_miss;
   w.puts(r.phase == Phase::final || late ? " ticks\n" : " ticks (still running)\n");
   w.puts(late ? "duration = late by " : "duration = ");
-  w.ms(us_of(r, r.duration_ticks));
+  w.ms(f::duration_us(r));
   w.puts(late ? " ms (deadline " : " ms (threshold ");
-  w.ms(us_of(r, r.threshold_ticks));
+  w.ms(f::threshold_us(r));
   w.puts(" ms)\n");
   if (late) {
     w.puts("delayed-by = ");
@@ -262,33 +263,38 @@ void text_dispatch(TextWriter& w, const BlockRecord& r) noexcept {
 // ... what the loop thread and the machine did over the CPU window, the memory, the cause and the
 // flags...
 void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
+  namespace f = fields::block_cpu;
+  const Maybe thread = f::thread_us(r);
   w.puts("thread-time = ");
-  if (r.has_thread_cpu) {
-    w.ms(r.thread_cpu_us);
+  if (thread.known) {
+    w.ms(thread.value);
     w.puts(" ms over a ");
-    w.ms(us_of(r, r.window_ticks));
+    w.ms(f::window_us(r));
     w.puts(" ms window");
-    if (r.has_thread_wait) {
+    const Maybe wait = f::thread_wait_us(r);
+    if (wait.known) {
       w.puts(", ");
-      w.ms(r.thread_wait_us);
+      w.ms(wait.value);
       w.puts(" ms waiting for a CPU");
     }
   } else {
     w.puts("n/a");
   }
   w.puts("\ncpu-busy = ");
-  if (r.system_busy_permille != kUnknownPermille) {
-    w.percent(r.system_busy_permille);
+  const Maybe busy = f::system_busy_permille(r);
+  if (busy.known) {
+    w.percent(static_cast<std::uint32_t>(busy.value));
     w.puts(" %, process ");
-    if (r.process_permille != kUnknownPermille) {
-      w.percent(r.process_permille);
+    const Maybe process = f::process_permille(r);
+    if (process.known) {
+      w.percent(static_cast<std::uint32_t>(process.value));
       w.puts(" %");
     } else {
       w.puts("n/a");
     }
-    if (r.steal_us != 0) {
+    if (f::steal_us(r) != 0) {
       w.puts(", stolen ");
-      w.ms(r.steal_us);
+      w.ms(f::steal_us(r));
       w.puts(" ms");
     }
   } else {
@@ -296,7 +302,7 @@ void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
   }
   memory_text(w, r.memory);
   w.puts("\ncause = ");
-  w.puts(to_string(r.cause));
+  w.puts(to_string(fields::block::cause(r)));
   w.puts("\nflags =");
   for (const FlagName& f : kFlagNames) {
     if ((r.flags & f.bit) != 0) {
@@ -308,14 +314,15 @@ void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
 
 // ... and the samples: their counts, the stack table and the kept stacks.
 void text_samples(TextWriter& w, const BlockRecord& r) noexcept {
+  namespace f = fields::block_samples;
   w.puts("\nsamples = ");
-  w.u64(r.samples_taken);
+  w.u64(f::taken(r));
   w.puts(" taken, ");
-  w.u64(r.sample_count);
+  w.u64(f::kept(r));
   w.puts(" kept, ");
-  w.u64(r.samples_overwritten);
+  w.u64(f::overwritten(r));
   w.puts(" overwritten, ");
-  w.u64(r.samples_missed);
+  w.u64(f::missed(r));
   w.puts(" missed\n");
   if (r.top_count > 0) {
     w.puts("top stacks:\n");
@@ -356,9 +363,9 @@ FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) n
   text_cpu(w, r);
   text_samples(w, r);
   w.puts("dropped = ");
-  w.u64(r.records_dropped);
+  w.u64(fields::block::records_dropped(r));
   w.puts(" records, ");
-  w.u64(r.notes_dropped);
+  w.u64(fields::block::notes_dropped(r));
   w.puts(" notes\n");
   return w.finish();
 }
@@ -453,77 +460,79 @@ void rate_text(TextWriter& w, std::uint32_t rate_mhz) noexcept {
 }  // namespace
 
 FormatResult format_health_text(const HealthRecord& r, char* buffer, std::size_t size) noexcept {
+  namespace f = fields::health;
+  namespace fe = fields::event_health;
   TextWriter w(buffer, size);
-  const tick_t window = ticks_between(r.start, r.end);
   w.puts("qualifier = ");
-  w.name(name_or(r.qualifier, ""));
+  w.name(f::qualifier(r));
   w.puts("\nloop = ");
-  w.name(name_or(r.loop, "?"));
+  w.name(f::loop(r));
   w.puts("\nhealth = ");
-  w.u64(r.number);
+  w.u64(f::number(r));
   w.puts("\nwindow = ");
-  w.u64(r.start);
+  w.u64(f::start(r));
   w.puts(" .. ");
-  w.u64(r.end);
+  w.u64(f::end(r));
   w.puts(" ticks @ ");
-  w.u64(r.tick_hz);
+  w.u64(f::tick_hz(r));
   w.puts(" Hz (");
-  w.ms(fields::us(r.tick_hz, window));
+  w.ms(f::window_us(r));
   w.puts(" ms)\ndispatches = ");
-  w.u64(r.dispatches);
+  w.u64(f::dispatches(r));
   w.puts(" (");
-  rate_text(w, rate_mhz(r.dispatches, window, r.tick_hz));
+  rate_text(w, f::rate_mhz(r));
   w.puts(" /s), load ");
-  w.percent(share_permille(r.busy_ticks, window));
+  w.percent(f::load_permille(r));
   w.puts(" %, idle ");
-  if (r.has_idle) {
-    w.percent(share_permille(r.idle_ticks, window));
+  const Maybe idle = f::idle_permille(r);
+  if (idle.known) {
+    w.percent(static_cast<std::uint32_t>(idle.value));
     w.puts(" %");
   } else {
     w.puts("n/a");
   }
   w.puts("\nblocks = ");
-  w.u64(r.blocks);
+  w.u64(f::blocks(r));
   w.puts(", hangs = ");
-  w.u64(r.hangs);
+  w.u64(f::hangs(r));
   w.puts("\nlongest = ");
-  w.ms(fields::us(r.tick_hz, r.max_duration));
+  w.ms(f::max_duration_us(r));
   w.puts(" ms");
   memory_text(w, r.memory);
   for (std::uint8_t i = 0; i < r.event_count; ++i) {
     const EventHealthWindow& e = r.events[i];
     w.puts("\nevent ");
-    w.name(event_name(e.event));
+    w.name(fe::event(r, e));
     w.puts(" = ");
-    w.u64(e.dispatches);
+    w.u64(fe::dispatches(r, e));
     w.puts(" (");
-    rate_text(w, rate_mhz(e.dispatches, window, r.tick_hz));
+    rate_text(w, fe::rate_mhz(r, e));
     w.puts(" /s), latency p50 ");
-    w.ms(fields::us(r.tick_hz, e.p50));
+    w.ms(fe::p50_us(r, e));
     w.puts(" ms, p95 ");
-    w.ms(fields::us(r.tick_hz, e.p95));
+    w.ms(fe::p95_us(r, e));
     w.puts(" ms, p99 ");
-    w.ms(fields::us(r.tick_hz, e.p99));
+    w.ms(fe::p99_us(r, e));
     w.puts(" ms, max ");
-    w.ms(fields::us(r.tick_hz, e.max_latency));
+    w.ms(fe::max_latency_us(r, e));
     w.puts(" ms, ");
-    w.u64(e.deadline_misses);
+    w.u64(fe::deadline_misses(r, e));
     w.puts(" deadline misses, ");
-    w.u64(e.missed_periods);
+    w.u64(fe::missed_periods(r, e));
     w.puts(" missed periods");
     if (e.period_ticks != 0) {
       w.puts(", period ");
-      w.ms(fields::us(r.tick_hz, e.period_ticks));
+      w.ms(fe::period_us(r, e));
       w.puts(" ms");
     }
     if (e.deadline_ticks != 0) {
       w.puts(", deadline ");
-      w.ms(fields::us(r.tick_hz, e.deadline_ticks));
+      w.ms(fe::deadline_us(r, e));
       w.puts(" ms");
     }
   }
   w.puts("\ndropped = ");
-  w.u64(r.health_dropped);
+  w.u64(f::health_dropped(r));
   w.puts(" health records\n");
   return w.finish();
 }

@@ -5,6 +5,9 @@
 //   - the core's JSON writers (format_json, format_health_json) write each value by its type;
 //   - the host tool reads each name into the member of that name, by the member's type, and
 //     converts a decoded packet's record into its model by the same values (no JSON round trip);
+//   - the text writers (format_text, format_health_text) lay out a chosen subset in their own
+//     human form, and read each value through the functions below (fields::block::duration_us(r)
+//     ...), so a text value is the JSON's;
 //   - a test checks each field against docs/schema (type and nullability) and the two tool
 //     paths against each other.
 // Structured members (stages, stacks, top entries, flags, the histogram, memory, the events
@@ -16,7 +19,7 @@
 // null when not known), `phase` and `cause` (Phase, Cause: a string, to_string). Expansions that
 // use the value run in a scope that names the record `r`; the health lists also need `window`
 // (the record's window in ticks, ticks_between(r.start, r.end)); the event list needs `e` (the
-// EventHealthWindow). Header only, no code of its own; any context.
+// EventHealthWindow). Header only; any context.
 #pragma once
 
 #include <cstdint>
@@ -134,5 +137,41 @@ constexpr Maybe permille(std::uint16_t value) noexcept { return Maybe{value != k
   X(posted_ahead, count, e.posted_ahead, "count")                                           \
   X(period_us, count, ::loopcanary::fields::us(r.tick_hz, e.period_ticks), "µs")            \
   X(deadline_us, count, ::loopcanary::fields::us(r.tick_hz, e.deadline_ticks), "µs")
+
+// ---- Each listed value as a function of its record -------------------------------------------
+
+/// One function per listed field, named as the field, returning its value: fields::block::<name>(r),
+/// fields::block_cpu::<name>(r), fields::block_samples::<name>(r), fields::health::<name>(r) and
+/// fields::event_health::<name>(r, e). Any context; no side effects.
+#define LOOPCANARY_FIELD_FUNCTION(name, kind, value, unit) \
+  inline auto name(const BlockRecord& r) noexcept { return value; }
+#define LOOPCANARY_HEALTH_FIELD_FUNCTION(name, kind, value, unit)      \
+  inline auto name(const HealthRecord& r) noexcept {                   \
+    [[maybe_unused]] const tick_t window = ticks_between(r.start, r.end); \
+    return value;                                                      \
+  }
+#define LOOPCANARY_EVENT_FIELD_FUNCTION(name, kind, value, unit)                     \
+  inline auto name(const HealthRecord& r, const EventHealthWindow& e) noexcept {     \
+    [[maybe_unused]] const tick_t window = ticks_between(r.start, r.end);            \
+    return value;                                                                    \
+  }
+namespace fields::block {
+LOOPCANARY_BLOCK_FIELDS(LOOPCANARY_FIELD_FUNCTION)
+}
+namespace fields::block_cpu {
+LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_FIELD_FUNCTION)
+}
+namespace fields::block_samples {
+LOOPCANARY_BLOCK_SAMPLE_FIELDS(LOOPCANARY_FIELD_FUNCTION)
+}
+namespace fields::health {
+LOOPCANARY_HEALTH_FIELDS(LOOPCANARY_HEALTH_FIELD_FUNCTION)
+}
+namespace fields::event_health {
+LOOPCANARY_EVENT_HEALTH_FIELDS(LOOPCANARY_EVENT_FIELD_FUNCTION)
+}
+#undef LOOPCANARY_FIELD_FUNCTION
+#undef LOOPCANARY_HEALTH_FIELD_FUNCTION
+#undef LOOPCANARY_EVENT_FIELD_FUNCTION
 
 }  // namespace loopcanary
