@@ -5,6 +5,8 @@
 // docs/report-format.md ("Evidence packets") is the specification this follows field by field.
 #include "loopcanary/evidence.hpp"
 
+#include "loopcanary/packet_fields.hpp"
+
 namespace loopcanary {
 namespace {
 
@@ -26,6 +28,24 @@ void cpu_reading(ByteWriter& w, const TimedCpuReading& r) noexcept {
     if (r.counters.has(static_cast<CpuValue>(i))) w.uv(r.counters.value[i]);
   }
 }
+
+// The `section` entries of LOOPCANARY_OBSERVATION_PACKET_FIELDS.
+struct ObservationSections {
+  ByteWriter& w;
+  const Observation& o;
+
+  // delayed_by_dispatch, then (when not 0) the delaying event's name.
+  void delayed_by() const noexcept {
+    w.uv(o.delayed_by_dispatch);
+    if (o.delayed_by_dispatch != 0) w.str(o.delayed_by != nullptr ? o.delayed_by->name : nullptr);
+  }
+  // The first and last CPU readings, unless the dispatch was not watched.
+  void cpu() const noexcept {
+    if ((o.flags & kFlagUnwatched) != 0) return;
+    cpu_reading(w, o.first);
+    cpu_reading(w, o.last);
+  }
+};
 
 }  // namespace
 
@@ -89,27 +109,9 @@ bool EvidenceWatchdog::send_observation(Watchdog& self, const Observation& o) no
   ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
   configuration(w);
   for (std::uint16_t permille : me.rule_) w.uv(permille);
-  w.uv(o.tick_hz);
-  w.uv(o.report);
-  w.uv(o.records_dropped);
-  w.uv(o.notes_dropped);
-  w.u8(static_cast<unsigned>(o.phase));
-  w.u8(o.flags);
-  w.u8(o.loop_index);
-  w.u8(o.watch);
-  w.uv(o.note.seq);
-  w.uv(o.note.begin);
-  w.uv(o.note.end);
-  w.uv(o.duration_ticks);
-  w.uv(o.threshold_ticks);
-  w.uv(o.delayed_by_dispatch);
-  if (o.delayed_by_dispatch != 0) w.str(o.delayed_by != nullptr ? o.delayed_by->name : nullptr);
-  if ((o.flags & kFlagUnwatched) == 0) {
-    cpu_reading(w, o.first);
-    cpu_reading(w, o.last);
-  }
-  w.memory(o.memory);
-  w.uv(o.samples_missed);
+  const ObservationSections section{w, o};
+  const Observation& r = o;  // the lists' expansions name the record `r`
+  LOOPCANARY_OBSERVATION_PACKET_FIELDS(LOOPCANARY_PUT)
   w.str(self.qualifier());
   w.str(o.loop);
   w.str(o.note.event != nullptr ? o.note.event->name : nullptr);

@@ -6,6 +6,8 @@
 
 #include <array>
 
+#include "loopcanary/packet_fields.hpp"
+
 namespace loopcanary {
 namespace {
 
@@ -56,6 +58,62 @@ void write_frames(ByteWriter& w, ScopeStrings& scopes, std::uint8_t scope_count,
 
 constexpr unsigned kConfiguration = detail::kPacketConfiguration;
 
+// A deadline miss's delaying event goes in the string table unless it is the record's own event
+// (string index 2).
+bool delayer_named(const BlockRecord& r) noexcept { return r.delayed_by_dispatch != 0 && r.delayed_by != r.event; }
+const char* delayer_name(const BlockRecord& r) noexcept { return r.delayed_by != nullptr ? r.delayed_by->name : nullptr; }
+
+// The `section` entries of LOOPCANARY_BLOCK_PACKET_FIELDS.
+struct BlockSections {
+  ByteWriter& w;
+  const BlockRecord& r;
+  ScopeStrings& scopes;
+
+  // The end as its zigzag difference from start + duration_ticks, modulo 2^32.
+  void end() const noexcept {
+    w.uv(zigzag<std::uint32_t>(r.end - (r.start + static_cast<tick_t>(r.duration_ticks))));
+  }
+  // delayed_by_dispatch, then (when not 0) the delaying event's string index.
+  void delayed_by() const noexcept {
+    w.uv(r.delayed_by_dispatch);
+    if (r.delayed_by_dispatch != 0) w.uv(delayer_named(r) ? scopes.index(delayer_name(r)) : 2u);
+  }
+  // The presence byte (bit 0 thread_cpu_us, 1 thread_wait_us, 2 system_busy_permille, 3
+  // process_permille), then each present value.
+  void cpu() const noexcept {
+    const bool busy_known = r.system_busy_permille != kUnknownPermille;
+    const bool process_known = r.process_permille != kUnknownPermille;
+    w.u8((r.has_thread_cpu ? 1u : 0u) | (r.has_thread_wait ? 2u : 0u) | (busy_known ? 4u : 0u) |
+         (process_known ? 8u : 0u));
+    if (r.has_thread_cpu) w.uv(r.thread_cpu_us);
+    if (r.has_thread_wait) w.uv(r.thread_wait_us);
+    if (busy_known) w.uv(r.system_busy_permille);
+    if (process_known) w.uv(r.process_permille);
+  }
+};
+
+// The `section` entries of LOOPCANARY_HEALTH_PACKET_FIELDS.
+struct HealthSections {
+  ByteWriter& w;
+  const HealthRecord& r;
+
+  // The window, end - start modulo 2^32.
+  void end() const noexcept { w.uv(static_cast<tick_t>(r.end - r.start)); }
+  // idle_ticks + 1, or 0 without an idle reading.
+  void idle_ticks() const noexcept { w.uv(r.has_idle ? std::uint64_t{r.idle_ticks} + 1u : 0u); }
+  // The count of non-zero buckets, then each one's index and count, increasing.
+  void histogram() const noexcept {
+    unsigned buckets = 0;
+    for (std::uint32_t count : r.histogram) buckets += count != 0 ? 1u : 0u;
+    w.u8(buckets);
+    for (unsigned i = 0; i < kHistogramBuckets; ++i) {
+      if (r.histogram[i] == 0) continue;
+      w.u8(i);
+      w.uv(r.histogram[i]);
+    }
+  }
+};
+
 // The CRC-32 register after four bitwise steps from each 4-bit value: one lookup does the four
 // steps (64 bytes of table; a byte-wide table would take 1 KiB for twice the speed again).
 constexpr std::array<std::uint32_t, 16> nibble_table() noexcept {
@@ -84,9 +142,7 @@ std::uint32_t crc32(const std::uint8_t* data, std::size_t size, std::uint32_t cr
 
 std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_t size) noexcept {
   ScopeStrings scopes;
-  const bool delayer_named = r.delayed_by_dispatch != 0 && r.delayed_by != r.event;
-  const char* delayer_name = r.delayed_by != nullptr ? r.delayed_by->name : nullptr;
-  if (delayer_named) scopes.index(delayer_name);
+  if (delayer_named(r)) scopes.index(delayer_name(r));
   for (unsigned i = 0; i < r.stage_count; ++i) scopes.index(r.stages[i].name);
   for (unsigned i = 0; i < r.top_count; ++i) {
     for (unsigned f = 0; f < r.top[i].scope_count; ++f) scopes.index(r.top[i].frames[f]);
@@ -101,32 +157,8 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   w.u8(kMaxFrames);
   w.u8(kTopFrames);
   w.u8(kMaxStages);
-  w.uv(r.tick_hz);
-  w.uv(r.report);
-  w.u8(static_cast<unsigned>(r.phase));
-  w.u8(static_cast<unsigned>(r.cause));
-  w.u8(r.flags);
-  w.u8(r.loop_index);
-  w.uv(r.dispatch);
-  w.uv(r.start);
-  w.uv(r.duration_ticks);
-  w.uv(zigzag<std::uint32_t>(r.end - (r.start + static_cast<tick_t>(r.duration_ticks))));
-  w.uv(r.threshold_ticks);
-  w.uv(r.delayed_by_dispatch);
-  if (r.delayed_by_dispatch != 0) w.uv(delayer_named ? scopes.index(delayer_name) : 2u);
-  w.uv(r.window_ticks);
-  const bool busy_known = r.system_busy_permille != kUnknownPermille;
-  const bool process_known = r.process_permille != kUnknownPermille;
-  w.u8((r.has_thread_cpu ? 1u : 0u) | (r.has_thread_wait ? 2u : 0u) | (busy_known ? 4u : 0u) |
-       (process_known ? 8u : 0u));
-  if (r.has_thread_cpu) w.uv(r.thread_cpu_us);
-  if (r.has_thread_wait) w.uv(r.thread_wait_us);
-  if (busy_known) w.uv(r.system_busy_permille);
-  if (process_known) w.uv(r.process_permille);
-  w.uv(r.steal_us);
-  w.memory(r.memory);
-  w.uv(r.records_dropped);
-  w.uv(r.notes_dropped);
+  const BlockSections section{w, r, scopes};
+  LOOPCANARY_BLOCK_PACKET_FIELDS(LOOPCANARY_PUT)
 
   w.uv(3 + scopes.count);
   w.str(r.qualifier);
@@ -139,9 +171,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
     w.uv(r.stages[i].ticks);
   }
 
-  w.uv(r.samples_taken);
-  w.uv(r.samples_missed);
-  w.uv(r.samples_overwritten);
+  LOOPCANARY_BLOCK_PACKET_SAMPLE_FIELDS(LOOPCANARY_PUT)
   w.u8(r.top_count);
   w.uv(r.top_other);
   for (unsigned i = 0; i < r.top_count; ++i) {
@@ -175,27 +205,8 @@ std::size_t encode_health_packet(const HealthRecord& r, std::uint8_t* buffer, st
   ByteWriter w{buffer, size, kPacketHeaderBytes};
   w.u8(kConfiguration);
   w.u8(kHealthEvents);
-  w.uv(r.tick_hz);
-  w.uv(r.number);
-  w.u8(r.loop_index);
-  w.uv(r.start);
-  w.uv(static_cast<tick_t>(r.end - r.start));
-  w.uv(r.dispatches);
-  w.uv(r.busy_ticks);
-  w.uv(r.has_idle ? std::uint64_t{r.idle_ticks} + 1u : 0u);
-  w.uv(r.blocks);
-  w.uv(r.hangs);
-  w.uv(r.max_duration);
-  unsigned buckets = 0;
-  for (std::uint32_t count : r.histogram) buckets += count != 0 ? 1u : 0u;
-  w.u8(buckets);
-  for (unsigned i = 0; i < kHistogramBuckets; ++i) {
-    if (r.histogram[i] == 0) continue;
-    w.u8(i);
-    w.uv(r.histogram[i]);
-  }
-  w.memory(r.memory);
-  w.uv(r.health_dropped);
+  const HealthSections section{w, r};
+  LOOPCANARY_HEALTH_PACKET_FIELDS(LOOPCANARY_PUT)
   w.uv(2 + events.count);
   w.str(r.qualifier);
   w.str(r.loop);
@@ -204,8 +215,12 @@ std::size_t encode_health_packet(const HealthRecord& r, std::uint8_t* buffer, st
   for (unsigned i = 0; i < r.event_count; ++i) {
     const EventHealthWindow& e = r.events[i];
     w.uv(events.index(e.event != nullptr ? e.event->name : nullptr));
-    const std::uint32_t values[] = {e.dispatches, e.deadline_misses, e.missed_periods, e.posted_ahead, e.p50,
-                                    e.p95,        e.p99,             e.max_latency,    e.period_ticks, e.deadline_ticks};
+    // Every entry is a number (another codec does not compile here): one loop, less code.
+#define LOOPCANARY_EVENT_VALUE(name, codec, bits, since) LOOPCANARY_EVENT_VALUE_##codec(e.name)
+#define LOOPCANARY_EVENT_VALUE_number(value) value,
+    const std::uint32_t values[] = {LOOPCANARY_EVENT_HEALTH_PACKET_FIELDS(LOOPCANARY_EVENT_VALUE)};
+#undef LOOPCANARY_EVENT_VALUE_number
+#undef LOOPCANARY_EVENT_VALUE
     for (std::uint32_t v : values) w.uv(v);
   }
   if (w.pos + kPacketTrailerBytes > size) return 0;

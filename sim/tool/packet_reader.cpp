@@ -12,6 +12,7 @@
 
 #include "loopcanary/format.hpp"
 #include "loopcanary/packet.hpp"
+#include "loopcanary/packet_fields.hpp"
 #include "loopcanary/assembler.hpp"
 #include "loopcanary/watchdog.hpp"
 
@@ -270,6 +271,51 @@ bool string_index(Body& b, const char* field, std::uint64_t index, std::size_t w
                          std::to_string(count - 1));
 }
 
+// An enumeration's byte, at most `last`.
+bool enumerated(Body& b, const char* field, std::uint8_t& value, std::uint8_t last) {
+  const std::size_t at = b.offset();
+  if (!b.u8(field, value)) return false;
+  if (value > last) return b.malformed(at, field, std::to_string(value) + " is not one of 0.." + std::to_string(last));
+  return true;
+}
+
+// A Phase byte: deadline_miss (3) from version 2 on.
+bool read_phase(Body& b, const char* field, std::uint8_t version, Phase& phase) {
+  std::uint8_t value = 0;
+  const auto last = static_cast<std::uint8_t>(version >= 2 ? Phase::deadline_miss : Phase::final);
+  if (!enumerated(b, field, value, last)) return false;
+  phase = static_cast<Phase>(value);
+  return true;
+}
+
+bool read_cause(Body& b, const char* field, Cause& cause) {
+  std::uint8_t value = 0;
+  if (!enumerated(b, field, value, static_cast<std::uint8_t>(Cause::starved))) return false;
+  cause = static_cast<Cause>(value);
+  return true;
+}
+
+// A presence or flags byte with bits 0..3 only.
+bool four_bits(Body& b, const char* field, std::uint8_t& value) {
+  const std::size_t at = b.offset();
+  if (!b.u8(field, value)) return false;
+  if ((value & ~15u) != 0) return b.malformed(at, field, "bits other than 0..3 set (" + std::to_string(value) + ")");
+  return true;
+}
+
+// Reads one entry of a list of packet_fields.hpp: `&& (...)` after `true`, so a list expands to
+// one condition that stops at the first fault. The scope names the body `b`, the record `r`, the
+// packet's format `version` and, for `section` entries, an object `section` whose function of
+// the entry's name reads that run.
+#define LOOPCANARY_GET(name, codec, bits, since) &&(version < (since) || LOOPCANARY_GET_##codec(name, bits))
+#define LOOPCANARY_GET_number(name, bits) b.uv(#name, bits, r.name)
+#define LOOPCANARY_GET_byte(name, bits) b.u8(#name, r.name)
+#define LOOPCANARY_GET_phase(name, bits) read_phase(b, #name, version, r.name)
+#define LOOPCANARY_GET_cause(name, bits) read_cause(b, #name, r.name)
+#define LOOPCANARY_GET_flags(name, bits) four_bits(b, #name, r.name)
+#define LOOPCANARY_GET_memory(name, bits) read_memory(b, r.name)
+#define LOOPCANARY_GET_section(name, bits) section.name()
+
 }  // namespace
 
 namespace {
@@ -356,70 +402,47 @@ class BlockDecoder {
     return true;
   }
 
-  // An enumeration's byte, at most `last`.
-  bool enumerated(const char* field, std::uint8_t& value, std::uint8_t last) {
-    const std::size_t at = b.offset();
-    if (!b.u8(field, value)) return false;
-    if (value > last) return b.malformed(at, field, std::to_string(value) + " is not one of 0.." + std::to_string(last));
-    return true;
-  }
-
-  // A presence or flags byte with bits 0..3 only.
-  bool four_bits(const char* field, std::uint8_t& value) {
-    const std::size_t at = b.offset();
-    if (!b.u8(field, value)) return false;
-    if ((value & ~15u) != 0) {
-      return b.malformed(at, field, "bits other than 0..3 set (" + std::to_string(value) + ")");
-    }
-    return true;
-  }
-
+  // The scalars before the string table (LOOPCANARY_BLOCK_PACKET_FIELDS).
   bool scalars() {
-    std::uint8_t phase = 0, cause = 0, presence = 0;
-    std::uint64_t end_adjust = 0;
-    if (!b.uv("tick_hz", 32, r_.tick_hz) || !b.uv("report", 32, r_.report)) return false;
-    // Version 2 adds deadline_miss (3).
-    const auto last_phase = static_cast<std::uint8_t>(version_ >= 2 ? Phase::deadline_miss : Phase::final);
-    if (!enumerated("phase", phase, last_phase) ||
-        !enumerated("cause", cause, static_cast<std::uint8_t>(Cause::starved))) {
-      return false;
-    }
-    r_.phase = static_cast<Phase>(phase);
-    r_.cause = static_cast<Cause>(cause);
-    if (!four_bits("flags", r_.flags)) return false;
-    if (!b.u8("loop_index", r_.loop_index) || !b.uv("dispatch", 32, r_.dispatch) || !b.uv("start", 32, r_.start) ||
-        !b.uv("duration_ticks", 64, r_.duration_ticks) || !b.sv("end adjustment", 32, end_adjust) ||
-        !b.uv("threshold_ticks", 32, r_.threshold_ticks)) {
-      return false;
-    }
-    // Version 2: the delaying dispatch of a deadline miss, and its event's string index (checked
-    // against the string table below) when there is one.
-    if (version_ >= 2) {
-      const std::size_t at = b.offset();
-      if (!b.uv("delayed_by_dispatch", 32, r_.delayed_by_dispatch)) return false;
-      if (r_.delayed_by_dispatch != 0 && r_.phase != Phase::deadline_miss) {
-        return b.malformed(at, "delayed_by_dispatch", std::to_string(r_.delayed_by_dispatch) + " on a " +
-                                                          to_string(r_.phase) + " record (deadline_miss only)");
-      }
-      delayed_by_at_ = b.offset();
-      if (r_.delayed_by_dispatch != 0 && !b.uv("delayed-by event", 32, delayed_by_index_)) return false;
-    }
-    if (!b.uv("window_ticks", 64, r_.window_ticks)) return false;
-    // Tick arithmetic modulo 2^32, as on the device.
+    BlockRecord& r = r_;
+    const std::uint8_t version = version_;
+    BlockDecoder& section = *this;
+    return true LOOPCANARY_BLOCK_PACKET_FIELDS(LOOPCANARY_GET);
+  }
+
+  // The end as its zigzag difference from start + duration_ticks; tick arithmetic modulo 2^32,
+  // as on the device.
+  bool end() {
+    std::uint64_t adjust = 0;
+    if (!b.sv("end adjustment", 32, adjust)) return false;
     r_.end = static_cast<tick_t>(r_.start + static_cast<std::uint32_t>(r_.duration_ticks) +
-                                 static_cast<std::uint32_t>(end_adjust));
-    if (!four_bits("presence", presence)) return false;
+                                 static_cast<std::uint32_t>(adjust));
+    return true;
+  }
+
+  // Version 2: the delaying dispatch of a deadline miss, and its event's string index (checked
+  // against the string table below) when there is one.
+  bool delayed_by() {
+    const std::size_t at = b.offset();
+    if (!b.uv("delayed_by_dispatch", 32, r_.delayed_by_dispatch)) return false;
+    if (r_.delayed_by_dispatch != 0 && r_.phase != Phase::deadline_miss) {
+      return b.malformed(at, "delayed_by_dispatch", std::to_string(r_.delayed_by_dispatch) + " on a " +
+                                                        to_string(r_.phase) + " record (deadline_miss only)");
+    }
+    delayed_by_at_ = b.offset();
+    return r_.delayed_by_dispatch == 0 || b.uv("delayed-by event", 32, delayed_by_index_);
+  }
+
+  // The presence byte, then each present CPU value.
+  bool cpu() {
+    std::uint8_t presence = 0;
+    if (!four_bits(b, "presence", presence)) return false;
     r_.has_thread_cpu = (presence & 1u) != 0;
     r_.has_thread_wait = (presence & 2u) != 0;
-    if ((r_.has_thread_cpu && !b.uv("thread_cpu_us", 64, r_.thread_cpu_us)) ||
-        (r_.has_thread_wait && !b.uv("thread_wait_us", 64, r_.thread_wait_us)) ||
-        ((presence & 4u) != 0 && !b.uv("system_busy_permille", 16, r_.system_busy_permille)) ||
-        ((presence & 8u) != 0 && !b.uv("process_permille", 16, r_.process_permille)) ||
-        !b.uv("steal_us", 64, r_.steal_us)) {
-      return false;
-    }
-    if (version_ >= 2 && !read_memory(b, r_.memory)) return false;  // version 1 has no memory values
-    return b.uv("records_dropped", 32, r_.records_dropped) && b.uv("notes_dropped", 32, r_.notes_dropped);
+    return (!r_.has_thread_cpu || b.uv("thread_cpu_us", 64, r_.thread_cpu_us)) &&
+           (!r_.has_thread_wait || b.uv("thread_wait_us", 64, r_.thread_wait_us)) &&
+           ((presence & 4u) == 0 || b.uv("system_busy_permille", 16, r_.system_busy_permille)) &&
+           ((presence & 8u) == 0 || b.uv("process_permille", 16, r_.process_permille));
   }
 
   // The string table: qualifier, loop and event, then the delaying event's, the stages' and the
@@ -496,10 +519,9 @@ class BlockDecoder {
 
   // The stack table: the sample counters, then each entry.
   bool top_entries() {
-    if (!b.uv("samples_taken", 32, r_.samples_taken) || !b.uv("samples_missed", 32, r_.samples_missed) ||
-        !b.uv("samples_overwritten", 32, r_.samples_overwritten)) {
-      return false;
-    }
+    BlockRecord& r = r_;
+    const std::uint8_t version = version_;
+    if (!(true LOOPCANARY_BLOCK_PACKET_SAMPLE_FIELDS(LOOPCANARY_GET))) return false;
     if (!b.count("top_count", r_.top_count, top_frames_, "top frames", "entries", kTopFrames, "LOOPCANARY_TOP_FRAMES")) {
       return false;
     }
@@ -605,6 +627,62 @@ class BlockDecoder {
   std::uint32_t string_count_ = 0;
 };
 
+// The `section` entries of LOOPCANARY_HEALTH_PACKET_FIELDS.
+struct HealthSections {
+  Body& b;
+  HealthRecord& r;
+
+  // The window: end is start + window, modulo 2^32 as on the device.
+  bool end() {
+    std::uint32_t window = 0;
+    if (!b.uv("window", 32, window)) return false;
+    r.end = static_cast<tick_t>(r.start + window);
+    return true;
+  }
+  // idle_ticks + 1 (up to 2^32), or 0 without an idle reading.
+  bool idle_ticks() {
+    std::uint64_t idle = 0;
+    if (!b.uv("idle", 33, idle)) return false;
+    r.has_idle = idle != 0;
+    r.idle_ticks = r.has_idle ? static_cast<tick_t>(idle - 1) : 0;
+    return true;
+  }
+  // The non-zero buckets, increasing.
+  bool histogram() {
+    std::uint8_t buckets = 0;
+    std::size_t at = b.offset();
+    if (!b.u8("histogram count", buckets)) return false;
+    if (buckets > kHistogramBuckets) {
+      return b.malformed(at, "histogram count", std::to_string(buckets) + " is over " + std::to_string(kHistogramBuckets));
+    }
+    int previous = -1;
+    for (std::uint8_t i = 0; i < buckets; ++i) {
+      std::uint8_t bucket = 0;
+      at = b.offset();
+      if (!b.u8("histogram bucket", bucket)) return false;
+      if (bucket >= kHistogramBuckets || static_cast<int>(bucket) <= previous) {
+        return b.malformed(at, "histogram bucket",
+                           std::to_string(bucket) + " is not in " + std::to_string(previous + 1) + ".." +
+                               std::to_string(kHistogramBuckets - 1) + " (buckets increase)");
+      }
+      previous = bucket;
+      if (!b.uv("histogram count", 32, r.histogram[bucket])) return false;
+    }
+    return true;
+  }
+};
+
+// A health packet's scalars before its string table (LOOPCANARY_HEALTH_PACKET_FIELDS).
+bool read_health_scalars(Body& b, std::uint8_t version, HealthRecord& r) {
+  HealthSections section{b, r};
+  return true LOOPCANARY_HEALTH_PACKET_FIELDS(LOOPCANARY_GET);
+}
+
+// One event's values after its name (LOOPCANARY_EVENT_HEALTH_PACKET_FIELDS).
+bool read_event_health(Body& b, std::uint8_t version, EventHealthWindow& r) {
+  return true LOOPCANARY_EVENT_HEALTH_PACKET_FIELDS(LOOPCANARY_GET);
+}
+
 }  // namespace
 
 bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, bool previous_boot,
@@ -645,40 +723,7 @@ bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     b.fail(WarningKind::unknown_config, at, "max health events", std::to_string(max_events) + " is not in 0..32");
     return failed();
   }
-  std::uint32_t window = 0;
-  std::uint64_t idle = 0;  // idle_ticks + 1: up to 2^32
-  if (!b.uv("tick_hz", 32, h.tick_hz) || !b.uv("number", 32, h.number) || !b.u8("loop_index", h.loop_index) ||
-      !b.uv("start", 32, h.start) || !b.uv("window", 32, window) || !b.uv("dispatches", 32, h.dispatches) ||
-      !b.uv("busy_ticks", 32, h.busy_ticks) || !b.uv("idle", 33, idle) || !b.uv("blocks", 32, h.blocks) ||
-      !b.uv("hangs", 32, h.hangs) || !b.uv("max_duration", 32, h.max_duration)) {
-    return failed();
-  }
-  h.end = static_cast<tick_t>(h.start + window);  // modulo 2^32, as on the device
-  h.has_idle = idle != 0;
-  h.idle_ticks = h.has_idle ? static_cast<tick_t>(idle - 1) : 0;
-  // The histogram: its non-zero buckets, increasing.
-  std::uint8_t buckets = 0;
-  at = b.offset();
-  if (!b.u8("histogram count", buckets)) return failed();
-  if (buckets > kHistogramBuckets) {
-    b.malformed(at, "histogram count", std::to_string(buckets) + " is over " + std::to_string(kHistogramBuckets));
-    return failed();
-  }
-  int previous = -1;
-  for (std::uint8_t i = 0; i < buckets; ++i) {
-    std::uint8_t bucket = 0;
-    at = b.offset();
-    if (!b.u8("histogram bucket", bucket)) return failed();
-    if (bucket >= kHistogramBuckets || static_cast<int>(bucket) <= previous) {
-      b.malformed(at, "histogram bucket",
-                  std::to_string(bucket) + " is not in " + std::to_string(previous + 1) + ".." +
-                      std::to_string(kHistogramBuckets - 1) + " (buckets increase)");
-      return failed();
-    }
-    previous = bucket;
-    if (!b.uv("histogram count", 32, h.histogram[bucket])) return failed();
-  }
-  if (!read_memory(b, h.memory) || !b.uv("health_dropped", 32, h.health_dropped)) return failed();
+  if (!read_health_scalars(b, version, h)) return failed();
   std::vector<char>& text = out.storage_->names;
   std::vector<const char*> pointers;
   if (!read_strings(b, data, 2, text, pointers)) return failed();
@@ -697,13 +742,7 @@ bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t
     if (!b.uv("event name", 32, index) || !string_index(b, "event name", index, at, 2, pointers.size())) return failed();
     events[i] = Event{pointers[index], 0};
     e.event = &events[i];
-    if (!b.uv("event dispatches", 32, e.dispatches) || !b.uv("deadline_misses", 32, e.deadline_misses) ||
-        !b.uv("missed_periods", 32, e.missed_periods) || !b.uv("posted_ahead", 32, e.posted_ahead) ||
-        !b.uv("p50", 32, e.p50) || !b.uv("p95", 32, e.p95) || !b.uv("p99", 32, e.p99) ||
-        !b.uv("max_latency", 32, e.max_latency) || !b.uv("period_ticks", 32, e.period_ticks) ||
-        !b.uv("deadline_ticks", 32, e.deadline_ticks)) {
-      return failed();
-    }
+    if (!read_event_health(b, version, e)) return failed();
   }
   if (b.remaining() != 0) {
     b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after the last event");
@@ -898,41 +937,44 @@ bool decode_sample(Body& b, EvidenceState& st, WarningKind& kind, std::string& w
   return true;
 }
 
+// The `section` entries of LOOPCANARY_OBSERVATION_PACKET_FIELDS.
+struct ObservationSections {
+  Body& b;
+  Observation& r;
+  std::string& delayer;  // the delaying event's name
+
+  bool delayed_by() {
+    if (!b.uv("delayed_by_dispatch", 32, r.delayed_by_dispatch)) return false;
+    return r.delayed_by_dispatch == 0 || read_name(b, "delayed-by event", delayer);
+  }
+  // The first and last CPU readings of a watched dispatch.
+  bool cpu() { return (r.flags & kFlagUnwatched) != 0 || (read_cpu(b, r.first) && read_cpu(b, r.last)); }
+};
+
+// An observation's scalars after the cause rule (LOOPCANARY_OBSERVATION_PACKET_FIELDS), the
+// delaying event's name into `delayer`.
+bool read_observation_scalars(Body& b, Observation& r, std::string& delayer) {
+  const std::uint8_t version = kPacketVersionNewest;  // evidence bodies: unchanged since version 2
+  ObservationSections section{b, r, delayer};
+  return true LOOPCANARY_OBSERVATION_PACKET_FIELDS(LOOPCANARY_GET);
+}
+
 // An `observation` packet into `o` (its names interned in the state's pool), the device's cause
 // rule and its qualifier.
 bool read_observation(Body& b, EvidenceState& st, Observation& o, CauseRule& rule, const char*& qualifier_name) {
   EvidenceConfig c;
-  std::uint8_t phase = 0;
   std::string name;
+  std::string delayer;
   if (!read_evidence_config(b, c) || !rule_value(b, "running permille", rule.running_permille) ||
       !rule_value(b, "starved busy permille", rule.starved_busy_permille) ||
-      !rule_value(b, "starved wait permille", rule.starved_wait_permille) || !b.uv("tick_hz", 32, o.tick_hz) ||
-      !b.uv("report", 32, o.report) || !b.uv("records_dropped", 32, o.records_dropped) ||
-      !b.uv("notes_dropped", 32, o.notes_dropped)) {
+      !rule_value(b, "starved wait permille", rule.starved_wait_permille) ||
+      !read_observation_scalars(b, o, delayer)) {
     return false;
   }
-  std::size_t at = b.offset();
-  if (!b.u8("phase", phase)) return false;
-  if (phase > static_cast<std::uint8_t>(Phase::deadline_miss)) {
-    return b.malformed(at, "phase", std::to_string(phase) + " is not a phase");
-  }
-  o.phase = static_cast<Phase>(phase);
-  at = b.offset();
-  if (!b.u8("flags", o.flags)) return false;
-  if ((o.flags & ~15u) != 0) return b.malformed(at, "flags", "bits other than 0..3 set");
-  if (!b.u8("loop_index", o.loop_index) || !b.u8("watch", o.watch) || !b.uv("seq", 32, o.note.seq) ||
-      !b.uv("begin", 32, o.note.begin) || !b.uv("end", 32, o.note.end) || !b.uv("duration", 64, o.duration_ticks) ||
-      !b.uv("threshold", 32, o.threshold_ticks) || !b.uv("delayed_by_dispatch", 32, o.delayed_by_dispatch)) {
-    return false;
-  }
-  std::string delayer;
-  if (o.delayed_by_dispatch != 0 && !read_name(b, "delayed-by event", delayer)) return false;
-  if ((o.flags & kFlagUnwatched) == 0 && (!read_cpu(b, o.first) || !read_cpu(b, o.last))) return false;
   std::string qualifier;
   std::string loop;
   std::string event;
-  if (!read_memory(b, o.memory) || !b.uv("samples_missed", 32, o.samples_missed) ||
-      !read_name(b, "qualifier", qualifier) || !read_name(b, "loop", loop) || !read_name(b, "event", event)) {
+  if (!read_name(b, "qualifier", qualifier) || !read_name(b, "loop", loop) || !read_name(b, "event", event)) {
     return false;
   }
   std::uint8_t stages = 0;
