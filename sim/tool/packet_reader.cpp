@@ -1211,6 +1211,58 @@ class Skipped {
   std::uint64_t open_end_ = 0;
 };
 
+// What one whole packet gave: read (a record in `record` when `produced`; evidence packets may
+// produce none), with a warning in `what` when it is not empty; or not read (`kind`, `what`: the
+// packet is skipped).
+struct PacketOutcome {
+  bool read = false;
+  bool produced = false;
+  bool evidence = false;
+  WarningKind kind{};
+  std::string what;
+};
+
+// Decodes the whole packet (CRC checked) of `length` bytes at `packet` by its version and type.
+PacketOutcome decode_whole(const std::uint8_t* packet, std::size_t length, std::shared_ptr<EvidenceState>& evidence,
+                           DecodedRecord& record) {
+  PacketOutcome o;
+  const std::uint8_t version = packet[2];
+  const std::uint8_t type = packet[3];
+  const std::uint8_t* body = packet + kPacketHeaderBytes;
+  const std::size_t body_size = length - kPacketMin;
+  if (version < kPacketVersionOldest || version > kPacketVersionNewest) {
+    o.kind = WarningKind::unknown_version;
+    o.what = "packet format version " + std::to_string(version) + " (this tool reads " +
+             std::to_string(kPacketVersionOldest) + " to " + std::to_string(kPacketVersionNewest) +
+             "): " + std::to_string(length) + "-byte packet skipped";
+    return o;
+  }
+  if (version >= 2 && type >= static_cast<std::uint8_t>(PacketType::watch) &&
+      type <= static_cast<std::uint8_t>(PacketType::boot)) {
+    if (!evidence) evidence = make_evidence_state();
+    std::string warning;
+    o.evidence = true;
+    o.read = decode_evidence(body, body_size, type, *evidence, record, o.produced, o.kind, o.what, warning);
+    if (!o.read) o.what += ": packet skipped";
+    else o.what = std::move(warning);
+    return o;
+  }
+  const bool health = type == static_cast<std::uint8_t>(PacketType::health) && version >= 2;
+  const bool previous_boot = type == static_cast<std::uint8_t>(PacketType::previous_boot);
+  if (type != static_cast<std::uint8_t>(PacketType::block) && !previous_boot && !health) {
+    o.kind = WarningKind::unknown_type;
+    o.what = "unknown packet type " + std::to_string(type) +
+             (version < 2 ? " in format version " + std::to_string(version) : "") + ": " + std::to_string(length) +
+             "-byte packet skipped";
+    return o;
+  }
+  o.read = health ? decode_health_body(body, body_size, version, record, o.kind, o.what)
+                  : decode_packet_body(body, body_size, version, previous_boot, record, o.kind, o.what);
+  if (!o.read) o.what += ": packet skipped";
+  o.produced = o.read;
+  return o;
+}
+
 }  // namespace
 
 CaptureReader::CaptureReader() = default;
@@ -1221,7 +1273,6 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
   Skipped skipped(on_problem, stats_);
   std::uint64_t scan = 0;
   std::uint64_t packet_ahead = 0;  // offset of a whole packet found after a torn candidate
-  std::string what;
   for (;;) {
     if (!w.ensure(scan, 2)) break;
     const std::uint8_t* from = w.at(scan);
@@ -1266,49 +1317,18 @@ int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnPro
     // A whole packet.
     skipped.flush(p);
     ++stats_.packets;
-    const std::uint8_t version = packet[2];
-    const std::uint8_t type = packet[3];
-    WarningKind kind{};
-    if (version < kPacketVersionOldest || version > kPacketVersionNewest) {
-      skipped.report(WarningKind::unknown_version, p, length,
-                     "packet format version " + std::to_string(version) + " (this tool reads " +
-                         std::to_string(kPacketVersionOldest) + " to " + std::to_string(kPacketVersionNewest) +
-                         "): " + std::to_string(length) + "-byte packet skipped");
-    } else if (version >= 2 && type >= static_cast<std::uint8_t>(PacketType::watch) &&
-               type <= static_cast<std::uint8_t>(PacketType::boot)) {
-      if (!evidence_) evidence_ = make_evidence_state();
-      bool produced = false;
-      std::string warning;
-      if (!decode_evidence(packet + kPacketHeaderBytes, length - kPacketMin, type, *evidence_, record_, produced, kind,
-                           what, warning)) {
-        skipped.report(kind, p, length, what + ": packet skipped");
-      } else {
-        ++stats_.evidence;
-        ++stats_.decoded;
-        stats_.decoded_bytes += length;
-        if (!warning.empty() && on_problem) on_problem(kind, p, warning);
-        if (produced) {
-          record_.offset = p;
-          if (on_record) on_record(record_);
-        }
-      }
-    } else if (type != static_cast<std::uint8_t>(PacketType::block) &&
-               type != static_cast<std::uint8_t>(PacketType::previous_boot) &&
-               !(type == static_cast<std::uint8_t>(PacketType::health) && version >= 2)) {
-      skipped.report(WarningKind::unknown_type, p, length,
-                     "unknown packet type " + std::to_string(type) + (version < 2 ? " in format version " + std::to_string(version) : "") +
-                         ": " + std::to_string(length) + "-byte packet skipped");
-    } else if (type == static_cast<std::uint8_t>(PacketType::health)
-                   ? !decode_health_body(packet + kPacketHeaderBytes, length - kPacketMin, version, record_, kind, what)
-                   : !decode_packet_body(packet + kPacketHeaderBytes, length - kPacketMin, version,
-                                         type == static_cast<std::uint8_t>(PacketType::previous_boot), record_, kind,
-                                         what)) {
-      skipped.report(kind, p, length, what + ": packet skipped");
+    const PacketOutcome outcome = decode_whole(packet, length, evidence_, record_);
+    if (!outcome.read) {
+      skipped.report(outcome.kind, p, length, outcome.what);
     } else {
+      stats_.evidence += outcome.evidence ? 1u : 0u;
       ++stats_.decoded;
       stats_.decoded_bytes += length;
-      record_.offset = p;
-      if (on_record) on_record(record_);
+      if (!outcome.what.empty() && on_problem) on_problem(outcome.kind, p, outcome.what);
+      if (outcome.produced) {
+        record_.offset = p;
+        if (on_record) on_record(record_);
+      }
     }
     scan = p + length;
     skipped.cursor = scan;
