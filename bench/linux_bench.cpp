@@ -26,6 +26,10 @@
 //                             sample (the median gap the signal leaves in its spin)
 //   BM_StackSampleNoSpin      the same with PlatformConfig::no_sample_spin: the watchdog sleeps
 //                             on the answer at once
+//   BM_WaitObjectMutex        read_wait_object of a thread blocked on a std::mutex a named thread
+//                             holds: its state, system call, the lock's head, the holder's name,
+//                             and the second reading that confirms them
+//   BM_WaitObjectPipe         read_wait_object of a thread blocked reading an idle pipe
 //   BM_LinuxWatchdogPoll/N    one poll over N idle loops with the Linux Hal (debugger check
 //                             included, cached); per_loop = time / N (target <= 100 ns)
 //   BM_FileSinkWrite/sync:S   FileSink::write of one block record (8 samples) to its JSON
@@ -56,6 +60,12 @@
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/port/linux.hpp"
 #include "loopcanary/port/linux/platform.hpp"
+#include "loopcanary/port/linux/wait.hpp"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+
+#include <mutex>
 
 namespace lc = loopcanary;
 namespace lx = loopcanary::port_linux;
@@ -314,6 +324,63 @@ void BM_StackSample(benchmark::State& state) { stack_sample(state, true); }
 BENCHMARK(BM_StackSample)->UseRealTime();
 void BM_StackSampleNoSpin(benchmark::State& state) { stack_sample(state, false); }
 BENCHMARK(BM_StackSampleNoSpin)->UseRealTime();
+
+// A thread that names itself and blocks in `wait`; read_wait_object of it until it shows
+// `kind`, then timed; `release` ends the wait.
+template <typename Wait, typename Release>
+void wait_object(benchmark::State& state, lc::WaitKind kind, Wait wait, Release release) {
+  std::atomic<pid_t> tid{0};
+  std::thread waiter([&] {
+    pthread_setname_np(pthread_self(), "bench-waiter");
+    tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+    wait();
+  });
+  while (tid.load() == 0) std::this_thread::yield();
+  lc::WaitObject w;
+  while (!lx::read_wait_object(tid.load(), w) || w.kind != kind) std::this_thread::yield();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(lx::read_wait_object(tid.load(), w));
+  }
+  if (w.kind != kind) state.SkipWithError("the waiter stopped waiting");
+  state.counters["owner_named"] = w.owner != 0 ? 1.0 : 0.0;
+  state.SetLabel(w.text);
+  release();
+  waiter.join();
+}
+
+void BM_WaitObjectMutex(benchmark::State& state) {
+  std::mutex m;
+  std::atomic<bool> held{false}, release{false};
+  std::thread holder([&] {
+    pthread_setname_np(pthread_self(), "bench-holder");
+    std::lock_guard<std::mutex> lock(m);
+    held.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!held.load()) std::this_thread::yield();
+  wait_object(
+      state, lc::WaitKind::mutex, [&] { std::lock_guard<std::mutex> lock(m); }, [&] { release.store(true); });
+  holder.join();
+}
+BENCHMARK(BM_WaitObjectMutex);
+
+void BM_WaitObjectPipe(benchmark::State& state) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    state.SkipWithError("pipe failed");
+    return;
+  }
+  wait_object(
+      state, lc::WaitKind::pipe,
+      [&] {
+        char c = 0;
+        benchmark::DoNotOptimize(read(fds[0], &c, 1));
+      },
+      [&] { benchmark::DoNotOptimize(write(fds[1], "x", 1)); });
+  close(fds[0]);
+  close(fds[1]);
+}
+BENCHMARK(BM_WaitObjectPipe);
 
 void BM_LinuxWatchdogPoll(benchmark::State& state) {
   constexpr std::size_t kMaxLoops = 64;

@@ -42,6 +42,13 @@
 #endif
 
 namespace loopcanary::port_linux::detail {
+
+bool read_own_memory(std::uintptr_t address, void* out, std::size_t bytes) noexcept {
+  iovec local{out, bytes};
+  iovec remote{reinterpret_cast<void*>(address), bytes};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+}
+
 namespace {
 
 enum Phase : std::uint32_t {
@@ -436,15 +443,6 @@ std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size
 // True when `action` runs sample_handler.
 bool is_sample_handler(const struct sigaction& action) noexcept {
   return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &sample_handler;
-}
-
-// Reads `bytes` of this process's memory at `address` into `out` through the kernel, which
-// fails (EFAULT) on an unmapped address instead of faulting: the stack of a parked thread may
-// change under the read, or be unmapped by its exit.
-bool read_own_memory(std::uintptr_t address, void* out, std::size_t bytes) noexcept {
-  iovec local{out, bytes};
-  iovec remote{reinterpret_cast<void*>(address), bytes};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
 }
 
 // The return addresses on the stack of a parked thread, from `sp` (see capture_parked). Writes

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Internal to the Linux port (not installed): the signal round trip that samples a loop
 // thread's stack, and the sample taken without the signal from a thread parked in a system
-// call. linux_capture.cpp holds the only code that runs in signal context.
+// call; the helpers the port's readers share (own memory, /proc paths). linux_capture.cpp holds
+// the only code that runs in signal context.
 #pragma once
 
 #include <sys/types.h>
@@ -13,6 +14,16 @@
 #include "loopcanary/port/linux/status.hpp"
 
 namespace loopcanary::port_linux::detail {
+
+/// Reads `bytes` of this process's memory at `address` into `out` through the kernel
+/// (process_vm_readv), which fails (EFAULT) on an unmapped address instead of faulting: for
+/// memory another thread may change or unmap under the read (a parked thread's stack, a lock's
+/// fields). Returns false unless every byte was read. Async-signal-safe.
+bool read_own_memory(std::uintptr_t address, void* out, std::size_t bytes) noexcept;
+
+/// Writes "<prefix><decimal><suffix>" into `out` (at least 64 bytes for the /proc paths the port
+/// builds). Async-signal-safe.
+void make_path(char* out, const char* prefix, std::uint64_t value, const char* suffix) noexcept;
 
 /// Most program counters one capture can record.
 inline constexpr std::size_t kMaxCapturePcs = 64;

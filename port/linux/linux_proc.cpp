@@ -1,12 +1,29 @@
 // SPDX-License-Identifier: MIT
 #include "loopcanary/port/linux/proc.hpp"
 
+#include "linux_capture.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 namespace loopcanary::port_linux {
+
+void detail::make_path(char* out, const char* prefix, std::uint64_t value, const char* suffix) noexcept {
+  std::size_t n = 0;
+  for (; *prefix != '\0'; ++prefix) out[n++] = *prefix;
+  char digits[20];
+  std::size_t d = 0;
+  do {
+    digits[d++] = static_cast<char>('0' + value % 10u);
+    value /= 10u;
+  } while (value != 0);
+  while (d > 0) out[n++] = digits[--d];
+  for (; *suffix != '\0'; ++suffix) out[n++] = *suffix;
+  out[n] = '\0';
+}
+
 namespace {
 
 // A cursor over [pos, end). The parsers never read past `end` and never rely on a NUL.
@@ -65,20 +82,6 @@ bool starts_with(const char* p, const char* end, const char* prefix) noexcept {
   return true;
 }
 
-// Writes "<prefix><decimal><suffix>" into `out` (size >= 64). Async-signal-safe.
-void make_path(char* out, const char* prefix, std::uint64_t value, const char* suffix) noexcept {
-  std::size_t n = 0;
-  for (; *prefix != '\0'; ++prefix) out[n++] = *prefix;
-  char digits[20];
-  std::size_t d = 0;
-  do {
-    digits[d++] = static_cast<char>('0' + value % 10u);
-    value /= 10u;
-  } while (value != 0);
-  while (d > 0) out[n++] = digits[--d];
-  for (; *suffix != '\0'; ++suffix) out[n++] = *suffix;
-  out[n] = '\0';
-}
 
 }  // namespace
 
@@ -353,7 +356,7 @@ bool read_tracer_pid(std::uint64_t& tracer_pid) noexcept {
 
 bool read_thread_signals(pid_t tid, std::uint64_t& blocked, std::uint64_t& pending) noexcept {
   char path[64];
-  make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/status");
+  detail::make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/status");
   char buffer[4096];
   std::size_t length = 0;
   if (read_small_file(path, buffer, sizeof buffer, length) != 0) return false;
@@ -363,7 +366,7 @@ bool read_thread_signals(pid_t tid, std::uint64_t& blocked, std::uint64_t& pendi
 
 bool read_thread_syscall(pid_t tid, ThreadSyscall& out) noexcept {
   char path[64];
-  make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/syscall");
+  detail::make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/syscall");
   char buffer[256];
   std::size_t length = 0;
   if (read_small_file(path, buffer, sizeof buffer, length) != 0) return false;
@@ -372,7 +375,7 @@ bool read_thread_syscall(pid_t tid, ThreadSyscall& out) noexcept {
 
 bool read_thread_schedstat(pid_t tid, SchedStat& out) noexcept {
   char path[64];
-  make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/schedstat");
+  detail::make_path(path, "/proc/self/task/", static_cast<std::uint64_t>(tid), "/schedstat");
   char buffer[128];
   std::size_t length = 0;
   if (read_small_file(path, buffer, sizeof buffer, length) != 0) return false;

@@ -18,7 +18,9 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -32,6 +34,7 @@
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/port/linux.hpp"
 #include "loopcanary/port/linux/platform.hpp"
+#include "loopcanary/port/linux/wait.hpp"
 #include "noalloc_counter.hpp"
 
 namespace lc = loopcanary;
@@ -247,4 +250,40 @@ TEST(LinuxWatchdogNoAlloc, SamplingProcReadsAndTheFileSinkAllocateNothing) {
   EXPECT_GE(control.allocations(), 4u) << "the counter sees the watchdog thread's allocations";
 
   runner.stop();
+}
+
+// Reading what a thread waits on allocates nothing: a lock with its holder named (the longest
+// path: the lock's memory, the holder's name, the confirming second reading) and a socket.
+TEST(LinuxWatchdogNoAlloc, ReadingAWaitObjectAllocatesNothing) {
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  std::atomic<bool> held{false}, release{false};
+  std::thread holder([&] {
+    pthread_setname_np(pthread_self(), "holder");
+    pthread_mutex_lock(&m);
+    held.store(true);
+    while (!release.load()) std::this_thread::yield();
+    pthread_mutex_unlock(&m);
+  });
+  while (!held.load()) std::this_thread::yield();
+  std::atomic<pid_t> tid{0};
+  std::thread waiter([&] {
+    tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+    pthread_mutex_lock(&m);
+    pthread_mutex_unlock(&m);
+  });
+  while (tid.load() == 0) std::this_thread::yield();
+  lc::WaitObject w;
+  ASSERT_TRUE(wait_until([&] { return lx::read_wait_object(tid.load(), w) && w.owner != 0; }));
+
+  noalloc::MeasuredSection section;
+  bool read = true;
+  for (int i = 0; i < 20; ++i) read = lx::read_wait_object(tid.load(), w) && read;
+  section.stop();
+  release.store(true);
+  holder.join();
+  waiter.join();
+  EXPECT_TRUE(read);
+  EXPECT_EQ(w.kind, lc::WaitKind::mutex);
+  EXPECT_STREQ(w.owner_name, "holder") << "the measured path is the whole one";
+  EXPECT_EQ(section.allocations(), 0u);
 }
