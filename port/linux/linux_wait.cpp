@@ -61,13 +61,7 @@ class Text {
   }
   Text& number(std::uint64_t v) noexcept {
     char digits[20];
-    std::size_t d = 0;
-    do {
-      digits[d++] = static_cast<char>('0' + v % 10u);
-      v /= 10u;
-    } while (v != 0);
-    while (d > 0) put(digits[--d]);
-    return *this;
+    return put(digits, detail::write_decimal(digits, v));
   }
 
  private:
