@@ -444,6 +444,22 @@ bool read_wait_object(pid_t tid, WaitObject& out) noexcept {
   return true;
 }
 
+std::size_t sample_parked_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept {
+  ThreadSyscall call;
+  if (max == 0 || !read_thread_syscall(tid, call) || call.state != ThreadSyscall::State::in_syscall) return 0;
+  detail::CaptureRequest request;
+  request.tid = tid;
+  request.stack_low = static_cast<std::uintptr_t>(call.sp);
+  request.stack_high = static_cast<std::uintptr_t>(call.sp) + kParkedStackBytes;
+  request.max = max;
+  std::size_t count = 0;
+  if (detail::capture_parked(request, static_cast<std::uintptr_t>(call.sp), static_cast<std::uintptr_t>(call.pc), pcs,
+                             count) != detail::CaptureOutcome::answered) {
+    return 0;
+  }
+  return count;
+}
+
 std::size_t read_wait_chain(pid_t tid, WaitLink* links, std::size_t max, bool& cycle) noexcept {
   cycle = false;
   std::size_t n = 0;

@@ -119,6 +119,53 @@ TEST(LinuxWait, StdMutexNamesItsHolder) {
   release.raise();
 }
 
+// A lock holder that waits itself (reads an idle pipe with the lock held); noinline, so its
+// return address lies inside it.
+__attribute__((noinline)) void hold_while_reading(std::mutex& m, int fd, Flag& held) {
+  std::lock_guard<std::mutex> lock(m);
+  held.raise();
+  char c = 0;
+  EXPECT_EQ(read(fd, &c, 1), 1);
+  asm volatile("" ::: "memory");  // no tail call: the frame stays
+}
+
+// The holder named by the waiter's wait is sampled from its parked system call: its frames
+// include the function that holds the lock.
+TEST(LinuxWait, ParkedHolderIsSampledDownToTheFunctionHoldingTheLock) {
+  std::mutex m;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  Flag held;
+  NamedThread holder("journal", [&] { hold_while_reading(m, fds[0], held); });
+  held.wait();
+  NamedThread waiter("ui-loop", [&] { std::lock_guard<std::mutex> lock(m); });
+  const WaitObject w = wait_of_kind(waiter.tid(), WaitKind::mutex);
+  ASSERT_EQ(w.owner, static_cast<std::uint32_t>(holder.tid()));
+  wait_of_kind(holder.tid(), WaitKind::pipe);
+  Frame pcs[32];
+  const std::size_t n = sample_parked_thread(static_cast<pid_t>(w.owner), pcs, 32);
+  const auto begin = reinterpret_cast<std::uintptr_t>(&hold_while_reading);
+  bool found = false;
+  for (std::size_t i = 1; i < n; ++i) found = found || (pcs[i] > begin && pcs[i] < begin + 512);
+  EXPECT_GE(n, 2u);
+  EXPECT_TRUE(found) << n << " frames, none inside hold_while_reading";
+  // A thread on a CPU is not sampled this way.
+  std::atomic<bool> stop{false};
+  NamedThread spinner("spinner", [&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  std::size_t running = 1;
+  for (int i = 0; i < 100 && running != 0; ++i) running = sample_parked_thread(spinner.tid(), pcs, 32);
+  stop.store(true);
+  EXPECT_EQ(running, 0u);
+  EXPECT_EQ(write(fds[1], "x", 1), 1);
+  holder.join();
+  waiter.join();
+  close(fds[0]);
+  close(fds[1]);
+}
+
 TEST(LinuxWait, RecursiveMutexNamesItsHolder) {
   std::recursive_mutex m;
   Flag held, release;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "loopcanary/config.hpp"
 #include "loopcanary/port/linux/proc.hpp"
 #include "loopcanary/wait.hpp"
 
@@ -44,6 +45,20 @@ struct WaitLink {
 /// link costs one read_wait_object. Watchdog context (no thread of the chain may call it);
 /// allocates nothing.
 std::size_t read_wait_chain(pid_t tid, WaitLink* links, std::size_t max, bool& cycle) noexcept;
+
+/// Bytes above a parked thread's stack pointer that sample_parked_thread may read: the stack
+/// bounds of a thread the port did not attach are not known, so the walk is bounded by this.
+inline constexpr std::size_t kParkedStackBytes = 64 * 1024;
+
+/// Samples the stack of thread `tid` of this process without a signal, while it is parked in a
+/// system call (a lock holder that writes, syncs, sleeps or waits itself): its program counter,
+/// then the return addresses above its stack pointer, as the port samples a parked loop thread
+/// (docs/porting-linux.md, "Stack capture"), reading at most kParkedStackBytes above the stack
+/// pointer through process_vm_readv. Writes at most `max` entries to `pcs`, innermost first;
+/// returns how many: 0 when the thread is on a CPU or not in a system call (a signal sample is
+/// the port's way there), is gone, or the port's capture slot is busy. Watchdog context;
+/// allocates nothing.
+std::size_t sample_parked_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept;
 
 /// The name of thread `tid` of this process (/proc/self/task/<tid>/comm, at most 15 bytes) into
 /// `name`, NUL-terminated; false (and "") when the thread is gone. Any thread; allocates nothing.
