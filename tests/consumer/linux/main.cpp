@@ -103,7 +103,9 @@ int main() {
   std::printf("consumer: '%s' blocked %llu ms, %u of %u samples in recalibrate_sensors\n", record.event->name,
               static_cast<unsigned long long>(lc::us_from_ticks(record.duration_ticks, record.tick_hz) / 1000u),
               in_culprit, static_cast<unsigned>(record.sample_count));
-  const bool ok = lc::us_from_ticks(record.duration_ticks, record.tick_hz) >= 300'000 &&
+  // 300 ms by CLOCK_MONOTONIC; the port's clock (the TSC, its rate measured against
+  // CLOCK_MONOTONIC at start-up) may read it a few microseconds short.
+  const bool ok = lc::us_from_ticks(record.duration_ticks, record.tick_hz) >= 295'000 &&
                   record.sample_count > 0 && in_culprit * 2 > record.sample_count;
   return ok ? 0 : fail("the record does not name the culprit");
 }
