@@ -21,10 +21,6 @@ namespace loopcanary::port_linux::detail {
 /// fields). Returns false unless every byte was read. Async-signal-safe.
 bool read_own_memory(std::uintptr_t address, void* out, std::size_t bytes) noexcept;
 
-/// Writes `value` in decimal at `out` (at most 20 digits, no NUL); returns the digits written.
-/// Async-signal-safe.
-std::size_t write_decimal(char* out, std::uint64_t value) noexcept;
-
 /// Writes "<prefix><decimal><suffix>" into `out` (at least 64 bytes for the /proc paths the port
 /// builds). Async-signal-safe.
 void make_path(char* out, const char* prefix, std::uint64_t value, const char* suffix) noexcept;

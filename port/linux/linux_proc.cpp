@@ -10,21 +10,16 @@
 
 namespace loopcanary::port_linux {
 
-std::size_t detail::write_decimal(char* out, std::uint64_t value) noexcept {
+void detail::make_path(char* out, const char* prefix, std::uint64_t value, const char* suffix) noexcept {
+  std::size_t n = 0;
+  for (; *prefix != '\0'; ++prefix) out[n++] = *prefix;
   char digits[20];
   std::size_t d = 0;
   do {
     digits[d++] = static_cast<char>('0' + value % 10u);
     value /= 10u;
   } while (value != 0);
-  for (std::size_t i = 0; i < d; ++i) out[i] = digits[d - 1 - i];
-  return d;
-}
-
-void detail::make_path(char* out, const char* prefix, std::uint64_t value, const char* suffix) noexcept {
-  std::size_t n = 0;
-  for (; *prefix != '\0'; ++prefix) out[n++] = *prefix;
-  n += write_decimal(out + n, value);
+  while (d > 0) out[n++] = digits[--d];
   for (; *suffix != '\0'; ++suffix) out[n++] = *suffix;
   out[n] = '\0';
 }

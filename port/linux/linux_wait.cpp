@@ -21,54 +21,46 @@
 #include <cstring>
 
 #include "linux_capture.hpp"
+#include "loopcanary/format.hpp"
 
 namespace loopcanary::port_linux {
 namespace {
 
 // ---- text -----------------------------------------------------------------------------------
 
-// Appends to a fixed NUL-terminated buffer; what does not fit is cut and the text ends in "...".
+// The core's TextWriter on a fixed buffer, chained, ended when it goes: NUL-terminated, and when
+// something did not fit, the last characters "..." (finish()'s "[truncated]" marker is for
+// whole records).
 class Text {
  public:
   template <std::size_t N>
-  explicit Text(char (&buffer)[N]) noexcept : s_(buffer), size_(N) {
-    static_assert(N >= 8, "room for a cut marker");
-    s_[0] = '\0';
+  explicit Text(char (&buffer)[N]) noexcept : w_(buffer, N), s_(buffer), size_(N) {
+    static_assert(N >= 4, "room for the cut marker");
   }
   ~Text() {
-    if (!cut_) return;
-    std::memcpy(s_ + size_ - 4, "...", 4);
+    s_[w_.length()] = '\0';
+    if (w_.overflowed()) std::memcpy(s_ + size_ - 4, "...", 4);
   }
   Text(const Text&) = delete;
   Text& operator=(const Text&) = delete;
 
   Text& put(char c) noexcept {
-    if (n_ + 1 < size_) {
-      s_[n_++] = c;
-      s_[n_] = '\0';
-    } else {
-      cut_ = true;
-    }
+    w_.put(c);
     return *this;
   }
   Text& put(const char* t) noexcept {
-    while (*t != '\0') put(*t++);
-    return *this;
-  }
-  Text& put(const char* t, std::size_t length) noexcept {
-    for (std::size_t i = 0; i < length && t[i] != '\0'; ++i) put(t[i]);
+    w_.puts(t);
     return *this;
   }
   Text& number(std::uint64_t v) noexcept {
-    char digits[20];
-    return put(digits, detail::write_decimal(digits, v));
+    w_.u64(v);
+    return *this;
   }
 
  private:
+  TextWriter w_;
   char* s_;
   std::size_t size_;
-  std::size_t n_ = 0;
-  bool cut_ = false;
 };
 
 // ---- /proc ----------------------------------------------------------------------------------
@@ -82,9 +74,10 @@ bool read_task_file(pid_t tid, const char* name, char (&buffer)[N], std::size_t&
   return read_small_file(path, buffer, N, length) == 0;
 }
 
-// The length of a one-line file's text without its newline.
-std::size_t without_newline(const char* text, std::size_t length) noexcept {
-  return length > 0 && text[length - 1] == '\n' ? length - 1 : length;
+// A one-line file's text without its newline: the new length.
+std::size_t without_newline(char* text, std::size_t length) noexcept {
+  if (length > 0 && text[length - 1] == '\n') text[--length] = '\0';
+  return length;
 }
 
 bool read_thread_state(pid_t tid, char& state) noexcept {
@@ -113,15 +106,17 @@ void put_address(Text& t, const sockaddr_storage& a, socklen_t length) noexcept 
     inet_ntop(AF_INET6, &in6.sin6_addr, host, sizeof host);
     t.put('[').put(host).put("]:").number(ntohs(in6.sin6_port));
   } else if (a.ss_family == AF_UNIX) {
-    sockaddr_un un{};
-    std::memcpy(&un, &a, length < sizeof un ? length : sizeof un);
-    const std::size_t path_length = length > offsetof(sockaddr_un, sun_path) ? length - offsetof(sockaddr_un, sun_path) : 0;
+    // The path (not always NUL-terminated in the address) as a string.
+    char path[sizeof(sockaddr_un::sun_path) + 1] = {};
+    const std::size_t at = offsetof(sockaddr_un, sun_path);
+    const std::size_t path_length = length > at ? length - at : 0;
+    std::memcpy(path, reinterpret_cast<const char*>(&a) + at, path_length < sizeof path - 1 ? path_length : sizeof path - 1);
     if (path_length == 0) {
       t.put("(unnamed)");
-    } else if (un.sun_path[0] == '\0') {
-      t.put('@').put(un.sun_path + 1, path_length - 1);  // abstract
+    } else if (path[0] == '\0') {
+      t.put('@').put(path + 1);  // abstract
     } else {
-      t.put(un.sun_path, path_length);
+      t.put(path);
     }
   } else {
     t.put("family ").number(a.ss_family);
@@ -418,8 +413,8 @@ bool read_thread_name(pid_t tid, char (&name)[kThreadNameMax]) noexcept {
   std::size_t length = 0;
   name[0] = '\0';
   if (!read_task_file(tid, "/comm", buffer, length)) return false;
-  length = without_newline(buffer, length);
-  Text(name).put(buffer, length < kThreadNameMax - 1 ? length : kThreadNameMax - 1);
+  without_newline(buffer, length);
+  Text(name).put(buffer);  // at most 15 bytes: the kernel's limit
   return true;
 }
 
@@ -437,7 +432,7 @@ bool read_wait_object(pid_t tid, WaitObject& out) noexcept {
     char wchan[64];
     std::size_t length = 0;
     if (read_task_file(tid, "/wchan", wchan, length)) length = without_newline(wchan, length);
-    if (length > 0 && !(length == 1 && wchan[0] == '0')) Text(out.text).put(wchan, length);
+    if (length > 0 && std::strcmp(wchan, "0") != 0) Text(out.text).put(wchan);
     return true;
   }
   if (call.state == ThreadSyscall::State::in_syscall) syscall_wait(tid, call, out);

@@ -108,8 +108,8 @@
 #define LOOPCANARY_PUT(name, codec, bits, since) LOOPCANARY_PUT_##codec(name)
 #define LOOPCANARY_PUT_number(name) w.uv(r.name);
 #define LOOPCANARY_PUT_byte(name) w.u8(static_cast<unsigned>(r.name));
-#define LOOPCANARY_PUT_phase(name) w.u8(static_cast<unsigned>(r.name));
-#define LOOPCANARY_PUT_cause(name) w.u8(static_cast<unsigned>(r.name));
-#define LOOPCANARY_PUT_flags(name) w.u8(static_cast<unsigned>(r.name));
+#define LOOPCANARY_PUT_phase(name) LOOPCANARY_PUT_byte(name)
+#define LOOPCANARY_PUT_cause(name) LOOPCANARY_PUT_byte(name)
+#define LOOPCANARY_PUT_flags(name) LOOPCANARY_PUT_byte(name)
 #define LOOPCANARY_PUT_memory(name) w.memory(r.name);
 #define LOOPCANARY_PUT_section(name) section.name();
