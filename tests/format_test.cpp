@@ -361,6 +361,8 @@ TEST(JsonChecker, AcceptsValidAndRejectsInvalidDocuments) {
 // ---- Records and format helpers ---------------------------------------------------------------
 
 using loopcanary::test::hand_block;
+using loopcanary::test::hand_waiting_block;
+using loopcanary::test::set_text;
 using loopcanary::test::kButton;
 using loopcanary::test::kDebounce;
 using loopcanary::test::kInputTask;
@@ -449,6 +451,83 @@ TEST(FormatText, HandRecordGivesBlockCanaryStyleLines) {
       "dropped = 5 records, 6 notes",
   };
   EXPECT_EQ(lines_of(text), expected);
+}
+
+TEST(FormatText, AWaitingRecordNamesWhatItWaitedOnAndWhoHeldIt) {
+  const std::string text = text_of(hand_waiting_block());
+  EXPECT_EQ(line_of(text, "cause = "),
+            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')");
+  const std::vector<std::string> lines = lines_of(text);
+  const auto waits = std::find(lines.begin(), lines.end(), "waits:");
+  ASSERT_NE(waits, lines.end()) << text;
+  const std::vector<std::string> expected = {
+      "waits:",
+      "  71.4 % 5 mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')",  // 5 of 7 samples
+      "    holder pc 0x401000 0x401234",
+      "  14.2 % 1 pipe fd 5 pipe:[81234]",
+      "  other 1",
+      "samples = 7 taken, 2 kept, 5 overwritten, 1 missed",
+  };
+  EXPECT_EQ(std::vector<std::string>(waits, waits + static_cast<std::ptrdiff_t>(expected.size())), expected);
+}
+
+TEST(FormatText, ARecordWithoutWaitsHasNoWaitLines) {
+  BlockRecord r = hand_block();
+  r.cause = lc::Cause::waiting;  // waiting, but nothing was read: the cause alone
+  const std::string text = text_of(r);
+  EXPECT_EQ(line_of(text, "cause = "), "cause = waiting");
+  EXPECT_FALSE(has_line(text, "waits:")) << text;
+}
+
+TEST(FormatText, AnotherCauseKeepsItsNameAndListsTheWaits) {
+  BlockRecord r = hand_waiting_block();
+  r.cause = lc::Cause::starved;
+  const std::string text = text_of(r);
+  EXPECT_EQ(line_of(text, "cause = "), "cause = starved");
+  EXPECT_TRUE(has_line(text, "waits:")) << text;
+}
+
+// format_wait: each kind names what it gives (docs/report-format.md, "Wait objects").
+TEST(FormatWait, EveryKindNamesItsObject) {
+  struct Case {
+    lc::WaitKind kind;
+    std::int32_t fd;
+    std::uint64_t address;
+    std::uint64_t value;
+    std::uint32_t owner;
+    const char* owner_name;
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {lc::WaitKind::mutex, -1, 0x1000, 0, 77, "", "", "mutex 0x1000 held by (tid 77)"},
+      {lc::WaitKind::mutex, -1, 0x1000, 0, 0, "", "", "mutex 0x1000 (holder not known)"},
+      {lc::WaitKind::condition, -1, 0x2028, 0, 0, "", "", "condition 0x2028 (no owner)"},
+      {lc::WaitKind::futex, -1, 0x3000, 0, 0, "", "", "futex 0x3000"},
+      {lc::WaitKind::file, 3, 0, 0, 0, "", "/var/log/x", "file fd 3 /var/log/x"},
+      {lc::WaitKind::socket, 7, 0, 0, 0, "", "tcp 127.0.0.1:40112 > 127.0.0.1:5000",
+       "socket fd 7 tcp 127.0.0.1:40112 > 127.0.0.1:5000"},
+      {lc::WaitKind::poll, 4, 0, 3, 0, "", "pipe:[9]", "poll fd 4 (+2 more) pipe:[9]"},
+      {lc::WaitKind::poll, 9, 0, 0, 0, "", "anon_inode:[eventpoll]", "poll fd 9 anon_inode:[eventpoll]"},
+      {lc::WaitKind::sleep, -1, 0, 10'000'000, 0, "", "", "sleep 10.000 ms"},
+      {lc::WaitKind::disk, -1, 0, 0, 0, "", "folio_wait_bit_common", "disk folio_wait_bit_common"},
+      {lc::WaitKind::syscall, -1, 0, 61, 0, "", "wait4", "syscall 61 wait4"},
+      {lc::WaitKind::file, 3, 0, 0, 0, "", "/tmp/a\nb", "file fd 3 /tmp/a?b"},  // no forged line
+  };
+  for (const Case& c : cases) {
+    lc::WaitReading reading;
+    reading.object.kind = c.kind;
+    reading.object.fd = c.fd;
+    reading.object.address = c.address;
+    reading.object.value = c.value;
+    reading.object.owner = c.owner;
+    set_text(reading.object.owner_name, c.owner_name);
+    set_text(reading.object.text, c.text);
+    char buffer[256];
+    const FormatResult result = lc::format_wait(reading, buffer, sizeof buffer);
+    EXPECT_FALSE(result.truncated);
+    EXPECT_STREQ(buffer, c.expected);
+  }
 }
 
 TEST(FormatText, InProgressReportSaysStillRunning) {
@@ -601,7 +680,7 @@ TEST(FormatJson, HandRecordIsOneValidObjectWithEveryField) {
                             "format_version", "report", "phase", "qualifier", "loop", "loop_index", "event", "dispatch",
                             "tick_hz", "start", "end", "duration_ticks", "duration_us", "threshold_us", "cause",
                             "top_other", "records_dropped", "notes_dropped", "delayed_by", "flags", "stages", "cpu",
-                            "memory", "samples", "top", "stacks"}));
+                            "memory", "wait", "samples", "top", "stacks"}));
   EXPECT_EQ(u64_of(doc["format_version"]), loopcanary::kJsonFormatVersion);
   EXPECT_EQ(u64_of(doc["report"]), 7u);
   EXPECT_EQ(string_of(doc["phase"]), "final");
@@ -903,6 +982,29 @@ TEST(FormatJson, AnExtensionsMembersComeLastInsideTheObject) {
   EXPECT_TRUE(lc::format_json(r, buffer.data(), whole.length, extension).truncated);  // no room for the NUL
   EXPECT_FALSE(lc::format_json(r, buffer.data(), whole.length + 1, extension).truncated);
   EXPECT_EQ(lc::format_json(r, buffer.data(), buffer.size(), lc::JsonExtension{}).length, plain.size());
+}
+
+TEST(FormatJson, TheWaitMemberHoldsEveryObjectAndItsHolder) {
+  const Json doc = json_of(hand_waiting_block());
+  const Json& wait = doc["wait"];
+  EXPECT_EQ(u64_of(wait["other"]), 1u);
+  ASSERT_EQ(wait["objects"].items.size(), 2u);
+  const Json& lock = wait["objects"].items[0];
+  EXPECT_EQ(lock.keys(), (std::vector<std::string>{"kind", "samples", "address", "fd", "value", "text", "owner"}));
+  EXPECT_EQ(string_of(lock["kind"]), "mutex");
+  EXPECT_EQ(u64_of(lock["samples"]), 5u);
+  EXPECT_EQ(string_of(lock["address"]), "0x7f00a0");
+  EXPECT_EQ(lock["fd"].kind, Json::Kind::null);
+  EXPECT_EQ(u64_of(lock["owner"]["tid"]), 4242u);
+  EXPECT_EQ(string_of(lock["owner"]["name"]), "journal");
+  EXPECT_EQ(string_of(lock["owner"]["loop"]), "journal");
+  ASSERT_EQ(lock["owner"]["pcs"].items.size(), 2u);
+  EXPECT_EQ(string_of(lock["owner"]["pcs"].items[1]), "0x401234");
+  const Json& pipe = wait["objects"].items[1];
+  EXPECT_EQ(string_of(pipe["kind"]), "pipe");
+  EXPECT_EQ(u64_of(pipe["fd"]), 5u);
+  EXPECT_EQ(string_of(pipe["text"]), "pipe:[81234]");
+  EXPECT_EQ(pipe["owner"].kind, Json::Kind::null);
 }
 
 TEST(FormatJson, LargeNumbersStayExact) {

@@ -78,6 +78,42 @@ inline BlockRecord hand_block() {
   return r;
 }
 
+/// A copy of `text` into a fixed char array (a WaitObject's text or owner name).
+template <std::size_t N>
+void set_text(char (&to)[N], const char* text) {
+  std::size_t i = 0;
+  for (; i + 1 < N && text[i] != '\0'; ++i) to[i] = text[i];
+  to[i] = '\0';
+}
+
+/// hand_block() of a dispatch that waited: cause waiting; of its 7 samples, 5 read a mutex held
+/// by thread 4242 "journal" (the watched loop "journal"), with the holder's stack, 1 a pipe, 1
+/// an object that did not fit.
+inline BlockRecord hand_waiting_block() {
+  BlockRecord r = hand_block();
+  r.cause = Cause::waiting;
+  if constexpr (kWaitObjects >= 2) {
+    r.wait.count = 2;
+    WaitSeen& lock = r.wait.objects[0];
+    lock.object.kind = WaitKind::mutex;
+    lock.object.address = 0x7f00a0;
+    lock.object.owner = 4242;
+    set_text(lock.object.owner_name, "journal");
+    lock.owner_loop = "journal";
+    lock.holder_pc_count = 2;
+    lock.holder_frames[0] = 0x401000;
+    lock.holder_frames[1] = 0x401234;
+    lock.samples = 5;
+    WaitSeen& pipe = r.wait.objects[1];
+    pipe.object.kind = WaitKind::pipe;
+    pipe.object.fd = 5;
+    set_text(pipe.object.text, "pipe:[81234]");
+    pipe.samples = 1;
+    r.wait.other = 1;
+  }
+  return r;
+}
+
 /// A health record with every field set: a 1 s window across the tick wrap at 1 MHz, one event
 /// ("control_tick") with a period and a deadline, a resident memory reading.
 inline HealthRecord hand_health() {

@@ -49,6 +49,16 @@ void set_stages(BlockRecord& record, const BlockNote& note) noexcept {
   }
 }
 
+// Keeps a table ordered by `count`, largest first, after entry i grew by one.
+template <class Entry>
+void move_up(Entry* table, std::size_t i, std::uint32_t Entry::*count) noexcept {
+  for (; i > 0 && table[i - 1].*count < table[i].*count; --i) {
+    const Entry swap = table[i - 1];
+    table[i - 1] = table[i];
+    table[i] = swap;
+  }
+}
+
 // The sample's entry key (TopStack): the same scopes and the same callers; the innermost program
 // counter may differ when there are callers to tell the call sites apart (two PCs or more). A
 // stack of one PC has no callers: its PC is the key.
@@ -75,12 +85,7 @@ void count_top(StackSamples& stack, const Sample& sample, std::size_t capacity) 
       if (leaf < entry.frames[entry.scope_count]) entry.frames[entry.scope_count] = leaf;
       if (leaf > entry.leaf_high) entry.leaf_high = leaf;
     }
-    // Keep the table ordered by count, most frequent first.
-    for (std::uint8_t j = i; j > 0 && top[j - 1].count < top[j].count; --j) {
-      const TopStack swap = top[j - 1];
-      top[j - 1] = top[j];
-      top[j] = swap;
-    }
+    move_up(top, i, &TopStack::count);  // most frequent first
     return;
   }
   if (stack.top_count < capacity) {
@@ -108,6 +113,8 @@ void watch_started(WatchSamples& samples, std::size_t max_samples, std::size_t t
   stack.sample_count = 0;
   stack.top_count = 0;
   stack.top_other = 0;
+  samples.wait.count = 0;
+  samples.wait.other = 0;
   samples.oldest = 0;
   samples.max_samples = static_cast<std::uint8_t>(capacity_of(max_samples, kMaxSamples));
   samples.top_frames = static_cast<std::uint8_t>(capacity_of(top_frames, kTopFrames));
@@ -127,6 +134,53 @@ void add_sample(WatchSamples& samples, const Sample& sample) noexcept {
   stack.samples[slot] = sample;
   ++stack.samples_taken;
   count_top(stack, sample, capacity_of(samples.top_frames, kTopFrames));
+}
+
+bool same_wait(const WaitReading& a, const WaitReading& b) noexcept {
+  const WaitObject& x = a.object;
+  const WaitObject& y = b.object;
+  if (x.kind != y.kind || x.owner != y.owner) return false;
+  switch (x.kind) {
+    case WaitKind::mutex:
+    case WaitKind::condition:
+    case WaitKind::futex: return x.address == y.address;
+    case WaitKind::file:
+    case WaitKind::socket:
+    case WaitKind::pipe:
+    case WaitKind::poll: return x.fd == y.fd && std::strcmp(x.text, y.text) == 0;
+    case WaitKind::disk: return std::strcmp(x.text, y.text) == 0;
+    case WaitKind::syscall: return x.value == y.value;
+    case WaitKind::none:
+    case WaitKind::sleep: break;
+  }
+  return true;
+}
+
+void add_wait(WatchSamples& samples, const WaitReading& reading) noexcept {
+  if constexpr (kWaitObjects > 0) {
+    WaitSummary& wait = samples.wait;
+    for (std::size_t i = 0; i < wait.count; ++i) {
+      WaitSeen& seen = wait.objects[i];
+      if (!same_wait(seen, reading)) continue;
+      ++seen.samples;
+      if (reading.holder_pc_count != 0) {
+        seen.holder_pc_count = reading.holder_pc_count;
+        std::memcpy(seen.holder_frames, reading.holder_frames, sizeof seen.holder_frames);
+      }
+      move_up(wait.objects, i, &WaitSeen::samples);
+      return;
+    }
+    if (wait.count < kWaitObjects) {
+      WaitSeen& seen = wait.objects[wait.count++];
+      static_cast<WaitReading&>(seen) = reading;
+      seen.samples = 1;
+    } else {
+      ++wait.other;
+    }
+  } else {
+    static_cast<void>(samples);
+    static_cast<void>(reading);
+  }
 }
 
 void assemble(const Observation& o, const WatchSamples* samples, const char* qualifier, const CauseRule& rule,
@@ -159,6 +213,7 @@ void assemble(const Observation& o, const WatchSamples* samples, const char* qua
 
   if (samples != nullptr && o.watch != kNoWatch) {
     static_cast<StackSamples&>(r) = samples->stack;
+    r.wait = samples->wait;
     if (samples->oldest != 0) {  // the watch's samples wrapped: oldest first in the record
       const std::size_t older = samples->stack.sample_count - samples->oldest;  // full: the capacity
       std::memcpy(&r.samples[0], &samples->stack.samples[samples->oldest], older * sizeof(Sample));

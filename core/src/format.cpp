@@ -57,6 +57,116 @@ void stack_json(TextWriter& w, std::uint8_t scope_count, std::uint8_t pc_count, 
   w.put(']');
 }
 
+// The wait object's text (format_wait) onto `w`. Names from the system (paths, thread names)
+// go through name(): a control character in them cannot forge a line.
+void wait_text(TextWriter& w, const WaitReading& reading) noexcept {
+  const WaitObject& o = reading.object;
+  w.puts(to_string(o.kind));
+  switch (o.kind) {
+    case WaitKind::mutex:
+    case WaitKind::condition:
+    case WaitKind::futex:
+      w.put(' ');
+      w.hex(o.address);
+      break;
+    case WaitKind::file:
+    case WaitKind::socket:
+    case WaitKind::pipe:
+    case WaitKind::poll:
+      w.puts(" fd ");
+      w.u64(static_cast<std::uint64_t>(o.fd < 0 ? 0 : o.fd));
+      if (o.kind == WaitKind::poll && o.value > 1) {
+        w.puts(" (+");
+        w.u64(o.value - 1u);
+        w.puts(" more)");
+      }
+      break;
+    case WaitKind::sleep:
+      w.put(' ');
+      w.ms(o.value / 1000u);
+      w.puts(" ms");
+      break;
+    case WaitKind::syscall:
+      w.put(' ');
+      w.u64(o.value);
+      break;
+    case WaitKind::none:
+    case WaitKind::disk: break;
+  }
+  if (o.text[0] != '\0') {
+    w.put(' ');
+    w.name(o.text);
+  }
+  if (o.kind == WaitKind::condition) w.puts(" (no owner)");
+  if (o.kind != WaitKind::mutex) return;
+  if (o.owner == 0) {
+    w.puts(" (holder not known)");
+    return;
+  }
+  w.puts(" held by ");
+  if (o.owner_name[0] != '\0') {
+    w.put('\'');
+    w.name(o.owner_name);
+    w.puts("' ");
+  }
+  w.puts("(tid ");
+  w.u64(o.owner);
+  if (reading.owner_loop != nullptr) {
+    w.puts(", loop '");
+    w.name(reading.owner_loop);
+    w.put('\'');
+  }
+  w.put(')');
+}
+
+// The "wait" member: {"other":N,"objects":[{"kind":..,"samples":..,"address":..,"fd":..,
+// "value":..,"text":..,"owner":null|{"tid":..,"name":..,"loop":..,"pcs":[..]}}]}.
+[[maybe_unused]] void wait_json(TextWriter& w, const WaitSummary& wait) noexcept {
+  w.puts(",\"wait\":{\"other\":");
+  w.u64(wait.other);
+  w.puts(",\"objects\":[");
+  for (std::uint8_t i = 0; i < wait.count; ++i) {
+    const WaitSeen& seen = wait.objects[i];
+    const WaitObject& o = seen.object;
+    if (i != 0) w.put(',');
+    w.puts("{\"kind\":");
+    w.json_string(to_string(o.kind));
+    w.puts(",\"samples\":");
+    w.u64(seen.samples);
+    w.puts(",\"address\":\"");
+    w.hex(o.address);
+    w.puts("\",\"fd\":");
+    if (o.fd >= 0) {
+      w.u64(static_cast<std::uint64_t>(o.fd));
+    } else {
+      w.puts("null");
+    }
+    w.puts(",\"value\":");
+    w.u64(o.value);
+    w.puts(",\"text\":");
+    w.json_string(o.text);
+    w.puts(",\"owner\":");
+    if (o.owner == 0) {
+      w.puts("null}");
+      continue;
+    }
+    w.puts("{\"tid\":");
+    w.u64(o.owner);
+    w.puts(",\"name\":");
+    w.json_string(o.owner_name);
+    w.puts(",\"loop\":");
+    if (seen.owner_loop != nullptr) {
+      w.json_string(seen.owner_loop);
+    } else {
+      w.puts("null");
+    }
+    w.put(',');
+    stack_json(w, 0, seen.holder_pc_count, seen.holder_frames);
+    w.puts("}}");
+  }
+  w.puts("]}");
+}
+
 struct FlagName {
   std::uint8_t bit;
   const char* name;
@@ -303,12 +413,45 @@ void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
   memory_text(w, r.memory);
   w.puts("\ncause = ");
   w.puts(to_string(fields::block::cause(r)));
+  if (kWaitObjects > 0 && fields::block::cause(r) == Cause::waiting && r.wait.count > 0) {
+    w.puts(" on ");
+    wait_text(w, r.wait.objects[0]);
+  }
   w.puts("\nflags =");
   for (const FlagName& f : kFlagNames) {
     if ((r.flags & f.bit) != 0) {
       w.put(' ');
       w.puts(f.name);
     }
+  }
+}
+
+// A share of a record's samples taken, per mille (0 when none were taken).
+std::uint32_t sample_share(const BlockRecord& r, std::uint32_t count) noexcept {
+  return r.samples_taken != 0 ? static_cast<std::uint32_t>(detail::divide(std::uint64_t{count} * 1000u, r.samples_taken))
+                              : 0u;
+}
+
+// ... what the loop's thread waited on, by object, with each holder's stack...
+[[maybe_unused]] void text_waits(TextWriter& w, const BlockRecord& r) noexcept {
+  if (r.wait.count == 0 && r.wait.other == 0) return;
+  w.puts("\nwaits:");
+  for (std::uint8_t i = 0; i < r.wait.count; ++i) {
+    const WaitSeen& seen = r.wait.objects[i];
+    w.puts("\n  ");
+    w.percent(sample_share(r, seen.samples));
+    w.puts(" % ");
+    w.u64(seen.samples);
+    w.put(' ');
+    wait_text(w, seen);
+    if (seen.holder_pc_count != 0) {
+      w.puts("\n    holder ");
+      stack_text(w, 0, seen.holder_pc_count, seen.holder_frames, 0);
+    }
+  }
+  if (r.wait.other != 0) {
+    w.puts("\n  other ");
+    w.u64(r.wait.other);
   }
 }
 
@@ -329,7 +472,7 @@ void text_samples(TextWriter& w, const BlockRecord& r) noexcept {
     for (std::uint8_t i = 0; i < r.top_count; ++i) {
       const TopStack& t = r.top[i];
       w.puts("  ");
-      w.percent(r.samples_taken != 0 ? static_cast<std::uint32_t>(detail::divide(std::uint64_t{t.count} * 1000u, r.samples_taken)) : 0u);
+      w.percent(sample_share(r, t.count));
       w.puts(" % ");
       w.u64(t.count);
       w.put(' ');
@@ -357,10 +500,17 @@ void text_samples(TextWriter& w, const BlockRecord& r) noexcept {
 
 }  // namespace
 
+FormatResult format_wait(const WaitReading& reading, char* buffer, std::size_t size) noexcept {
+  TextWriter w(buffer, size);
+  wait_text(w, reading);
+  return w.finish();
+}
+
 FormatResult format_text(const BlockRecord& r, char* buffer, std::size_t size) noexcept {
   TextWriter w(buffer, size);
   text_dispatch(w, r);
   text_cpu(w, r);
+  if constexpr (kWaitObjects > 0) text_waits(w, r);
   text_samples(w, r);
   w.puts("dropped = ");
   w.u64(fields::block::records_dropped(r));
@@ -410,6 +560,7 @@ FormatResult format_json(const BlockRecord& r, char* buffer, std::size_t size, c
   LOOPCANARY_BLOCK_CPU_FIELDS(LOOPCANARY_JSON_MEMBER)
   w.put('}');
   memory_json(w, r.memory);
+  if constexpr (kWaitObjects > 0) wait_json(w, r.wait);
   first = true;
 #undef LOOPCANARY_JSON_OPENING
 #define LOOPCANARY_JSON_OPENING ",\"samples\":{"

@@ -351,16 +351,19 @@ void Watchdog::stop_watching(Track& track) noexcept {
 void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
   detail::Watch& w = *track.watch;
   const Limits& limits = w.limits;
+  bool running = false;  // the CPU readings show the loop's thread running since the last poll
   if (!w.armed && w.elapsed >= limits.arm) {
     w.armed = true;
     w.next_sample = w.elapsed;
     read_cpu(track, w.first);
     w.last = w.first;
   } else if (w.armed) {
+    const TimedCpuReading before = w.last;
     read_cpu(track, w.last);
+    running = ran(track, before, w.last);
   }
   if (w.armed && w.elapsed >= w.next_sample) {
-    take_sample(track, now);
+    take_sample(track, now, running);
     // Next sample one interval later; a watchdog that fell behind skips the intervals it missed.
     const std::uint64_t behind = detail::divide(w.elapsed - w.next_sample, limits.interval);
     w.next_sample += (behind + 1u) * limits.interval;
@@ -382,7 +385,36 @@ void Watchdog::read_cpu(const Track& track, TimedCpuReading& reading) const noex
   if (hal_.read_cpu != nullptr) hal_.read_cpu(hal_.context, *track.monitor, &reading.counters);
 }
 
-void Watchdog::take_sample(Track& track, tick_t now) noexcept {
+// The cause rule's running share applied to one poll interval: the thread's CPU time from
+// `before` to `after` is at least running_permille of the wall time between them. False when
+// either reading lacks the thread's CPU time, or no time passed.
+bool Watchdog::ran(const Track& track, const TimedCpuReading& before, const TimedCpuReading& after) const noexcept {
+  const CpuReading& a = before.counters;
+  const CpuReading& b = after.counters;
+  if (!a.has(kCpuThreadUs) || !b.has(kCpuThreadUs) || b.value[kCpuThreadUs] < a.value[kCpuThreadUs]) return false;
+  const std::uint64_t wall = us_from_ticks(after.elapsed - before.elapsed, track.monitor->tick_hz());
+  return wall != 0 && detail::permille(b.value[kCpuThreadUs] - a.value[kCpuThreadUs], wall) >=
+                          config_.value.cause.running_permille;
+}
+
+// What the loop's thread waits on (Hal::read_wait), unless it ran since the last poll: false when
+// not read or not waiting. An owner that is a watched loop's thread is named as that loop.
+bool Watchdog::read_wait(const Track& track, bool running, WaitReading& out) const noexcept {
+  if (running || hal_.read_wait == nullptr || sink_.wait == nullptr) return false;
+  const std::size_t max = config_.value.max_frames;
+  std::size_t pcs = hal_.read_wait(hal_.context, *track.monitor, &out.object, out.holder_frames, max);
+  if (out.object.kind == WaitKind::none) return false;
+  out.holder_pc_count = static_cast<std::uint8_t>(pcs < max ? pcs : max);
+  if (out.object.owner != 0 && hal_.thread_id != nullptr) {
+    for (std::size_t i = 0; i < loops_ && out.owner_loop == nullptr; ++i) {
+      const Monitor& loop = *tracks_[i].monitor;
+      if (hal_.thread_id(hal_.context, loop) == out.object.owner) out.owner_loop = loop.name();
+    }
+  }
+  return true;
+}
+
+void Watchdog::take_sample(Track& track, tick_t now, bool running) noexcept {
   const Monitor& monitor = *track.monitor;
   detail::Watch& w = *track.watch;
   Sample sample;
@@ -398,6 +430,11 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   }
   for (std::size_t i = 0; i < scope_count; ++i) sample.frames[i] = reinterpret_cast<Frame>(names[i]);
   sample.scope_count = static_cast<std::uint8_t>(scope_count);
+
+  // The wait first: the stack capture may interrupt the thread (a signal) and move it out of
+  // its wait for a moment.
+  detail::WaitScratch wait{};
+  const bool waiting = read_wait(track, running, wait);
 
   if (hal_.capture_stack != nullptr && scope_count < max) {
     std::size_t pcs = hal_.capture_stack(hal_.context, monitor, &sample.frames[scope_count], max - scope_count);
@@ -415,10 +452,12 @@ void Watchdog::take_sample(Track& track, tick_t now) noexcept {
   }
   // Not evidence, or not kept by the sink (an evidence ring keeping its room for reports):
   // missed, as the record says.
-  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0) ||
-      !sink_.sample(*this, static_cast<std::size_t>(&w - watches_), sample)) {
+  const auto watch = static_cast<std::size_t>(&w - watches_);
+  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0) || !sink_.sample(*this, watch, sample)) {
     ++w.samples_missed;
     detail::bump(samples_missed_);
+  } else if (waiting) {
+    hand_on(watch, wait);  // counted with its kept sample
   }
 }
 
@@ -558,6 +597,10 @@ void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watc
 bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept {
   add_sample(self.watch_samples_[watch], sample);
   return true;
+}
+
+void Watchdog::assemble_wait(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept {
+  add_wait(self.watch_samples_[watch], reading);
 }
 
 // The record of `o` to the interceptors, in order, then into the ring.

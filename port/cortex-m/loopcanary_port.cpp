@@ -352,6 +352,8 @@ Hal make_hal() noexcept {
 #endif
   // The firmware sets &read_memory after init_memory() (loopcanary/port/cortex_m/stack.hpp).
   hal.read_memory = nullptr;
+  hal.read_wait = nullptr;  // a device's loop does not wait on objects a port can name
+  hal.thread_id = nullptr;
   return hal;
 }
 

@@ -21,6 +21,7 @@
 #include "loopcanary/port/linux/platform.hpp"
 #include "loopcanary/port/linux/proc.hpp"
 #include "loopcanary/port/linux/status.hpp"
+#include "loopcanary/port/linux/wait.hpp"
 
 namespace loopcanary::port_linux {
 
@@ -401,6 +402,8 @@ Hal Platform::hal() noexcept {
   h.read_cpu = &Platform::hal_read_cpu;
   h.debugger_attached = &Platform::hal_debugger;
   h.read_memory = &Platform::hal_read_memory;
+  h.read_wait = &Platform::hal_read_wait;
+  h.thread_id = &Platform::hal_thread_id;
   return h;
 }
 
@@ -574,6 +577,25 @@ void Platform::hal_read_cpu(void* context, const Monitor& loop, CpuReading* out)
     if (self->thread_wait_us(*thread, us)) out->set(kCpuWaitUs, us);
   }
   self->cpu_counters(*out);
+}
+
+std::size_t Platform::read_wait(const LoopThread& thread, WaitObject& out, Frame* holder_pcs,
+                                std::size_t max) noexcept {
+  const pid_t tid = thread.tid();
+  out = WaitObject{};
+  if (tid == 0 || !read_wait_object(tid, out) || out.owner == 0) return 0;
+  return sample_parked_thread(static_cast<pid_t>(out.owner), holder_pcs, max);
+}
+
+std::size_t Platform::hal_read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
+                                    std::size_t max) {
+  const auto* thread = static_cast<const LoopThread*>(loop.context());
+  return thread != nullptr ? static_cast<Platform*>(context)->read_wait(*thread, *out, holder_pcs, max) : 0u;
+}
+
+std::uint32_t Platform::hal_thread_id(void* /*context*/, const Monitor& loop) {
+  const auto* thread = static_cast<const LoopThread*>(loop.context());
+  return thread != nullptr ? static_cast<std::uint32_t>(thread->tid()) : 0u;
 }
 
 bool Platform::hal_debugger(void* context) { return static_cast<Platform*>(context)->debugger_attached(); }

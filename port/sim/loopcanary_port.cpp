@@ -10,6 +10,8 @@ Hal Machine::hal() noexcept {
   h.read_cpu = &Machine::read_cpu;
   h.debugger_attached = &Machine::debugger;
   h.read_memory = &Machine::read_memory;
+  h.read_wait = &Machine::read_wait;
+  h.thread_id = &Machine::thread_id;
   return h;
 }
 
@@ -59,6 +61,36 @@ void Machine::read_memory(void* context, const Monitor& /*loop*/, MemoryReading*
   auto* self = static_cast<Machine*>(context);
   ++self->memory_reads_;
   *out = self->memory_;
+}
+
+std::size_t Machine::read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
+                               std::size_t max) {
+  ++static_cast<Machine*>(context)->wait_reads_;
+  const auto* thread = static_cast<const Thread*>(loop.context());
+  if (thread == nullptr) return 0;
+  *out = thread->waiting_on;
+  const Thread* holder = thread->holder;
+  if (out->kind == WaitKind::none || holder == nullptr) return 0;
+  out->owner = holder->id;
+  std::size_t n = 0;
+  for (; n + 1 < kThreadNameMax && holder->name != nullptr && holder->name[n] != '\0'; ++n) out->owner_name[n] = holder->name[n];
+  out->owner_name[n] = '\0';
+  if (holder->pc == 0 || max == 0) return 0;
+  holder_pcs[0] = holder->pc;
+  return 1;
+}
+
+std::uint32_t Machine::thread_id(void* /*context*/, const Monitor& loop) {
+  const auto* thread = static_cast<const Thread*>(loop.context());
+  return thread != nullptr ? thread->id : 0u;
+}
+
+void Scheduler::wait_on(Thread& thread, const WaitObject& object, const Thread* holder, tick_t ticks) noexcept {
+  thread.waiting_on = object;
+  thread.holder = holder;
+  spend(ticks, nullptr, false);
+  thread.waiting_on = WaitObject{};
+  thread.holder = nullptr;
 }
 
 Scheduler::Scheduler(VirtualTime& time, Machine& machine, Watchdog& watchdog, tick_t period) noexcept

@@ -66,6 +66,7 @@ inline constexpr std::uint8_t kNoWatch = 0xFF;
 /// once full (samples[oldest] is the oldest), and its top frames. Zero is a valid empty state.
 struct WatchSamples {
   StackSamples stack;
+  WaitSummary wait;  ///< the dispatch's wait readings, by object (add_wait)
   std::uint8_t oldest;
   /// Samples kept and top frames counted: those of the build that observed them (a decoder
   /// assembles a device's evidence with the device's capacities). 0: kMaxSamples, kTopFrames.
@@ -83,6 +84,18 @@ void watch_started(WatchSamples& samples, std::size_t max_samples = kMaxSamples,
 /// counted once full) and counted under its stack (TopStack: same scopes and callers), or in
 /// top_other when the table is full. `sample` has at least one frame.
 void add_sample(WatchSamples& samples, const Sample& sample) noexcept;
+
+/// True when two wait readings name the same object held by the same thread, so they count
+/// under one WaitSeen: the same kind and owner and, by kind, the same address (mutex, condition,
+/// futex), descriptor and description (file, socket, pipe, poll), wait channel (disk) or system
+/// call (syscall); every sleep is one object. Any context.
+bool same_wait(const WaitReading& a, const WaitReading& b) noexcept;
+
+/// Adds a wait reading of a watch's dispatch (kind not none) to its WaitSummary: counted under
+/// the entry of its object (same_wait; the entry takes the reading's holder stack when it has
+/// one), else a new entry while there is room, else in WaitSummary::other. Watchdog context (or
+/// the decoder's). Does nothing in a build with LOOPCANARY_WAIT_OBJECTS 0.
+void add_wait(WatchSamples& samples, const WaitReading& reading) noexcept;
 
 /// Builds the record of `observation` into `out` (every field written): its stack samples from
 /// `samples` (the watch Observation::watch names; null or kNoWatch: none), `qualifier` (a

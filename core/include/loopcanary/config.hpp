@@ -53,6 +53,14 @@
 #define LOOPCANARY_HEALTH_EVENTS 8
 #endif
 
+/// Distinct wait objects (what an off-CPU loop thread waited on: wait.hpp) counted per block
+/// record; readings of others are counted in WaitSummary::other. Range 0..16; 0 leaves wait
+/// objects out (no RAM, no code: the default of a device build, whose ports read none). RAM:
+/// about 190 bytes per object per record and per watch (64-bit hosts, 8 frames).
+#ifndef LOOPCANARY_WAIT_OBJECTS
+#define LOOPCANARY_WAIT_OBJECTS 4
+#endif
+
 /// Interceptors a watchdog can call per report. Range 1..64.
 #ifndef LOOPCANARY_MAX_INTERCEPTORS
 #define LOOPCANARY_MAX_INTERCEPTORS 4
@@ -95,6 +103,7 @@ inline constexpr std::size_t kTopFrames = LOOPCANARY_TOP_FRAMES;
 inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
 inline constexpr std::size_t kMaxStages = LOOPCANARY_MAX_STAGES;
 inline constexpr std::size_t kHealthEvents = LOOPCANARY_HEALTH_EVENTS;
+inline constexpr std::size_t kWaitObjects = LOOPCANARY_WAIT_OBJECTS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
 
@@ -111,6 +120,7 @@ static_assert(kNoteCapacity >= 2 && (kNoteCapacity & (kNoteCapacity - 1)) == 0,
 static_assert(kTopFrames >= 1 && kTopFrames <= 64, "LOOPCANARY_TOP_FRAMES must be 1..64");
 static_assert(kMaxStages <= 16, "LOOPCANARY_MAX_STAGES must be 0..16");
 static_assert(kHealthEvents <= 32, "LOOPCANARY_HEALTH_EVENTS must be 0..32");
+static_assert(kWaitObjects <= 16, "LOOPCANARY_WAIT_OBJECTS must be 0..16");
 namespace detail {
 // The size of arrays that hold stages: kMaxStages, but at least 1 (C++ has no empty arrays).
 inline constexpr std::size_t kStageSlots = kMaxStages > 0 ? kMaxStages : 1;

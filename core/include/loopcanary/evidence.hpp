@@ -200,7 +200,7 @@ class EvidenceWatchdog : public Watchdog {
   static void send_watch(Watchdog& self, std::size_t watch) noexcept;
   static bool send_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
   static bool send_observation(Watchdog& self, const Observation& observation) noexcept;
-  static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation};
+  static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation, nullptr};  // no wait objects
 
   ObservationInterceptor interceptor_ = nullptr;
   void* interceptor_context_ = nullptr;

@@ -69,6 +69,11 @@ class TextWriter {
 /// counters print as hex (symbolise on the host). Any context; reentrant.
 FormatResult format_text(const BlockRecord& record, char* buffer, std::size_t size) noexcept;
 
+/// One wait object as every form names it (docs/report-format.md, "Wait objects"), e.g.
+/// "mutex 0x7f3a9c0 held by 'journal' (tid 4242)", "socket fd 5 tcp 127.0.0.1:40112 >
+/// 127.0.0.1:5000", "sleep 10.000 ms". Any context; reentrant.
+FormatResult format_wait(const WaitReading& reading, char* buffer, std::size_t size) noexcept;
+
 /// The JSON Lines format version that format_json and format_health_json write in every record
 /// ("format_version", docs/report-format.md "Format version"; schemas in docs/schema/). Fields
 /// are added within a version, never renamed, retyped or removed; such a change takes the next.

@@ -3,11 +3,13 @@
 // text and JSON forms.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "loopcanary/config.hpp"
 #include "loopcanary/event.hpp"
 #include "loopcanary/hal.hpp"
+#include "loopcanary/wait.hpp"
 
 namespace loopcanary {
 
@@ -82,6 +84,43 @@ struct StackSamples {
   TopStack top[kTopFrames] = {};          ///< every sample of the dispatch, by stack
 };
 
+/// One reading of what the loop's thread waited on (Hal::read_wait), taken with a stack sample
+/// while the thread was off the CPU.
+struct WaitReading {
+  WaitObject object;                ///< what it waited on; kind none: not waiting, or not read
+  /// The watched loop whose thread is object.owner (MonitorConfig::name; set by the watchdog
+  /// through Hal::thread_id), null when the holder is no loop of the watchdog or not known.
+  const char* owner_loop = nullptr;
+  std::uint8_t holder_pc_count = 0;      ///< holder_frames[0, holder_pc_count): the holder's stack
+  /// Program counters of object.owner's stack read in the same poll, innermost first (the first
+  /// is its current instruction, the others return addresses); none when the port could not
+  /// sample it.
+  Frame holder_frames[kMaxFrames] = {};
+};
+
+/// A wait object one dispatch's samples saw, and how many of them: readings share an entry when
+/// they name the same object and the same holder (same_wait, assembler.hpp). holder_frames are
+/// those of the latest reading of it that had any.
+struct WaitSeen : WaitReading {
+  std::uint32_t samples = 0;  ///< samples whose reading named this object
+};
+
+/// Every wait reading of one dispatch, by object, most samples first: what a block that waited
+/// waited on. Capacity LOOPCANARY_WAIT_OBJECTS (0: no objects, `count` stays 0).
+template <std::size_t Objects>
+struct WaitSummaryOf {
+  std::uint8_t count = 0;   ///< objects[0, count), most samples first
+  std::uint32_t other = 0;  ///< readings of objects that did not fit in objects[]
+  WaitSeen objects[Objects] = {};
+};
+template <>
+struct WaitSummaryOf<0> {
+  std::uint8_t count = 0;
+  std::uint32_t other = 0;
+  static constexpr WaitSeen* objects = nullptr;  // never indexed: count stays 0
+};
+using WaitSummary = WaitSummaryOf<kWaitObjects>;
+
 /// One named stage of a dispatch (Monitor::stage_at) and how long it ran.
 struct StageTime {
   const char* name = nullptr;  ///< the static name given to stage_at
@@ -144,6 +183,11 @@ struct BlockRecord : StackSamples {
   /// Memory state when the report was made (Hal::read_memory), bytes; a value is known only
   /// when memory.has() it (all unknown without the callback).
   MemoryReading memory = {};
+
+  /// What the loop's thread waited on in the samples taken while it was off the CPU (with
+  /// Hal::read_wait), by object; objects[0] is the main one. Empty without the callback, for a
+  /// dispatch that computed, and in a build with LOOPCANARY_WAIT_OBJECTS 0.
+  WaitSummary wait = {};
 
   // Loss accounting, so nothing disappears silently.
   std::uint32_t records_dropped = 0;  ///< records the watchdog's ring refused so far (all loops)

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "loopcanary/assembler.hpp"
 #include "loopcanary/cause.hpp"
@@ -96,6 +97,11 @@ struct WatchdogStats {
 namespace detail {
 
 struct WatchdogTrack;
+
+/// What take_sample reads a wait into: a WaitReading, or nothing in a build without wait objects
+/// (LOOPCANARY_WAIT_OBJECTS 0), whose watchdog then has no wait code and no wait on its stack.
+struct NoWaitReading {};
+using WaitScratch = std::conditional_t<(kWaitObjects > 0), WaitReading, NoWaitReading>;
 
 /// A watch: what the observer keeps of one long dispatch it is watching (timing and CPU
 /// evidence; its samples go to the assembler, assembler.hpp). A StaticWatchdog has one per loop
@@ -210,11 +216,16 @@ class Watchdog {
     void (*watch_started)(Watchdog& self, std::size_t watch) noexcept;
     bool (*sample)(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;  // false: not kept
     bool (*report)(Watchdog& self, const Observation& observation) noexcept;
+    /// The wait reading of a kept sample of a watch; null: the sink keeps none, and
+    /// Hal::read_wait is never called.
+    void (*wait)(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept;
   };
   static void assemble_watch(Watchdog& self, std::size_t watch) noexcept;
   static bool assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
   static bool assemble_report(Watchdog& self, const Observation& observation) noexcept;
-  static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report};
+  static void assemble_wait(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept;
+  static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report,
+                                           kWaitObjects > 0 ? &assemble_wait : nullptr};
 
   /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null), the
   /// assembler's evidence (one per watch), the record it assembles and record slots. A watchdog
@@ -261,8 +272,13 @@ class Watchdog {
   bool start_watching(Track& track, const StampSnapshot& snap, tick_t now) noexcept;
   void stop_watching(Track& track) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
-  void take_sample(Track& track, tick_t now) noexcept;
+  void take_sample(Track& track, tick_t now, bool running) noexcept;
   void read_cpu(const Track& track, TimedCpuReading& reading) const noexcept;
+  bool ran(const Track& track, const TimedCpuReading& before, const TimedCpuReading& after) const noexcept;
+  bool read_wait(const Track& track, bool running, WaitReading& out) const noexcept;
+  static bool read_wait(const Track&, bool, detail::NoWaitReading&) noexcept { return false; }
+  void hand_on(std::size_t watch, const WaitReading& reading) noexcept { sink_.wait(*this, watch, reading); }
+  static void hand_on(std::size_t, const detail::NoWaitReading&) noexcept {}
   void report_watched(Track& track, Phase phase, const BlockNote* ended, bool suppressed,
                       std::uint8_t open_flag = kFlagEndEstimated) noexcept;
   void report_unwatched(Track& track, const BlockNote& note, bool suppressed) noexcept;

@@ -687,7 +687,7 @@ void FileSink::write_extension(const BlockRecord& r, TextWriter& w, Part part) n
   if (json) write_time_clock(r.tick_hz, w, part);
   // Every distinct program counter, with its role (the first PC of a sample is the
   // interrupted instruction, the others are return addresses).
-  PcUse uses[(kMaxSamples + kTopFrames) * kMaxFrames + kTopFrames];
+  PcUse uses[(kMaxSamples + kTopFrames + kWaitObjects) * kMaxFrames + kTopFrames];
   std::size_t count = 0;
   for (std::uint8_t i = 0; i < r.sample_count; ++i) {
     const Sample& s = r.samples[i];
@@ -697,6 +697,10 @@ void FileSink::write_extension(const BlockRecord& r, TextWriter& w, Part part) n
     const TopStack& t = r.top[i];
     for (std::uint8_t f = 0; f < t.pc_count; ++f) uses[count++] = PcUse{t.frames[t.scope_count + f], f != 0};
     if (t.pc_count != 0) uses[count++] = PcUse{t.leaf_high, false};
+  }
+  for (std::uint8_t i = 0; i < r.wait.count; ++i) {  // each holder's stack
+    const WaitSeen& seen = r.wait.objects[i];
+    for (std::uint8_t f = 0; f < seen.holder_pc_count; ++f) uses[count++] = PcUse{seen.holder_frames[f], f != 0};
   }
   std::sort(uses, uses + count, [](const PcUse& a, const PcUse& b) {
     return a.pc != b.pc ? a.pc < b.pc : a.return_address < b.return_address;

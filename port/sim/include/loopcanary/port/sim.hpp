@@ -96,6 +96,13 @@ struct Thread {
   std::uint64_t cpu_ticks = 0;  ///< CPU time consumed so far
   std::uint64_t wait_ticks = 0; ///< time spent runnable, waiting for a CPU (Scheduler::starve)
   Frame pc = 0;                 ///< "program counter" the PC capture reports (0: none)
+  /// The thread's id as wait objects name holders (WaitObject::owner, Hal::thread_id); 0: none.
+  std::uint32_t id = 0;
+  const char* name = "";        ///< its name (WaitObject::owner_name, cut to 15 characters)
+  /// What it waits on while Scheduler::wait_on() runs (kind none otherwise), and the thread that
+  /// holds it (null: none).
+  WaitObject waiting_on{};
+  const Thread* holder = nullptr;
 };
 
 /// The simulated platform behind the cold HAL tier.
@@ -138,12 +145,17 @@ class Machine {
   std::uint32_t captures() const noexcept { return captures_; }
   /// PC captures that failed, by set_capture_failing() or fail_captures().
   std::uint32_t captures_failed() const noexcept { return captures_failed_; }
+  /// Calls of Hal::read_wait so far.
+  std::uint32_t wait_reads() const noexcept { return wait_reads_; }
 
  private:
   static std::size_t capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
   static void read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool debugger(void* context);
   static void read_memory(void* context, const Monitor& loop, MemoryReading* out);
+  static std::size_t read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
+                               std::size_t max);
+  static std::uint32_t thread_id(void* context, const Monitor& loop);
 
   bool counters_available_ = true;
   bool pc_capture_ = false;
@@ -159,6 +171,7 @@ class Machine {
   std::uint32_t captures_failed_ = 0;
   MemoryReading memory_{};
   std::uint32_t memory_reads_ = 0;
+  std::uint32_t wait_reads_ = 0;
 };
 
 /// Drives virtual time: every period, the watchdog polls (as a timer interrupt or watchdog
@@ -181,6 +194,10 @@ class Scheduler {
   /// The loop wants the CPU but other work saturates the machine for `ticks`; `runnable`, when
   /// given, is the loop thread waiting in the run queue (its Thread::wait_ticks grow).
   void starve(tick_t ticks, Thread* runnable = nullptr) noexcept { spend(ticks, nullptr, true, runnable); }
+  /// `thread` is off the CPU for `ticks`, waiting on `object`, which `holder` (may be null)
+  /// holds: Hal::read_wait reads it so meanwhile, with the holder's id, name and pc; the machine
+  /// has room. `object.owner` and `owner_name` are set from `holder`.
+  void wait_on(Thread& thread, const WaitObject& object, const Thread* holder, tick_t ticks) noexcept;
   /// Nothing of the loop's runs for `ticks` (idle between events).
   void idle(tick_t ticks) noexcept { spend(ticks, nullptr, false); }
 

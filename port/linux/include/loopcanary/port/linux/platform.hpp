@@ -13,6 +13,9 @@
 //                 read_memory        resident set and its peak, heap in use, the loop thread's
 //                                    stack high-water mark and size
 //                                    (loopcanary/port/linux/memory.hpp)
+//                 read_wait          what an off-CPU loop thread waits on, a lock's holder and
+//                                    the holder's stack (loopcanary/port/linux/wait.hpp)
+//                 thread_id          the loop thread's kernel thread id
 //
 // Stack capture. The watchdog publishes a request in a preallocated slot, sends the sample
 // signal to the loop thread with tgkill, and waits on a semaphore with a timeout. The handler
@@ -197,6 +200,11 @@ class Platform {
   bool cpu_counters(CpuReading& out) noexcept;
   /// True while a tracer is attached (TracerPid != 0), cached for debugger_check_ms. Any thread.
   bool debugger_attached() noexcept;
+  /// What `thread` waits on now (read_wait_object, loopcanary/port/linux/wait.hpp) into `out`;
+  /// when that names a holder, up to `max` program counters of the holder's stack, innermost
+  /// first, sampled while it is parked in a system call (sample_parked_thread): returns how many
+  /// (0: no holder, or it is on a CPU). `out` is none for a detached or running thread.
+  std::size_t read_wait(const LoopThread& thread, WaitObject& out, Frame* holder_pcs, std::size_t max) noexcept;
   /// The reader behind read_memory (its read() and counters). Configured by init().
   MemoryReader& memory() noexcept { return memory_; }
   const MemoryReader& memory() const noexcept { return memory_; }
@@ -215,6 +223,9 @@ class Platform {
   static void hal_read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool hal_debugger(void* context);
   static void hal_read_memory(void* context, const Monitor& loop, MemoryReading* out);
+  static std::size_t hal_read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
+                                   std::size_t max);
+  static std::uint32_t hal_thread_id(void* context, const Monitor& loop);
 
   bool initialised_ = false;
   int signal_ = 0;
