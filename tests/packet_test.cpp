@@ -165,7 +165,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
   }
   const Bytes expected = {
       0xA5, 0x4C,              // magic
-      0x03,                    // version 3
+      0x04,                    // version 4
       0x01,                    // type 1: block
       0x73, 0x00,              // body length 115, little-endian
       0x01,                    // configuration: 64-bit PCs, little-endian
@@ -232,7 +232,7 @@ TEST(Packet, GoldenPacketWorkedOutByHandFromTheSpecification) {
       0x00, 0x02,              // no scope, 2 PCs
       0x20,                    // PC 0x1000 - 0x0FF0 = 16, zigzag 32
       0x80, 0xC0, 0x01,        // PC 0x3000 - 0 (sample 1 had one PC), zigzag 0x6000
-      0x58, 0x68, 0xAA, 0x64,  // CRC-32 0x64AA6858 (zlib.crc32 of bytes 2..120), little-endian
+      0xF3, 0xCD, 0x54, 0xAA,  // CRC-32 0xAA54CDF3 (zlib.crc32 of bytes 2..120), little-endian
   };
   EXPECT_EQ(encode(golden_record()), expected);
 }
@@ -627,6 +627,22 @@ BlockRecord worst_record(std::size_t scopes, bool top_scopes) {
     s.pc_count = static_cast<std::uint8_t>(lc::kMaxFrames - scopes);
     for (std::size_t f = 0; f < scopes; ++f) s.frames[f] = scope_frame(names[next++].c_str());
     for (std::size_t f = scopes; f < lc::kMaxFrames; ++f) s.frames[f] = (i % 2 == 0) ? Frame{1} << (kPointerBits - 1) : 0;
+  }
+  // Every wait object full: the widest numbers, the longest texts and names, every holder frame.
+  r.wait.count = static_cast<std::uint8_t>(lc::kWaitObjects);
+  r.wait.other = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < lc::kWaitObjects; ++i) {
+    lc::WaitSeen& w = r.wait.objects[i];
+    w.object.kind = lc::WaitKind::socket;
+    w.object.fd = 0x7FFFFFFF;
+    w.object.address = w.object.value = max;
+    w.object.owner = 0xFFFFFFFFu;
+    std::memset(w.object.text, 'x', sizeof w.object.text - 1);
+    std::memset(w.object.owner_name, 'n', sizeof w.object.owner_name - 1);
+    w.owner_loop = names[0].c_str();
+    w.samples = 0xFFFFFFFFu;
+    w.holder_pc_count = static_cast<std::uint8_t>(lc::kMaxFrames);
+    for (Frame& f : w.holder_frames) f = ~Frame{0};
   }
   return r;
 }

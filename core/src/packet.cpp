@@ -92,6 +92,38 @@ struct BlockSections {
   }
 };
 
+// The `section` entries of LOOPCANARY_WAIT_PACKET_FIELDS.
+struct WaitSections {
+  ByteWriter& w;
+  const WaitSeen& r;
+
+  void kind() const noexcept { w.u8(static_cast<unsigned>(r.object.kind)); }
+  // fd + 1; 0: no descriptor.
+  void fd() const noexcept { w.uv(r.object.fd < 0 ? 0u : static_cast<std::uint64_t>(r.object.fd) + 1u); }
+  void text() const noexcept { w.str<kWaitTextMax - 1>(r.object.text); }
+  // With an owner: its thread name, then the watched loop it runs (empty: none).
+  void owner_names() const noexcept {
+    if (r.object.owner == 0) return;
+    w.str<kThreadNameMax - 1>(r.object.owner_name);
+    w.str(r.owner_loop);
+  }
+  void holder_frames() const noexcept {
+    w.u8(r.holder_pc_count);
+    for (unsigned f = 0; f < r.holder_pc_count; ++f) w.uv(r.holder_frames[f]);
+  }
+};
+
+// The wait part (version 4): count, other, then each object.
+[[maybe_unused]] void write_wait(ByteWriter& w, const WaitSummary& wait) noexcept {
+  w.u8(wait.count);
+  w.uv(wait.other);
+  for (unsigned i = 0; i < wait.count; ++i) {
+    const WaitSeen& r = wait.objects[i];
+    const WaitSections section{w, r};
+    LOOPCANARY_WAIT_PACKET_FIELDS(LOOPCANARY_PUT)
+  }
+}
+
 // The `section` entries of LOOPCANARY_HEALTH_PACKET_FIELDS.
 struct HealthSections {
   ByteWriter& w;
@@ -191,6 +223,9 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
     write_frames(w, scopes, s.scope_count, s.pc_count, s.frames, previous != nullptr ? previous->scope_count : 0,
                  previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr);
     previous = &s;
+  }
+  if constexpr (kWaitObjects > 0) {  // a record that waited on nothing named ends here
+    if (r.wait.count != 0 || r.wait.other != 0) write_wait(w, r.wait);
   }
 
   if (w.pos + kPacketTrailerBytes > size) return 0;

@@ -358,9 +358,13 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
     read_cpu(track, w.first);
     w.last = w.first;
   } else if (w.armed) {
-    const TimedCpuReading before = w.last;
-    read_cpu(track, w.last);
-    running = ran(track, before, w.last);
+    if constexpr (kWaitObjects > 0) {  // only a watchdog that reads waits needs the difference
+      const TimedCpuReading before = w.last;
+      read_cpu(track, w.last);
+      running = ran(track, before, w.last);
+    } else {
+      read_cpu(track, w.last);
+    }
   }
   if (w.armed && w.elapsed >= w.next_sample) {
     take_sample(track, now, running);

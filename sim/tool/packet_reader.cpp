@@ -47,6 +47,7 @@ struct DecodedRecord::Storage {
   Event delayed_by{nullptr, 0};     // a deadline miss's delaying event
   std::vector<Event> health_events;  // a health record's events (sized before pointers are taken)
   std::vector<char> names;
+  std::string owner_loops[kWaitObjects > 0 ? kWaitObjects : 1];  // the wait objects' holder loops
 };
 
 DecodedRecord::DecodedRecord() : storage_(std::make_unique<Storage>()) {}
@@ -326,7 +327,21 @@ struct NameStorage {
   std::vector<char>& names;
   Event& event;
   Event& delayed_by;
+  std::string* owner_loops;  // kWaitObjects of them
 };
+
+bool read_name(Body& b, const char* field, std::string& out, std::size_t max = kPacketNameMax);
+
+// A `str` of at most N - 1 bytes into a fixed array `to` (a wait's text or thread name); a cut
+// one ends in "..." within them.
+template <std::size_t N>
+bool fixed_text(Body& b, const char* field, char (&to)[N]) {
+  std::string text;
+  if (!read_name(b, field, text, N - 1)) return false;
+  if (text.size() > N - 1) text.replace(N - 4, std::string::npos, "...");
+  std::memcpy(to, text.c_str(), text.size() + 1);
+  return true;
+}
 
 // The body of a block packet (decode_packet_body), section by section in the order
 // docs/report-format.md gives them; each returns false with the fault in `b`.
@@ -338,7 +353,7 @@ class BlockDecoder {
 
   bool decode(bool previous_boot) {
     return (!previous_boot || reset_cause()) && known_version() && configuration() && scalars() && strings() &&
-           stages() && top_entries() && samples() && at_end();
+           stages() && top_entries() && samples() && wait_part() && at_end();
   }
 
   Body b;
@@ -604,6 +619,78 @@ class BlockDecoder {
     return true;
   }
 
+  // Version 4: the wait part, when bytes follow the samples (a record that waited on nothing
+  // named has none): the count, other, then each object (LOOPCANARY_WAIT_PACKET_FIELDS).
+  bool wait_part() {
+    if (version_ < 4 || b.remaining() == 0) return true;
+    const std::size_t at = b.offset();
+    std::uint8_t count = 0;
+    if (!b.u8("wait count", count)) return false;
+    if (count > kWaitObjects) {
+      b.fail(WarningKind::unknown_config, at, "wait count",
+             std::to_string(count) + " objects; this build holds " + std::to_string(kWaitObjects) +
+                 " (LOOPCANARY_WAIT_OBJECTS)");
+      return false;
+    }
+    if (!b.uv("wait other", 32, r_.wait.other)) return false;
+    for (std::uint8_t i = 0; i < count; ++i) {
+      if (!wait_object(r_.wait.objects[i], storage_.owner_loops[i])) return false;
+      r_.wait.count = static_cast<std::uint8_t>(i + 1u);
+    }
+    return true;
+  }
+
+  // The `section` entries of LOOPCANARY_WAIT_PACKET_FIELDS, for one object `r`.
+  struct WaitSections {
+    BlockDecoder& d;
+    WaitSeen& r;
+    std::string& owner_loop;
+
+    bool kind() {
+      std::uint8_t value = 0;
+      const std::size_t at = d.b.offset();
+      if (!enumerated(d.b, "wait kind", value, static_cast<std::uint8_t>(WaitKind::syscall))) return false;
+      if (value == 0) return d.b.malformed(at, "wait kind", "0 (none) is no wait object");
+      r.object.kind = static_cast<WaitKind>(value);
+      return true;
+    }
+    bool fd() {
+      std::uint64_t fd = 0;
+      if (!d.b.uv("wait fd", 32, fd)) return false;
+      const std::size_t at = d.b.offset();
+      if (fd > 0x8000'0000u) return d.b.malformed(at, "wait fd", std::to_string(fd - 1) + " is over 2^31 - 1");
+      r.object.fd = fd == 0 ? -1 : static_cast<std::int32_t>(fd - 1);
+      return true;
+    }
+    bool text() { return fixed_text(d.b, "wait text", r.object.text); }
+    bool owner_names() {
+      if (r.object.owner == 0) return true;
+      if (!fixed_text(d.b, "wait owner name", r.object.owner_name) || !read_name(d.b, "wait owner loop", owner_loop)) {
+        return false;
+      }
+      r.owner_loop = owner_loop.empty() ? nullptr : owner_loop.c_str();
+      return true;
+    }
+    bool holder_frames() {
+      if (!d.b.count("holder frames", r.holder_pc_count, d.max_frames_, "max frames", "frames", kMaxFrames,
+                     "LOOPCANARY_MAX_FRAMES")) {
+        return false;
+      }
+      for (std::uint8_t f = 0; f < r.holder_pc_count; ++f) {
+        std::uint64_t pc = 0;
+        if (!d.b.uv("holder frame", d.pc_bits_, pc)) return false;
+        r.holder_frames[f] = static_cast<CoreFrame>(pc);
+      }
+      return true;
+    }
+  };
+
+  bool wait_object(WaitSeen& r, std::string& owner_loop) {
+    const std::uint8_t version = version_;
+    WaitSections section{*this, r, owner_loop};
+    return true LOOPCANARY_WAIT_PACKET_FIELDS(LOOPCANARY_GET);
+  }
+
   bool at_end() {
     if (b.remaining() != 0) {
       return b.malformed(b.offset(), "end", std::to_string(b.remaining()) + " bytes after the last sample");
@@ -694,7 +781,7 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   out.top_innermost = false;
   out.reset_cause = ResetCause::unknown;
   DecodedRecord::Storage& storage = *out.storage_;
-  BlockDecoder decoder(data, size, version, out, NameStorage{storage.names, storage.event, storage.delayed_by});
+  BlockDecoder decoder(data, size, version, out, NameStorage{storage.names, storage.event, storage.delayed_by, storage.owner_loops});
   if (decoder.decode(previous_boot)) return true;
   return Failed{decoder.b, kind, what}();
 }
@@ -712,7 +799,8 @@ bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   HealthRecord& h = out.health;
   if (version < 2) {  // health packets exist from version 2 on, unchanged since
     b.fail(WarningKind::unknown_config, 0, "format version",
-           "health packets of version " + std::to_string(version) + " are not one this tool reads (2..3)");
+           "health packets of version " + std::to_string(version) + " are not one this tool reads (2.." +
+               std::to_string(kPacketVersionNewest) + ")");
     return failed();
   }
   std::uint8_t config = 0, max_events = 0;
@@ -800,12 +888,15 @@ bool read_evidence_config(Body& b, EvidenceConfig& c) {
          read_capacity(b, "max stages", c.max_stages, 0, kMaxStages, "LOOPCANARY_MAX_STAGES");
 }
 
-// A `str` (uv (L << 1) | cut, then L bytes; a cut name gets "...").
-bool read_name(Body& b, const char* field, std::string& out) {
+// A `str` (uv (L << 1) | cut, then L bytes, L at most `max`; a cut name gets "...").
+bool read_name(Body& b, const char* field, std::string& out, std::size_t max) {
   std::uint32_t header = 0;
   const std::size_t at = b.offset();
   if (!b.uv(field, 32, header)) return false;
   const std::size_t length = header >> 1;
+  if (length > max) {
+    return b.malformed(at, field, "a name of " + std::to_string(length) + " bytes, over " + std::to_string(max));
+  }
   if (length > b.remaining()) {
     return b.malformed(at, field, "the body ends inside this field (a name of " + std::to_string(length) + " bytes, " +
                                       std::to_string(b.remaining()) + " left)");

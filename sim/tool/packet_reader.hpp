@@ -66,10 +66,10 @@ class DecodedRecord {
 };
 
 /// The packet format versions this tool decodes (docs/report-format.md, "Binary form"): version
-/// 1 (no stages) and version 2 (stages, deadline misses, health packets). A packet of another
-/// version is skipped whole.
+/// 1 (no stages), 2 (stages, deadline misses, health packets), 3 (whole stacks in the top
+/// entries) and 4 (a block's wait objects). A packet of another version is skipped whole.
 inline constexpr std::uint8_t kPacketVersionOldest = 1;
-inline constexpr std::uint8_t kPacketVersionNewest = 3;
+inline constexpr std::uint8_t kPacketVersionNewest = 4;
 static_assert(kPacketVersion >= kPacketVersionOldest && kPacketVersion <= kPacketVersionNewest,
               "the tool must decode the packet version this build's encoder writes");
 

@@ -170,6 +170,32 @@ lc::BlockRecord deadline_miss() {
   return r;
 }
 
+// A block that waited on a lock held by another thread, and on a pipe (a version 4 wait part).
+lc::BlockRecord waiting() {
+  lc::BlockRecord r = make_record(lc::Phase::final, 2, 3, 1);
+  r.cause = lc::Cause::waiting;
+  if constexpr (lc::kWaitObjects >= 2) {
+    r.wait.count = 2;
+    r.wait.other = 1;
+    lc::WaitSeen& lock = r.wait.objects[0];
+    lock.object.kind = lc::WaitKind::mutex;
+    lock.object.address = 0x7f00a0;
+    lock.object.owner = 4242;
+    std::memcpy(lock.object.owner_name, "journal", 8);
+    lock.owner_loop = "journal";
+    lock.holder_pc_count = 2;
+    lock.holder_frames[0] = 0x401000;
+    lock.holder_frames[1] = 0x401234;
+    lock.samples = 2;
+    lc::WaitSeen& pipe = r.wait.objects[1];
+    pipe.object.kind = lc::WaitKind::pipe;
+    pipe.object.fd = 5;
+    std::memcpy(pipe.object.text, "pipe:[81234]", 13);
+    pipe.samples = 1;
+  }
+  return r;
+}
+
 Bytes packet_of(const lc::HealthRecord& record) {
   Bytes packet(lc::kMaxHealthPacketBytes);
   packet.resize(lc::encode_health_packet(record, packet.data(), packet.size()));
@@ -276,6 +302,7 @@ int main(int argc, char** argv) {
   std::vector<Bytes> packets;
   for (const lc::BlockRecord& r : all) packets.push_back(packet_of(r));
   packets.push_back(packet_of(deadline_miss()));
+  packets.push_back(packet_of(waiting()));
   for (const lc::HealthRecord& h : health_records()) packets.push_back(packet_of(h));
   for (std::size_t i = 0; i < packets.size(); ++i) {
     const Bytes& p = packets[i];

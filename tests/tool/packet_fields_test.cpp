@@ -100,6 +100,12 @@ TEST(PacketFields, TheBlockPacketsListsFollowTheSpecification) {
   expect_in_order(entries, table_after("### Body of a `block` packet"), "block packet");
 }
 
+TEST(PacketFields, TheWaitObjectsListFollowsTheSpecification) {
+  std::vector<Entry> entries;
+  LOOPCANARY_WAIT_PACKET_FIELDS(LOOPCANARY_ENTRY)
+  expect_in_order(entries, table_after("A wait object ("), "wait object");
+}
+
 TEST(PacketFields, TheHealthPacketsListsFollowTheSpecification) {
   std::vector<Entry> entries;
   LOOPCANARY_HEALTH_PACKET_FIELDS(LOOPCANARY_ENTRY)

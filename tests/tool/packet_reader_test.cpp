@@ -18,6 +18,7 @@
 #include "packet_builder.hpp"
 #include "packet_reader.hpp"
 #include "test_util.hpp"
+#include "../record_fixtures.hpp"
 #include "../top_stack.hpp"
 
 namespace lt = loopcanary::tool;
@@ -602,8 +603,8 @@ TEST(PacketReader, AHeaderClaimingMoreThanTheCaptureHoldsBeforeAWholePacketIsGar
 }
 
 TEST(PacketReader, ANewerVersionIsSkippedWhole) {
-  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 4), WarningKind::unknown_version,
-                      "format version 4 (this tool reads 1 to 3)");
+  expect_only_problem(make_packet(make_body(with_report(9)) + Bytes{1, 2, 3}, 1, 5), WarningKind::unknown_version,
+                      "format version 5 (this tool reads 1 to 4)");
   expect_only_problem(make_packet(make_body(with_report(9)), 1, 0), WarningKind::unknown_version, "format version 0");
 }
 
@@ -1033,6 +1034,23 @@ void expect_same_record(const loopcanary::BlockRecord& a, const loopcanary::Bloc
   EXPECT_EQ(a.samples_taken, b.samples_taken);
   EXPECT_EQ(a.samples_missed, b.samples_missed);
   EXPECT_EQ(a.samples_overwritten, b.samples_overwritten);
+  ASSERT_EQ(a.wait.count, b.wait.count);
+  EXPECT_EQ(a.wait.other, b.wait.other);
+  for (std::uint8_t i = 0; i < a.wait.count; ++i) {
+    const loopcanary::WaitSeen& x = a.wait.objects[i];
+    const loopcanary::WaitSeen& y = b.wait.objects[i];
+    EXPECT_EQ(x.samples, y.samples) << "wait " << int{i};
+    EXPECT_EQ(x.object.kind, y.object.kind) << "wait " << int{i};
+    EXPECT_EQ(x.object.fd, y.object.fd) << "wait " << int{i};
+    EXPECT_EQ(x.object.address, y.object.address) << "wait " << int{i};
+    EXPECT_EQ(x.object.value, y.object.value) << "wait " << int{i};
+    EXPECT_EQ(x.object.owner, y.object.owner) << "wait " << int{i};
+    EXPECT_STREQ(x.object.owner_name, y.object.owner_name) << "wait " << int{i};
+    EXPECT_STREQ(x.object.text, y.object.text) << "wait " << int{i};
+    EXPECT_EQ(name(x.owner_loop), name(y.owner_loop)) << "wait " << int{i};
+    ASSERT_EQ(x.holder_pc_count, y.holder_pc_count) << "wait " << int{i};
+    for (std::uint8_t f = 0; f < x.holder_pc_count; ++f) EXPECT_EQ(x.holder_frames[f], y.holder_frames[f]);
+  }
   EXPECT_EQ(a.top_other, b.top_other);
   ASSERT_EQ(a.top_count, b.top_count);
   for (std::uint8_t i = 0; i < a.top_count; ++i) {
@@ -1157,7 +1175,7 @@ TEST(PacketRoundTrip, StagesSurviveTheEncoderAndTheDecoder) {
   }
   std::vector<std::uint8_t> buffer(loopcanary::kMaxPacketBytes);
   ASSERT_GT(loopcanary::encode_packet(r, buffer.data(), buffer.size()), 2u);
-  EXPECT_EQ(buffer[2], 3u) << "the encoder writes format version 3";
+  EXPECT_EQ(buffer[2], 4u) << "the encoder writes format version 4";
   const lt::DecodedRecord d = round_trip(r);
   expect_same_record(r, d.record);
   EXPECT_EQ(format(d.record), format(r));
@@ -1673,4 +1691,93 @@ TEST(EvidenceReader, RecordsOutliveTheReader) {
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(str(kept[0].record.loop), "main");
   EXPECT_EQ(scope(kept[0].record.samples[0].frames[0]), "parse");
+}
+
+// ---- Wait objects (version 4) ----------------------------------------------------------------
+
+TEST(PacketRoundTrip, WaitObjectsSurviveTheEncoderAndTheDecoder) {
+  const loopcanary::BlockRecord r = loopcanary::test::hand_waiting_block();
+  ASSERT_GT(r.wait.count, 0u);
+  const lt::DecodedRecord d = round_trip(r);
+  expect_same_record(r, d.record);
+  EXPECT_EQ(format(d.record), format(r));
+}
+
+namespace {
+
+// The body of `r`'s packet: encode_packet's bytes without the header and the CRC.
+Bytes body_of(const loopcanary::BlockRecord& r) {
+  std::vector<std::uint8_t> buffer(loopcanary::kMaxPacketBytes);
+  const std::size_t n = loopcanary::encode_packet(r, buffer.data(), buffer.size());
+  return Bytes(buffer.begin() + static_cast<std::ptrdiff_t>(loopcanary::kPacketHeaderBytes),
+               buffer.begin() + static_cast<std::ptrdiff_t>(n - loopcanary::kPacketTrailerBytes));
+}
+
+// A wait part of one object, as the specification lays it out: count 1, other 0, a mutex at
+// 0x40 with `samples` samples, no descriptor, value 0, `text`, owner 77 "journal" of no loop,
+// `frames` holder frames 0x1000 each.
+Bytes wait_part(unsigned kind = 1, unsigned frames = 1, const std::string& text = "") {
+  Bytes b{1, 0, static_cast<std::uint8_t>(kind), 3, 0x40, 0, 0};
+  lt::test::put_str(b, text, false);
+  b.push_back(77);
+  lt::test::put_str(b, "journal", false);
+  lt::test::put_str(b, "", false);
+  b.push_back(static_cast<std::uint8_t>(frames));
+  for (unsigned f = 0; f < frames; ++f) lt::test::put_uv(b, 0x1000);
+  return b;
+}
+
+}  // namespace
+
+TEST(PacketReader, AWaitPartFromTheSpecificationDecodes) {
+  const Bytes body = body_of(hang_record()) + wait_part();
+  const Decoded d = decode(make_packet(body, 1, 4));
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::WaitSummary& w = d.records[0].record.wait;
+  ASSERT_EQ(w.count, 1u);
+  EXPECT_EQ(w.objects[0].object.kind, loopcanary::WaitKind::mutex);
+  EXPECT_EQ(w.objects[0].samples, 3u);
+  EXPECT_EQ(w.objects[0].object.address, 0x40u);
+  EXPECT_EQ(w.objects[0].object.fd, -1);
+  EXPECT_EQ(w.objects[0].object.owner, 77u);
+  EXPECT_STREQ(w.objects[0].object.owner_name, "journal");
+  EXPECT_EQ(w.objects[0].owner_loop, nullptr);
+  ASSERT_EQ(w.objects[0].holder_pc_count, 1u);
+  EXPECT_EQ(w.objects[0].holder_frames[0], 0x1000u);
+  // Version 3 has no wait part: the same bytes are left over.
+  const Decoded old = decode(make_packet(body, 1, 3));
+  ASSERT_EQ(old.problems.size(), 1u);
+  EXPECT_NE(old.problems[0].what.find("bytes after the last sample"), std::string::npos) << old.problems[0].what;
+}
+
+TEST(PacketReader, EveryMalformedWaitPartIsRejected) {
+  const Bytes base = body_of(hang_record());
+  struct Case {
+    const char* name;
+    Bytes wait;
+    WarningKind kind;
+    const char* what;
+  };
+  Bytes too_many = wait_part();
+  too_many[0] = static_cast<std::uint8_t>(loopcanary::kWaitObjects + 1);
+  Bytes wide_fd = wait_part();
+  wide_fd.erase(wide_fd.begin() + 5);  // the fd's one byte becomes five
+  wide_fd.insert(wide_fd.begin() + 5, {0x82, 0x80, 0x80, 0x80, 0x08});
+  const Bytes whole = wait_part();
+  const Bytes cut(whole.begin(), whole.begin() + 9);  // up to the owner: its names are missing
+  const Case cases[] = {
+      {"kind 0", wait_part(0), WarningKind::malformed_packet, "(wait kind): 0 (none) is no wait object"},
+      {"kind 11", wait_part(11), WarningKind::malformed_packet, "(wait kind): 11 is not one of 0..10"},
+      {"more objects than this build holds", too_many, WarningKind::unknown_config, "LOOPCANARY_WAIT_OBJECTS"},
+      {"a text of 64 bytes", wait_part(1, 1, std::string(64, 'x')), WarningKind::malformed_packet,
+       "(wait text): a name of 64 bytes, over 63"},
+      {"a descriptor over 2^31 - 1", wide_fd, WarningKind::malformed_packet, "(wait fd)"},
+      {"more holder frames than the packet's", wait_part(1, 9), WarningKind::malformed_packet, "max frames"},
+      {"ends inside an object", cut, WarningKind::malformed_packet, "the body ends inside"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    expect_only_problem(make_packet(base + c.wait, 1, 4), c.kind, c.what);
+  }
 }

@@ -20,7 +20,7 @@ namespace loopcanary {
 inline constexpr std::uint8_t kPacketMagic0 = 0xA5;
 inline constexpr std::uint8_t kPacketMagic1 = 0x4C;
 /// Format version this build writes (and the newest its decoders read).
-inline constexpr std::uint8_t kPacketVersion = 3;
+inline constexpr std::uint8_t kPacketVersion = 4;
 /// Bytes before the body (magic, version, type, length) and after it (CRC-32).
 inline constexpr std::size_t kPacketHeaderBytes = 6;
 inline constexpr std::size_t kPacketTrailerBytes = 4;
@@ -85,6 +85,14 @@ constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(kPacketStringsM
 // A frame is a scope (its string, counted here, and its index) or a PC delta (zigzag: pointer bits).
 constexpr std::size_t kPacketFrameBytes =
     larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits));
+// The wait part (version 4): count, other, then each object: kind, samples, address, fd,
+// value, text, owner, its names, its frames.
+constexpr std::size_t kPacketWaitBytes =
+    kWaitObjects == 0 ? 0
+                      : 1 + varint_bytes(32) +
+                            kWaitObjects * (1 + varint_bytes(32) + varint_bytes(64) + varint_bytes(32) +
+                                            varint_bytes(64) + kWaitTextMax + varint_bytes(32) + kThreadNameMax +
+                                            kPacketNameBytes + 1 + kMaxFrames * varint_bytes(kPointerBits));
 constexpr std::size_t kPacketBodyMax =
     5 + varint_bytes(32) +                                  // configuration, capacities, tick_hz
     varint_bytes(32) + 4 + varint_bytes(32) +               // report, phase..loop_index, dispatch
@@ -100,7 +108,8 @@ constexpr std::size_t kPacketBodyMax =
                   kMaxFrames * kPacketFrameBytes +          //   frames (and their scope strings),
                   varint_bytes(kPointerBits)) +             //   the innermost PC's range
     1 + kMaxSamples * (2 * varint_bytes(32) + 2 +           // samples: time, sequence, counts
-                       kMaxFrames * kPacketFrameBytes);     //   frames (and their scope strings)
+                       kMaxFrames * kPacketFrameBytes) +    //   frames (and their scope strings)
+    kPacketWaitBytes;                                       // the wait part
 }  // namespace detail
 
 /// Largest packet this build's configuration can produce, in bytes (type `block`; a
@@ -177,14 +186,16 @@ struct ByteWriter {
       if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
     }
   }
-  /// str: uv (L << 1) | cut, then L bytes (at most kPacketNameMax); a null name is length 0.
+  /// str: uv (L << 1) | cut, then L bytes (at most Max, 1..63); a null name is length 0.
+  template <std::size_t Max = kPacketNameMax>
   void str(const char* s) noexcept {
+    static_assert(Max >= 1 && Max <= 63, "a str's length varint (L << 1 | cut) must stay one byte");
     std::size_t length = 0;
     if (s != nullptr) {
-      while (length <= kPacketNameMax && s[length] != '\0') ++length;
+      while (length <= Max && s[length] != '\0') ++length;
     }
-    const bool cut = length > kPacketNameMax;
-    if (cut) length = kPacketNameMax;
+    const bool cut = length > Max;
+    if (cut) length = Max;
     u8(static_cast<unsigned>(length << 1) | (cut ? 1u : 0u));  // uv (L << 1) | cut: one byte
     for (std::size_t i = 0; i < length; ++i) u8(static_cast<unsigned char>(s[i]));
   }

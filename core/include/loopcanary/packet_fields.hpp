@@ -47,6 +47,19 @@
   X(samples_missed, number, 32, 1)               \
   X(samples_overwritten, number, 32, 1)
 
+/// X(name, codec, bits, since): one wait object of a block packet's wait part (version 4), a
+/// WaitSeen.
+#define LOOPCANARY_WAIT_PACKET_FIELDS(X)                                                       \
+  X(kind, section, 8, 4) /* the WaitKind, 1..10 */                                             \
+  X(samples, number, 32, 4)                                                                    \
+  X(object.address, number, 64, 4)                                                             \
+  X(fd, section, 32, 4) /* fd + 1; 0: none */                                                  \
+  X(object.value, number, 64, 4)                                                               \
+  X(text, section, 0, 4) /* a str of at most kWaitTextMax - 1 bytes */                          \
+  X(object.owner, number, 32, 4)                                                               \
+  X(owner_names, section, 0, 4) /* owner not 0: its thread name (str, at most 15), its loop */ \
+  X(holder_frames, section, 64, 4) /* u8 count, then each program counter as a uv */
+
 // ---- health packet (type 3): after the configuration and the events capacity ------------------
 
 /// X(name, codec, bits, since)
