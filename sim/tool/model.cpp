@@ -2,6 +2,7 @@
 // The small parts of the tool's model (model.hpp): names, labels, times, log sources.
 #include "model.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
@@ -106,6 +107,8 @@ void LogRecord::clear_fields() noexcept {
   has_linux = false;
   wall_ms.reset();
   clock.clear();
+  wait.other = 0;
+  wait.objects.clear();
 }
 
 void HealthLog::clear() noexcept {
@@ -141,6 +144,73 @@ bool parse_phase(std::string_view text, Phase& out) noexcept {
 
 bool parse_cause(std::string_view text, Cause& out) noexcept {
   return parse_spelling(text, {Cause::unknown, Cause::running, Cause::waiting, Cause::starved}, out);
+}
+
+bool parse_wait_kind(std::string_view text, WaitKind& out) noexcept {
+  return parse_spelling(text,
+                        {WaitKind::none, WaitKind::mutex, WaitKind::condition, WaitKind::futex, WaitKind::file,
+                         WaitKind::socket, WaitKind::pipe, WaitKind::poll, WaitKind::sleep, WaitKind::disk,
+                         WaitKind::syscall},
+                        out);
+}
+
+namespace {
+
+// `text` into the core's fixed buffer `to` (NUL-terminated, cut to fit): a character from
+// U+0080 to U+00FF back to the one byte the core's JSON writer escaped as \u00XX.
+template <std::size_t N>
+void bytes_into(char (&to)[N], const std::string& text) noexcept {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size() && n + 1 < N; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0u;
+    if ((c == 0xC2 || c == 0xC3) && (next & 0xC0u) == 0x80u) {
+      to[n++] = static_cast<char>(((c & 0x03u) << 6) | (next & 0x3Fu));
+      ++i;
+    } else {
+      to[n++] = static_cast<char>(c);
+    }
+  }
+  to[n] = '\0';
+}
+
+}  // namespace
+
+loopcanary::WaitReading wait_reading(const WaitEntry& entry) noexcept {
+  loopcanary::WaitReading reading;
+  loopcanary::WaitObject& o = reading.object;
+  o.kind = entry.kind;
+  o.fd = entry.fd ? static_cast<std::int32_t>(std::min<std::uint64_t>(*entry.fd, 0x7FFFFFFF)) : -1;
+  o.address = entry.address;
+  o.value = entry.value;
+  bytes_into(o.text, entry.text);
+  if (!entry.owner) return reading;
+  const WaitHolder& holder = *entry.owner;
+  o.owner = static_cast<std::uint32_t>(std::min<std::uint64_t>(holder.tid, 0xFFFFFFFFu));
+  bytes_into(o.owner_name, holder.name);
+  if (holder.loop) reading.owner_loop = holder.loop->c_str();
+  for (const Frame& f : holder.frames) {
+    if (f.is_scope() || reading.holder_pc_count == loopcanary::kMaxFrames) continue;
+    reading.holder_frames[reading.holder_pc_count++] = f.pc;
+  }
+  return reading;
+}
+
+std::string wait_text(const WaitEntry& entry) {
+  const loopcanary::WaitReading reading = wait_reading(entry);
+  std::string text(256, '\0');
+  loopcanary::FormatResult result = loopcanary::format_wait(reading, text.data(), text.size());
+  if (result.needed > result.length) {  // a long loop name
+    text.resize(result.needed + 1);
+    result = loopcanary::format_wait(reading, text.data(), text.size());
+  }
+  text.resize(result.length);
+  return text;
+}
+
+std::string holder_text(const WaitHolder& holder) {
+  const std::string tid = "(tid " + std::to_string(holder.tid) + ")";
+  return holder.name.empty() ? tid : holder.name + " " + tid;
 }
 
 const char* to_string(WarningKind kind) noexcept {

@@ -103,15 +103,59 @@ struct Stage {
   std::uint64_t us = 0;   ///< its time, µs
 };
 
-/// The core's report phase and cause (loopcanary/record.hpp), and their spellings in a record
-/// (loopcanary::to_string).
+/// The core's report phase and cause (loopcanary/record.hpp), the kinds of wait
+/// (loopcanary/wait.hpp), and their spellings in a record (loopcanary::to_string).
 using loopcanary::Cause;
 using loopcanary::Phase;
+using loopcanary::WaitKind;
 using loopcanary::to_string;
 
 /// Parses the record's spelling; false (output untouched) for anything else.
 bool parse_phase(std::string_view text, Phase& out) noexcept;
 bool parse_cause(std::string_view text, Cause& out) noexcept;
+bool parse_wait_kind(std::string_view text, WaitKind& out) noexcept;
+
+/// The thread that held a waited-on lock (a wait object's "owner", docs/report-format.md).
+struct WaitHolder {
+  std::uint64_t tid = 0;            ///< its thread id
+  std::string name;                 ///< its thread name, "" when not known
+  std::optional<std::string> loop;  ///< the watched loop it runs; std::nullopt when none or not known
+  /// Its stack read with the wait, innermost first: scopes, then PCs (symbolised as the stacks'
+  /// PCs); empty when the port could not sample it.
+  std::vector<Frame> frames;
+};
+
+/// One object the loop's thread waited on in a dispatch's samples (a `wait.objects` entry),
+/// and how many samples named it. The members the kind sets are as in loopcanary::WaitObject.
+struct WaitEntry {
+  WaitKind kind = WaitKind::none;
+  std::uint64_t samples = 0;         ///< samples whose reading named this object (and holder)
+  std::uint64_t address = 0;         ///< the futex word (mutex, condition, futex); 0 otherwise
+  std::optional<std::uint64_t> fd;   ///< the descriptor (file, socket, pipe, poll); std::nullopt otherwise
+  std::uint64_t value = 0;           ///< sleep: ns; poll: descriptors; syscall: its number
+  std::string text;                  ///< the description the kind names, "" when none
+  std::optional<WaitHolder> owner;   ///< mutex: its holder; std::nullopt when none or not known
+};
+
+/// What a dispatch's loop thread waited on (the record's `wait`): objects, most samples first
+/// (the first is the main one), and the readings of objects that did not fit. Empty for a
+/// record without `wait` (a device build's, or one written before wait objects existed).
+struct WaitSummary {
+  std::uint64_t other = 0;
+  std::vector<WaitEntry> objects;
+  bool empty() const noexcept { return other == 0 && objects.empty(); }
+};
+
+/// `entry` as the core's formatters take it: the object, its holder's loop (pointing into
+/// `entry`, valid while it lives) and its holder's PCs (up to kMaxFrames). Texts are the bytes
+/// the record carried (a character from U+0080 to U+00FF back to its byte, as the core's JSON
+/// writer escapes a byte), cut to the core's sizes.
+loopcanary::WaitReading wait_reading(const WaitEntry& entry) noexcept;
+/// The one description of a wait object (loopcanary::format_wait of wait_reading()), e.g.
+/// "mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')".
+std::string wait_text(const WaitEntry& entry);
+/// "journal (tid 4242)": a holder as a label names it ("(tid 4242)" without a name).
+std::string holder_text(const WaitHolder& holder);
 
 // The model's member for each field of the core's lists (loopcanary/record_fields.hpp), by its
 // kind: the list's name, the type the kind reads into, its default. A `cpu` member is
@@ -171,6 +215,7 @@ struct LogRecord {
   /// whose entries hold the innermost frame only: the culprit comes from the kept samples.
   bool top_stacks = false;
   std::vector<Sample> stacks;     ///< kept samples, oldest first (empty when ReaderOptions::want_stacks is false)
+  WaitSummary wait;               ///< what the loop's thread waited on (the record's `wait`)
 
   // The Linux file sink's extension object "linux".
   bool has_linux = false;

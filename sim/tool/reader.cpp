@@ -373,6 +373,9 @@ class BlockParser {
         if (is(key, "top_innermost")) return s.boolean("top_innermost", top_innermost_);
         if (is(key, "top")) return top();
         break;
+      case 'w':
+        if (is(key, "wait")) return wait();
+        break;
       default:
         break;
     }
@@ -510,6 +513,63 @@ class BlockParser {
     });
   }
 
+  // "wait": {"other":N,"objects":[...]}.
+  bool wait() {
+    if (!s.is('{')) return s.wrong_type("wait", "an object");
+    return s.object([this](std::string_view k) {
+      if (is(k, "other")) return s.u64("wait.other", out_.wait.other);
+      if (is(k, "objects")) {
+        if (!s.is('[')) return s.wrong_type("wait.objects", "an array");
+        return s.array([this](std::size_t) { return wait_object(out_.wait.objects.emplace_back()); });
+      }
+      return s.skip_value();
+    });
+  }
+
+  // One "wait"."objects" entry; "kind" and "samples" are required.
+  bool wait_object(WaitEntry& o) {
+    if (!s.is('{')) return s.wrong_type("wait.objects", "an object");
+    bool has_kind = false, has_samples = false;
+    const bool ok = s.object([&](std::string_view k) {
+      if (is(k, "kind")) {
+        std::string_view kind;
+        if (!s.str_view("wait.objects.kind", kind, text_)) return false;
+        has_kind = true;
+        return parse_wait_kind(kind, o.kind) || s.bad_value("wait.objects.kind", "unknown value " + quoted(kind));
+      }
+      if (is(k, "samples")) return has_samples = true, s.u64("wait.objects.samples", o.samples);
+      if (is(k, "address")) return s.hex_string("wait.objects.address", o.address, text_);
+      if (is(k, "fd")) return s.u64_or_null("wait.objects.fd", o.fd);
+      if (is(k, "value")) return s.u64("wait.objects.value", o.value);
+      if (is(k, "text")) return s.str("wait.objects.text", o.text);
+      if (is(k, "owner")) return s.is('n') ? s.skip_value() : wait_owner(o.owner.emplace());
+      return s.skip_value();
+    });
+    if (!ok) return false;
+    if (!has_kind) return s.bad_value("wait.objects", "an entry without \"kind\"");
+    if (!has_samples) return s.bad_value("wait.objects", "an entry without \"samples\"");
+    return true;
+  }
+
+  // A wait object's "owner" (not null); "tid" is required.
+  bool wait_owner(WaitHolder& h) {
+    if (!s.is('{')) return s.wrong_type("wait.objects.owner", "an object or null");
+    bool has_tid = false;
+    StackFrames frames{&h.frames};
+    const bool ok = s.object([&](std::string_view k) {
+      if (is(k, "tid")) return has_tid = true, s.u64("wait.objects.owner.tid", h.tid);
+      if (is(k, "name")) return s.str("wait.objects.owner.name", h.name);
+      if (is(k, "loop")) return s.is('n') ? s.skip_value() : s.str("wait.objects.owner.loop", h.loop.emplace());
+      const bool is_scopes = is(k, "scopes");
+      if (!is_scopes && !is(k, "pcs")) return s.skip_value();
+      return stack_frames(frames, is_scopes, is_scopes ? "wait.objects.owner.scopes" : "wait.objects.owner.pcs");
+    });
+    frames.finish(sc_.spare_frames);
+    if (!ok) return false;
+    if (!has_tid) return s.bad_value("wait.objects.owner", "an object without \"tid\"");
+    return true;
+  }
+
   // A "scopes" or "pcs" array of a stack into `to`.
   bool stack_frames(StackFrames& to, bool is_scopes, const char* field) {
     if (!s.is('[')) return s.wrong_type(field, "an array");
@@ -569,6 +629,12 @@ class BlockParser {
       }
       if (entry.leaf() < entry.frames.size()) {
         set_symbol(entry.leaf_high, any ? find_symbol(entry.leaf_high.pc, symbols, by_pc) : nullptr);
+      }
+    }
+    for (WaitEntry& o : out_.wait.objects) {
+      if (!o.owner) continue;
+      for (Frame& f : o.owner->frames) {
+        if (!f.is_scope()) set_symbol(f, any ? find_symbol(f.pc, symbols, by_pc) : nullptr);
       }
     }
   }
@@ -738,6 +804,33 @@ void take_frames(std::vector<Frame>& to, std::uint8_t scope_count, std::uint8_t 
   }
 }
 
+// The record's wait summary into the model's, as the JSON reader makes it of "wait" (a
+// build without wait objects has none: the member is absent).
+template <std::size_t N>
+void take_waits(const loopcanary::WaitSummaryOf<N>& from, WaitSummary& to) {
+  to.objects.clear();
+  to.other = from.other;
+  if constexpr (N > 0) {
+    for (std::size_t i = 0; i < from.count; ++i) {
+      const WaitSeen& seen = from.objects[i];
+      const WaitObject& o = seen.object;
+      WaitEntry& entry = to.objects.emplace_back();
+      entry.kind = o.kind;
+      entry.samples = seen.samples;
+      entry.address = o.address;
+      if (o.fd >= 0) entry.fd = static_cast<std::uint64_t>(o.fd);
+      entry.value = o.value;
+      take_value(entry.text, o.text);
+      if (o.owner == 0) continue;
+      WaitHolder& holder = entry.owner.emplace();
+      holder.tid = o.owner;
+      take_value(holder.name, o.owner_name);
+      if (seen.owner_loop != nullptr) take_value(holder.loop.emplace(), seen.owner_loop);
+      take_frames(holder.frames, 0, seen.holder_pc_count, seen.holder_frames);
+    }
+  }
+}
+
 }  // namespace
 
 void block_log_from(const loopcanary::BlockRecord& r, bool top_innermost, LogRecord& out, bool want_stacks) {
@@ -778,6 +871,7 @@ void block_log_from(const loopcanary::BlockRecord& r, bool top_innermost, LogRec
     out.stacks[i].at_us = fields::sample_offset_us(r, from);
     take_frames(out.stacks[i].frames, from.scope_count, from.pc_count, from.frames);
   }
+  take_waits(r.wait, out.wait);
   out.top_stacks = !top_innermost;
 }
 

@@ -2,10 +2,11 @@
 // The field lists (loopcanary/record_fields.hpp) against everything that reads them: each field
 // in docs/schema with the JSON type its value has, every scalar of the schemas in a list or
 // named here as written by hand, a block or health record read from its JSON line equal, field
-// by field, to the same record taken into the model from a decoded packet, and a record with
-// every listed field set carried whole through its binary packet.
+// by field (its wait summary too), to the same record taken into the model from a decoded
+// packet, and a record with every listed field set carried whole through its binary packet.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -230,6 +231,37 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
   EXPECT_EQ(direct.stacks[1].at_us, 3'814'697u);  // 125000 ticks at 32768 Hz
   EXPECT_EQ(direct.top[0].frames[0].scope, "?");
   EXPECT_EQ(direct.stages[1].name, "?");
+
+  // What the loop waited on (record_fixtures.hpp): a lock whose holder runs a watched loop, a
+  // pipe, and a lock whose holder has a name of a byte from 0x80, no loop and no stack.
+  if constexpr (kWaitObjects >= 3) {
+    d.record.wait = loopcanary::test::hand_waiting_block().wait;
+    WaitSeen& lock = d.record.wait.objects[d.record.wait.count++];
+    lock.object.kind = WaitKind::mutex;
+    lock.object.address = 0x7f00c8;
+    lock.object.owner = 17;
+    std::memcpy(lock.object.owner_name, "log\xE9", 5);
+    lock.samples = 1;
+    block_log_from(d.record, d.top_innermost, direct);
+    EXPECT_EQ(test::first_difference(direct, parsed(d, true)), "") << "waits";
+    ASSERT_EQ(direct.wait.objects.size(), 3u);
+    EXPECT_EQ(direct.wait.other, 1u);
+    ASSERT_TRUE(direct.wait.objects[0].owner.has_value());
+    EXPECT_EQ(direct.wait.objects[0].owner->loop, std::optional<std::string>("journal"));
+    ASSERT_EQ(direct.wait.objects[0].owner->frames.size(), 2u);
+    EXPECT_EQ(direct.wait.objects[0].owner->frames[1].pc, 0x401234u);
+    EXPECT_FALSE(direct.wait.objects[1].owner.has_value());
+    EXPECT_EQ(direct.wait.objects[1].fd, std::optional<std::uint64_t>(5));
+    EXPECT_EQ(direct.wait.objects[2].owner->name, "log\xC3\xA9");  // as the JSON reader decodes \u00e9
+    EXPECT_FALSE(direct.wait.objects[2].owner->loop.has_value());
+    // Back to the core's reading, each names its object as the record's own reading does.
+    for (std::size_t i = 0; i < direct.wait.objects.size(); ++i) {
+      char expected[256];
+      const FormatResult result = format_wait(d.record.wait.objects[i], expected, sizeof expected);
+      EXPECT_EQ(wait_text(direct.wait.objects[i]), std::string(expected, result.length)) << i;
+    }
+    d.record.wait = loopcanary::WaitSummary{};
+  }
 
   // The same model object again (its storage reused), with less in it.
   d.top_innermost = true;

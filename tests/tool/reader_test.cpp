@@ -383,6 +383,88 @@ TEST(ToolReader, AMalformedStagesMemberIsAWarningWithFileAndLine) {
   EXPECT_EQ(reader.stats().warnings_of(WarningKind::wrong_type), cases.size());
 }
 
+// The "wait" member: each object with its holder, the holder's PCs symbolised by "linux"."frames"
+// as the stacks' are; a line without "wait" after it has none (the reader reuses its record).
+TEST(ToolReader, ReadsTheWaitObjectsAndSymbolisesTheHolderStack) {
+  TempDir dir;
+  RecordSpec with, without;
+  with.extra = ",\"wait\":{\"other\":2,\"objects\":[{\"kind\":\"mutex\",\"samples\":5,\"address\":\"0x7f00a0\","
+               "\"fd\":null,\"value\":0,\"text\":\"\",\"owner\":{\"tid\":4242,\"name\":\"journal\",\"loop\":null,"
+               "\"scopes\":[],\"pcs\":[\"0x401000\",\"0x401234\"]}},{\"kind\":\"pipe\",\"samples\":1,\"address\":\"0x0\","
+               "\"fd\":5,\"value\":0,\"text\":\"pipe:[81234]\",\"owner\":null,\"future\":1}]},"
+               "\"linux\":{\"frames\":[{\"pc\":\"0x401000\",\"function\":\"journal_flush\",\"function_offset\":\"0x10\"}]}";
+  without.report = 2;
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::vector<LogRecord> records =
+      read_all(reader, dir.write("waits.jsonl", json_line(with) + json_line(without)));
+  EXPECT_EQ(warnings.str(), "");
+  ASSERT_EQ(records.size(), 2u);
+  const WaitSummary& wait = records[0].wait;
+  EXPECT_EQ(wait.other, 2u);
+  ASSERT_EQ(wait.objects.size(), 2u);
+  EXPECT_EQ(wait.objects[0].kind, WaitKind::mutex);
+  EXPECT_EQ(wait.objects[0].samples, 5u);
+  EXPECT_EQ(wait.objects[0].address, 0x7f00a0u);
+  EXPECT_FALSE(wait.objects[0].fd.has_value());
+  ASSERT_TRUE(wait.objects[0].owner.has_value());
+  const WaitHolder& holder = *wait.objects[0].owner;
+  EXPECT_EQ(holder.tid, 4242u);
+  EXPECT_EQ(holder.name, "journal");
+  EXPECT_FALSE(holder.loop.has_value());
+  ASSERT_EQ(holder.frames.size(), 2u);
+  EXPECT_EQ(holder.frames[0].function, "journal_flush");
+  EXPECT_EQ(holder.frames[0].function_offset, 0x10u);
+  EXPECT_EQ(holder.frames[1].pc, 0x401234u);
+  EXPECT_EQ(holder.frames[1].function, "");
+  EXPECT_EQ(wait_text(wait.objects[0]), "mutex 0x7f00a0 held by 'journal' (tid 4242)");
+  EXPECT_EQ(wait.objects[1].kind, WaitKind::pipe);
+  EXPECT_EQ(wait.objects[1].fd, std::optional<std::uint64_t>(5));
+  EXPECT_FALSE(wait.objects[1].owner.has_value());
+  EXPECT_EQ(wait_text(wait.objects[1]), "pipe fd 5 pipe:[81234]");
+  EXPECT_TRUE(records[1].wait.empty());
+}
+
+// A malformed "wait" member skips its record with a warning naming the member, with file and
+// line, as any malformed member; the next line is read.
+TEST(ToolReader, AMalformedWaitMemberIsAWarningWithFileAndLine) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[]", "field \"wait\": expected an object, got an array"},
+      {"{\"objects\":{}}", "field \"wait.objects\": expected an array, got an object"},
+      {"{\"other\":-1}", "field \"wait.other\": expected a non-negative integer, got -1"},
+      {"{\"objects\":[{\"kind\":\"lock\",\"samples\":1}]}", "field \"wait.objects.kind\": unknown value \"lock\""},
+      {"{\"objects\":[{\"samples\":1}]}", "field \"wait.objects\": an entry without \"kind\""},
+      {"{\"objects\":[{\"kind\":\"sleep\"}]}", "field \"wait.objects\": an entry without \"samples\""},
+      {"{\"objects\":[{\"kind\":\"file\",\"samples\":1,\"fd\":\"3\"}]}",
+       "field \"wait.objects.fd\": expected a non-negative integer, got a string"},
+      {"{\"objects\":[{\"kind\":\"mutex\",\"samples\":1,\"owner\":{\"name\":\"x\"}}]}",
+       "field \"wait.objects.owner\": an object without \"tid\""},
+      {"{\"objects\":[{\"kind\":\"mutex\",\"samples\":1,\"owner\":{\"tid\":1,\"pcs\":[1]}}]}",
+       "field \"wait.objects.owner.pcs\": expected a string, got a number"},
+  };
+  std::string content;
+  std::string expected;
+  const std::string path = dir.path() + "/bad_waits.jsonl";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    RecordSpec spec;
+    spec.report = i + 1;
+    spec.extra = ",\"wait\":" + cases[i].first;
+    content += json_line(spec);
+    expected += path + ":" + std::to_string(i + 1) + ": " + cases[i].second + "\n";
+  }
+  RecordSpec good;
+  good.report = 99;
+  content += json_line(good);
+  dir.write("bad_waits.jsonl", content);
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::vector<LogRecord> records = read_all(reader, path);
+  EXPECT_EQ(warnings.str(), expected);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].report, 99u);
+}
+
 TEST(ToolReader, CrLfAndBlankLinesAreAccepted) {
   TempDir dir;
   std::string line = json_line(RecordSpec{});

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Where two models of one record differ: every field of the core's field lists
-// (loopcanary/record_fields.hpp) and the structured members beside them. For the tests and fuzz
+// (loopcanary/record_fields.hpp) and the structured members beside them (the wait summary too). For the tests and fuzz
 // targets that check two readings of a record against each other (a packet taken into the model
 // directly, and its JSON line read).
 #pragma once
@@ -33,6 +33,28 @@ inline void compare_frames(std::string& out, const std::string& where, const std
   for (std::size_t i = 0; out.empty() && i < a.size(); ++i) {
     compare(out, where + " frame " + std::to_string(i) + " scope", a[i].scope, b[i].scope);
     compare(out, where + " frame " + std::to_string(i) + " pc", a[i].pc, b[i].pc);
+  }
+}
+
+inline void compare_waits(std::string& out, const WaitSummary& a, const WaitSummary& b) {
+  compare(out, "wait.other", a.other, b.other);
+  compare(out, "wait.objects", std::uint64_t{a.objects.size()}, std::uint64_t{b.objects.size()});
+  for (std::size_t i = 0; out.empty() && i < a.objects.size(); ++i) {
+    const WaitEntry& x = a.objects[i];
+    const WaitEntry& y = b.objects[i];
+    const std::string where = "wait.objects " + std::to_string(i);
+    compare(out, where + " kind", std::string(to_string(x.kind)), std::string(to_string(y.kind)));
+    compare(out, where + " samples", x.samples, y.samples);
+    compare(out, where + " address", x.address, y.address);
+    compare(out, where + " fd", x.fd, y.fd);
+    compare(out, where + " value", x.value, y.value);
+    compare(out, where + " text", x.text, y.text);
+    compare(out, where + " owner", x.owner.has_value(), y.owner.has_value());
+    if (!out.empty() || !x.owner) continue;
+    compare(out, where + " owner tid", x.owner->tid, y.owner->tid);
+    compare(out, where + " owner name", x.owner->name, y.owner->name);
+    compare(out, where + " owner loop", x.owner->loop.value_or("(null)"), y.owner->loop.value_or("(null)"));
+    compare_frames(out, where + " owner", x.owner->frames, y.owner->frames);
   }
 }
 }  // namespace detail
@@ -73,6 +95,7 @@ inline std::string first_difference(const LogRecord& a, const LogRecord& b) {
     detail::compare(out, where + " at_us", a.stacks[i].at_us, b.stacks[i].at_us);
     detail::compare_frames(out, where, a.stacks[i].frames, b.stacks[i].frames);
   }
+  detail::compare_waits(out, a.wait, b.wait);
   return out;
 }
 
