@@ -345,6 +345,21 @@ std::string optional_permille(const std::optional<std::uint64_t>& permille) {
   return std::to_string(*permille / 10) + "." + std::to_string(*permille % 10) + " %";
 }
 
+// The waits of a record: each object with its share of the samples taken, its description and
+// its holder's stack (frames as the loop's, symbolised when the record says how).
+void print_waits(std::ostream& out, const LogRecord& r) {
+  if (r.wait.empty()) return;
+  out << "  waits (samples off the CPU, by object; holder stacks innermost first):\n";
+  for (const WaitEntry& o : r.wait.objects) {
+    const double share = r.samples_taken == 0 ? 0.0 : static_cast<double>(o.samples) / static_cast<double>(r.samples_taken);
+    out << "    " << percent(share) << " % " << o.samples << ' ' << wait_text(o) << '\n';
+    if (!o.owner || o.owner->frames.empty()) continue;
+    out << "      holder " << holder_text(*o.owner) << ":\n";
+    for (const Frame& f : o.owner->frames) out << "        " << describe(f) << '\n';
+  }
+  if (r.wait.other > 0) out << "    other " << r.wait.other << '\n';
+}
+
 void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rules) {
   out << "report " << r.report << " (" << to_string(r.phase) << ")  " << r.file << (r.from_capture ? " offset " : ":")
       << r.line << '\n';
@@ -369,7 +384,9 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
       << optional_ms(r.cpu_thread_wait_us) << ", stolen " << ms_text(r.cpu_steal_us) << " ms\n";
   out << "  cpu-busy = " << optional_permille(r.cpu_system_busy_permille) << ", process "
       << optional_permille(r.cpu_process_permille) << '\n';
-  out << "  cause = " << to_string(r.cause) << '\n';
+  out << "  cause = " << to_string(r.cause);
+  if (r.cause == Cause::waiting && !r.wait.objects.empty()) out << " on " << wait_text(r.wait.objects.front());
+  out << '\n';
   out << "  flags =";
   for (const std::string& flag : exporting::flag_names(r)) out << ' ' << flag;
   out << '\n';
@@ -406,6 +423,7 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
     out << "  culprit = " << (c.known() ? c.label : std::string("(no culprit frame)")) << " (" << c.samples << '/'
         << c.of << (c.all_samples ? " samples, " : " kept samples, ") << percent(c.share()) << " %)\n";
   }
+  print_waits(out, r);
   out << "  dropped = " << r.records_dropped << " records, " << r.notes_dropped << " notes\n";
 }
 

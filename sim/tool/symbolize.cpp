@@ -638,9 +638,10 @@ class Symbolizer {
     return found;
   }
 
-  // Calls on(pc, lookup) once per distinct PC of the record's stacks and top (in that order),
-  // counting. The first PC of a sample is the interrupted instruction; the others are return
-  // addresses, looked up at address - 1 (the call). A PC that is both is taken as exact.
+  // Calls on(pc, lookup) once per distinct PC of the record's stacks, top and wait holders'
+  // stacks (in that order), counting. The first PC of a stack is the interrupted instruction;
+  // the others are return addresses, looked up at address - 1 (the call). A PC that is both is
+  // taken as exact.
   template <class On>
   void lookups(const LogRecord& record, On on) {
     std::map<std::uint64_t, std::pair<const Frame*, bool>> pcs;  // pc -> (frame, exact)
@@ -664,6 +665,15 @@ class Symbolizer {
         first = false;
       }
       if (t.leaf() < t.frames.size()) add(t.leaf_high, true);
+    }
+    for (const WaitEntry& o : record.wait.objects) {
+      if (!o.owner) continue;
+      bool first = true;
+      for (const Frame& f : o.owner->frames) {
+        if (f.is_scope()) continue;
+        add(f, first);
+        first = false;
+      }
     }
     for (const auto& [pc, entry] : pcs) {
       const Frame& f = *entry.first;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Blocks from records (sim/tool/blocks.cpp): one block per dispatch whatever reports it had,
-// the culprit rule with and without --concern, --ignore, filters, block IDs; and `show`.
+// the culprit rule with and without --concern, --ignore, filters, block IDs; and `show`, waits
+// included.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,7 +9,9 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "loopcanary/format.hpp"
 #include "loopcanary_culprit/culprit_rule.hpp"
+#include "../record_fixtures.hpp"
 #include "test_util.hpp"
 
 namespace loopcanary::tool {
@@ -327,6 +330,53 @@ TEST(ToolShow, PrintsEveryReportOfTheBlockWithItsStacks) {
   std::ostringstream out2, err2;
   EXPECT_EQ(run_show(options, out2, err2), 1);
   EXPECT_NE(err2.str().find("no block with ID"), std::string::npos);
+}
+
+// The core's JSON line of hand_waiting_block() (record_fixtures.hpp), with a "linux" member that
+// names the function of the lock holder's innermost PC.
+std::string waiting_line() {
+  std::string line(1 << 16, '\0');
+  line.resize(format_json(loopcanary::test::hand_waiting_block(), &line[0], line.size()).length);
+  line.insert(line.rfind('}'), ",\"linux\":{\"frames\":[{\"pc\":\"0x401000\",\"function\":\"journal_flush\","
+                               "\"function_offset\":\"0x10\"}]}");
+  return line;
+}
+
+// show: the cause names the main wait object, and the waits list every object as the core's text
+// form does (one description, format_wait), each holder's stack symbolised as the loop's frames.
+TEST(ToolShow, PrintsTheWaitsWithTheHoldersStack) {
+  if constexpr (kWaitObjects < 2) GTEST_SKIP() << "a build without wait objects";
+  TempDir dir;
+  const std::string line = waiting_line();
+  const std::string path = dir.write("dev.jsonl", line);
+  LogRecord r;
+  WarningKind kind{};
+  std::string what;
+  ASSERT_TRUE(parse_record(line.data(), line.size() - 1, r, kind, what)) << what;
+  Options options;
+  options.command = "show";
+  options.paths = {path};
+  options.id = block_id(r);
+  std::ostringstream out, err;
+  ASSERT_EQ(run_show(options, out, err), 0) << err.str();
+  const std::string text = out.str();
+  const std::string lock = "mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')";
+  EXPECT_NE(text.find("\n  cause = waiting on " + lock + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n    71.4 % 5 " + lock + "\n      holder journal (tid 4242):\n"
+                      "        journal_flush+0x10 [0x401000]\n        0x401234\n"
+                      "    14.3 % 1 pipe fd 5 pipe:[81234]\n    other 1\n"),
+            std::string::npos)
+      << text;
+  // Each object of the core's text form, after its share, is in show's list as it is there.
+  std::string core(1 << 16, '\0');
+  core.resize(format_text(loopcanary::test::hand_waiting_block(), &core[0], core.size()).length);
+  const std::size_t waits = core.find("\nwaits:\n");
+  ASSERT_NE(waits, std::string::npos) << core;
+  for (const char* object : {"5 mutex", "1 pipe"}) {
+    const std::size_t at = core.find(object, waits);
+    ASSERT_NE(at, std::string::npos) << core;
+    EXPECT_NE(text.find(" % " + core.substr(at, core.find('\n', at) - at) + "\n"), std::string::npos) << object;
+  }
 }
 
 // A stage list for RecordSpec::extra: "stages" with (name, µs) entries.
