@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "export.hpp"
+#include "report_waits.hpp"
 
 namespace loopcanary::tool {
 
@@ -443,6 +444,7 @@ struct Tally {
   std::size_t shown = 0;                    // of them, printed (--top)
   std::vector<std::pair<const std::string*, const MissGroup*>> miss_order;  // most misses first
   std::uint64_t miss_total = 0;
+  WaitTally waits;                          // the blocks' wait objects, by object and holder
 };
 
 void tally(Reader& reader, const Options& options, Tally& t) {
@@ -471,6 +473,7 @@ void tally(Reader& reader, const Options& options, Tally& t) {
       it->second.key = key;
     }
     add_block(it->second, block);
+    t.waits.add(block);
   }, others);
   // Deadline misses: most first, then by worst lateness.
   for (const auto& [event, g] : t.misses) {
@@ -527,7 +530,9 @@ void write_report_json(std::ostream& out, const Options& options, const Tally& t
         << ",\"delayed_by_other\":" << g.delayed_by.other << ",\"culprits\":" << names_json(g.culprits)
         << ",\"culprits_other\":" << g.culprits.other << '}';
   }
-  out << "]}}\n";
+  out << "]},\"waits\":";
+  t.waits.write_json(out);
+  out << "}\n";
 }
 
 void write_misses_text(std::ostream& out, const Tally& t) {
@@ -603,6 +608,7 @@ void write_report_text(std::ostream& out, const Options& options, const Tally& t
   }
   if (t.overflowed > 0) out << t.overflowed << " blocks beyond " << kMaxGroups << " groups are in \"" << kOtherGroups << "\"\n";
   if (!t.miss_order.empty()) write_misses_text(out, t);
+  t.waits.write_text(out);
 }
 
 }  // namespace

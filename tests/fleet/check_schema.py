@@ -3,10 +3,10 @@
 """fleet.schema (tests/fleet/CMakeLists.txt): every JSON line loopcanary writes validates against
 its JSON Schema in docs/schema/ (draft 2020-12, Debian python3-jsonschema): the demo's block and
 health records in every scenario `loopcanary-sim --help` lists (virtual time), the tool's
-`decode` (a device capture with a record from the previous boot) and `symbolize` lines, and
-`report --format json` under every --by. Every phase occurs. And the schemas are strict enough
-to catch a breaking change: a record with a field renamed, retyped or dropped, an unknown field
-or an unknown phase fails. Exit 77 (skipped) when python3-jsonschema is missing."""
+`decode` (a device capture with a record from the previous boot) and `symbolize` lines, the
+tool's fixture of blocks that waited, and `report --format json` under every --by and on those
+blocks. Every phase occurs. And the schemas are strict enough to catch a breaking change: a
+record with a field renamed, retyped or dropped, an unknown field or an unknown phase fails. Exit 77 (skipped) when python3-jsonschema is missing."""
 import argparse
 import copy
 import glob
@@ -95,6 +95,14 @@ def main():
     for by in ("culprit", "event", "qualifier", "cause", "loop"):
         validate("report", json.loads(run([args.tool, "report", *every, "--by", by, "--format", "json"])),
                  f"report --by {by}")
+    # Blocks that waited (the tool's fixture of the core's JSON lines): the report's waits section.
+    waits = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tool", "fixtures", "waits.jsonl")
+    for number, line in enumerate(open(waits, encoding="utf-8"), 1):
+        validate_line(line, f"waits.jsonl:{number}")
+    report = json.loads(run([args.tool, "report", waits, "--format", "json"]))
+    if not report["waits"]["objects"]:
+        failures.append("report of waits.jsonl: no wait object")
+    validate("report", report, "report of waits.jsonl")
 
     # Breaking changes the schemas must catch.
     if samples is None:
