@@ -5,7 +5,9 @@
 #include "pprof.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -95,11 +97,16 @@ enum : std::uint32_t {
   kProfileStringTable = 6, kProfileTimeNanos = 9, kProfileDurationNanos = 10, kProfileDefaultSampleType = 14,
 };
 
+// A sample's label values (string table indices) by key: kPprofLabels, then kPprofWaitLabels; 0
+// for a label the sample does not carry.
+using Labels = std::array<std::uint64_t, std::size(kPprofLabels) + std::size(kPprofWaitLabels)>;
+
 class PprofWriter final : public Writer {
  public:
   explicit PprofWriter(std::ostream& out) : gzip_(out) {
     intern("");  // string_table[0] is the empty string
     for (const char* key : kPprofLabels) label_keys_.push_back(intern(key));
+    for (const char* key : kPprofWaitLabels) label_keys_.push_back(intern(key));
   }
 
   void add(const Block& block) override {
@@ -142,8 +149,12 @@ class PprofWriter final : public Writer {
       stacks_[stack_] += s.samples;
       kept += s.samples;
     }
-    const std::uint64_t labels[6] = {intern(label_value(r.loop)), intern(label_value(r.event)), intern(to_string(r.cause)),
-                                     intern(label_value(r.qualifier)), intern(to_string(r.phase)), intern(id)};
+    // The wait labels: 0 (no label) for a record that waited on nothing, or a holder not known.
+    const WaitEntry* wait = r.wait.objects.empty() ? nullptr : &r.wait.objects.front();
+    const Labels labels = {intern(label_value(r.loop)), intern(label_value(r.event)), intern(to_string(r.cause)),
+                           intern(label_value(r.qualifier)), intern(to_string(r.phase)), intern(id),
+                           wait != nullptr ? intern(wait_text(*wait)) : 0u,
+                           wait != nullptr && wait->owner ? intern(holder_text(*wait->owner)) : 0u};
     // Values are int64 in profile.proto: a duration past 2^63 ns (292 years: a damaged record)
     // is clamped there.
     constexpr std::uint64_t kMaxUs = static_cast<std::uint64_t>(INT64_MAX) / 1000;
@@ -310,8 +321,7 @@ class PprofWriter final : public Writer {
     return location(none);
   }
 
-  void write_sample(const std::vector<std::uint64_t>& stack, std::uint64_t count, std::uint64_t ns,
-                    const std::uint64_t (&labels)[6]) {
+  void write_sample(const std::vector<std::uint64_t>& stack, std::uint64_t count, std::uint64_t ns, const Labels& labels) {
     sample_.clear();
     packed_.clear();
     for (std::uint64_t id : stack) put_varint(packed_, id);
@@ -320,7 +330,8 @@ class PprofWriter final : public Writer {
     put_varint(packed_, count);
     put_varint(packed_, ns);
     put_bytes_field(sample_, 2, packed_);
-    for (std::size_t i = 0; i < 6; ++i) {
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      if (labels[i] == 0) continue;  // no such label on this sample
       packed_.clear();
       put_varint_field(packed_, 1, label_keys_[i]);
       put_varint_field(packed_, 2, labels[i]);

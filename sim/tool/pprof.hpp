@@ -30,6 +30,10 @@ inline constexpr const char* kPprofSampleTypes[2][2] = {{"samples", "count"}, {"
 /// ID (Block::id; a deadline miss: block_id() of the late dispatch). An empty name is written
 /// `""` (pprof readers drop a label whose value is the empty string).
 inline constexpr const char* kPprofLabels[6] = {"loop", "event", "cause", "qualifier", "phase", "block_id"};
+/// The label keys the samples of a record that waited on an object also carry (string labels):
+/// `wait`, the main wait object's description (wait_text(), as every form names it), and
+/// `holder`, its holder as holder_text() names it ("journal (tid 4242)"), when it has one.
+inline constexpr const char* kPprofWaitLabels[2] = {"wait", "holder"};
 
 /// Appends protobuf wire-format pieces to `out`: a varint, a field key (field number and wire
 /// type), a varint field, a length-delimited field (bytes as given).
