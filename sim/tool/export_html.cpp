@@ -2,7 +2,8 @@
 // `loopcanary export --format html`: one self-contained page (inline CSS and script, no network,
 // no framework). The data sits in a <script type="application/json"> element, every string
 // escaped so that "</script>" cannot end it; the page's script builds the blocks table (sortable,
-// filterable), a flame graph per culprit, a timeline of blocks per loop and, when the logs hold
+// filterable; each block's wait objects and the main one's holder stack beside it), a flame graph
+// per culprit, a timeline of blocks per loop and, when the logs hold
 // health records, charts of load, rate and latency over time (inline SVG) from it.
 // Bounds: kMaxHtmlBlocks, kMaxFlameGraphs, kMinFlameNodeShare, kMaxHtmlHealthPoints (export.hpp).
 #include <algorithm>
@@ -28,6 +29,10 @@ struct Row {
   std::uint64_t dispatch = 0;
   std::uint64_t samples = 0;
   Placement place;
+  std::vector<std::pair<std::string, std::uint64_t>> waits;  // each wait object's wait_text() and samples
+  std::uint64_t waits_other = 0;
+  std::string holder;                     // the main object's holder (holder_text()), "" when none
+  std::vector<std::string> holder_stack;  // its frames' labels, innermost first
 };
 
 struct RowLonger {  // the heap's top is the shortest kept row (the first to go)
@@ -73,6 +78,9 @@ svg.hc{display:block;border:1px solid #d0d7de;background:#fafbfc;margin:4px 0 0}
 .hc-key{font-size:12px;margin:2px 0}.hc-key span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
 .st-bar{display:inline-flex;width:120px;height:11px;border:1px solid #d0d7de;background:#fff;vertical-align:middle;
 margin-right:6px;overflow:hidden}.st-seg{height:100%}.st-text{font-size:11px;color:#57606a}
+td.waits{white-space:normal;max-width:420px;overflow-wrap:anywhere;font-size:12px}.wait{display:block}
+.wait-other{display:block;color:#57606a}.holder summary{cursor:pointer;color:#57606a}
+.holder ol{margin:2px 0;padding-left:20px;font-family:ui-monospace,monospace;font-size:11px}
 )CSS";
 
 const char* const kScript = R"JS(
@@ -114,6 +122,8 @@ const char* const kScript = R"JS(
       function (b) { return b.culprit ? b.share.toFixed(1) : ''; }],
     ['stages', 'Stages', false, function (b) { return b.st.map(function (s) { return s[0]; }).join(' '); },
       null, stageSplit],
+    ['waits', 'Waits', false, function (b) { return b.w.map(function (w) { return w[0]; }).join(' '); },
+      null, waitList],
     ['samples', 'Samples', true, function (b) { return b.n; }],
     ['reports', 'Reports', true, function (b) { return b.reports; }],
     ['id', 'ID', false, function (b) { return b.id; }]
@@ -137,6 +147,23 @@ const char* const kScript = R"JS(
     });
     td.appendChild(bar);
     td.appendChild(el('span', 'st-text', text.join(', ') + ' ms'));
+  }
+  // What a block's loop thread waited on: each object (its samples), then the main object's
+  // holder and its stack, innermost first, folded.
+  function waitList(td, b) {
+    b.w.forEach(function (w) {
+      var e = el('span', 'wait', w[0] + ' (' + w[1] + ')');
+      e.setAttribute('data-samples', String(w[1]));
+      td.appendChild(e);
+    });
+    if (b.wo > 0) td.appendChild(el('span', 'wait-other', 'other ' + b.wo));
+    if (b.hs.length === 0) return;
+    var holder = el('details', 'holder');
+    holder.appendChild(el('summary', '', 'holder ' + b.h));
+    var list = el('ol');
+    b.hs.forEach(function (f) { list.appendChild(el('li', '', f)); });
+    holder.appendChild(list);
+    td.appendChild(holder);
   }
   var table = document.getElementById('blocks');
   var head = el('tr');
@@ -401,6 +428,7 @@ class HtmlWriter final : public Writer {
     const std::vector<CountedStack> stacks = record_stacks(r);
     row.samples = 0;
     for (const CountedStack& s : stacks) row.samples += s.samples;
+    take_waits(r, row);
     rows_.push(std::move(row));
     if (rows_.size() > kMaxHtmlBlocks) rows_.pop();
 
@@ -464,6 +492,34 @@ class HtmlWriter final : public Writer {
 
  private:
   void str(const std::string& text) { write_json_string(out_, text, true); }
+
+  // The record's wait objects (their one description, wait_text()) and the main one's holder.
+  static void take_waits(const LogRecord& r, Row& row) {
+    for (const WaitEntry& o : r.wait.objects) row.waits.emplace_back(wait_text(o), o.samples);
+    row.waits_other = r.wait.other;
+    if (r.wait.objects.empty() || !r.wait.objects.front().owner) return;
+    const WaitHolder& holder = *r.wait.objects.front().owner;
+    row.holder = holder_text(holder);
+    for (const Frame& f : holder.frames) row.holder_stack.push_back(f.label());
+  }
+
+  // A row's "w" (each object's [description, samples]), "wo", "h" and "hs" members.
+  void write_waits(const Row& row) {
+    out_ << ",\"w\":[";
+    for (std::size_t k = 0; k < row.waits.size(); ++k) {
+      out_ << (k ? ",[" : "[");
+      str(row.waits[k].first);
+      out_ << ',' << row.waits[k].second << ']';
+    }
+    out_ << "],\"wo\":" << row.waits_other << ",\"h\":";
+    str(row.holder);
+    out_ << ",\"hs\":[";
+    for (std::size_t k = 0; k < row.holder_stack.size(); ++k) {
+      out_ << (k ? "," : "");
+      str(row.holder_stack[k]);
+    }
+    out_ << ']';
+  }
 
   void write_tree(const Flame& flame, std::size_t at, std::uint64_t& pruned) {
     const Node& node = flame.nodes[at];
@@ -540,7 +596,9 @@ class HtmlWriter final : public Writer {
         str(row.stages[k].name);
         out_ << ',' << row.stages[k].us << ']';
       }
-      out_ << "],\"share\":" << format_us(row.share) << ",\"reports\":" << row.reports
+      out_ << ']';
+      write_waits(row);
+      out_ << ",\"share\":" << format_us(row.share) << ",\"reports\":" << row.reports
            << ",\"dispatch\":" << row.dispatch << ",\"n\":" << row.samples << ",\"track\":" << row.place.track
            << ",\"t\":" << format_us(row.place.start_us) << ",\"d\":" << format_us(row.place.duration_us)
            << ",\"wall\":" << (row.place.wall_clock ? "true" : "false") << '}';

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The HTML export in a real browser: headless Chromium loads the page from file:// and dumps the
 // document after its scripts ran. The test fails on any console message or uncaught exception,
-// and checks the DOM holds the table rows, flame-graph nodes and timeline bars of the records.
+// and checks the DOM holds the table rows (with their waits), flame-graph nodes and timeline bars
+// of the records.
 // Skipped (reported as skipped by CTest) when Chromium is not installed: Debian `chromium`, or
 // the program named by the environment variable LOOPCANARY_CHROMIUM (only that one when set).
 #include <gtest/gtest.h>
@@ -128,6 +129,10 @@ TEST(ExportBrowser, TheHtmlReportRunsWithoutConsoleErrorsAndBuildsTableFlameGrap
   r.report = 2, r.event = "</script><script>alert(1)</script>", r.dispatch = 11, r.start = 900000,
   r.duration_us = 250000, r.cause = "waiting", r.flags = {"hung"};
   r.samples = {sample(200000, {"<img src=x onerror=alert(2)>"})};
+  r.wait = "{\"other\":1,\"objects\":[{\"kind\":\"mutex\",\"samples\":1,\"address\":\"0x7f00a0\",\"fd\":null,"
+           "\"value\":0,\"text\":\"\",\"owner\":{\"tid\":4242,\"name\":\"<b>journal</b>\",\"loop\":null,\"scopes\":[],"
+           "\"pcs\":[\"0x401000\",\"0x401234\"]}},{\"kind\":\"sleep\",\"samples\":1,\"address\":\"0x0\",\"fd\":null,"
+           "\"value\":10000000,\"text\":\"\",\"owner\":null}]}";
   records.push_back(r);
   r = FixtureRecord{};
   r.report = 3, r.loop = "net", r.loop_index = 1, r.event = "idle", r.dispatch = 2, r.start = 50000,
@@ -170,6 +175,21 @@ TEST(ExportBrowser, TheHtmlReportRunsWithoutConsoleErrorsAndBuildsTableFlameGrap
     EXPECT_NE(segments[i].find(" data-us=\"" + std::to_string(us) + "\""), std::string::npos) << segments[i];
     EXPECT_NE(segments[i].find(width.str()), std::string::npos) << segments[i];
   }
+
+  // The waits of the second block beside it: each object as every form names it, with its
+  // samples, then the main object's holder and its stack (names as text, never markup); the
+  // other blocks waited on nothing.
+  EXPECT_EQ(count(dom, "<span class=\"wait\""), 2u);
+  EXPECT_EQ(count(dom, "<b>"), 0u) << "a holder name became an element";
+  EXPECT_NE(dom.find(">" + html_text("mutex 0x7f00a0 held by '<b>journal</b>' (tid 4242) (1)") + "</span>"),
+            std::string::npos)
+      << dom;
+  EXPECT_NE(dom.find(">sleep 10.000 ms (1)</span>"), std::string::npos);
+  EXPECT_NE(dom.find(">other 1</span>"), std::string::npos);
+  EXPECT_NE(dom.find("<summary>" + html_text("holder <b>journal</b> (tid 4242)") + "</summary><ol><li>0x401000</li>"
+                     "<li>0x401234</li></ol>"),
+            std::string::npos)
+      << dom;
 
   // A flame graph per culprit with samples, each node a box holding its frame's label, with
   // the samples under it.

@@ -48,6 +48,7 @@ struct FixtureRecord {
   std::vector<FixtureSample> samples;
   std::optional<std::string> wall_time;  // "linux.time"
   std::string clock = "monotonic";       // "linux.clock" (with wall_time)
+  std::string wait;                      // the "wait" member's value as JSON; "": no member
 };
 
 // A JSON string as the core writes it (docs/report-format.md): '"', '\\' and control characters escaped.
@@ -98,6 +99,7 @@ inline std::string to_json_line(const FixtureRecord& r) {
     o << "]}";
   }
   o << "],\"records_dropped\":0,\"notes_dropped\":0";
+  if (!r.wait.empty()) o << ",\"wait\":" << r.wait;
   if (r.wall_time)
     o << ",\"linux\":{\"time\":" << json_quote(*r.wall_time) << ",\"clock\":" << json_quote(r.clock)
       << ",\"frames\":[]}";
