@@ -346,6 +346,36 @@ TEST(ToolReader, ALineWithoutStagesHasNone) {
   EXPECT_EQ(counts, (std::vector<std::size_t>{1, 0, 1, 0}));
 }
 
+// A file of one line per case, each a record whose member `member` has the case's value, then a
+// good record: each case is one warning (its text after file and line), the good record is read.
+// Returns the wrong-type warnings counted.
+std::uint64_t expect_member_warnings(TempDir& dir, const std::string& member,
+                                     const std::vector<std::pair<std::string, std::string>>& cases) {
+  std::string content;
+  std::string expected;
+  const std::string path = dir.path() + "/bad_" + member + ".jsonl";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    RecordSpec spec;
+    spec.report = i + 1;
+    spec.extra = ",\"" + member + "\":" + cases[i].first;
+    content += json_line(spec);
+    expected += path + ":" + std::to_string(i + 1) + ": " + cases[i].second + "\n";
+  }
+  RecordSpec good;
+  good.report = 99;
+  content += json_line(good);
+  dir.write("bad_" + member + ".jsonl", content);
+  std::ostringstream warnings;
+  Reader reader(warnings);
+  const std::vector<LogRecord> records = read_all(reader, path);
+  EXPECT_EQ(warnings.str(), expected);
+  EXPECT_EQ(records.size(), 1u);
+  if (!records.empty()) {
+    EXPECT_EQ(records[0].report, 99u);
+  }
+  return reader.stats().warnings_of(WarningKind::wrong_type);
+}
+
 // A malformed "stages" member skips its record with a wrong-type warning naming the member, with
 // file and line, as any malformed member; the next line is read.
 TEST(ToolReader, AMalformedStagesMemberIsAWarningWithFileAndLine) {
@@ -360,27 +390,7 @@ TEST(ToolReader, AMalformedStagesMemberIsAWarningWithFileAndLine) {
       {"[{\"us\":2}]", "field \"stages\": an entry without \"name\""},
       {"[{\"name\":\"a\"}]", "field \"stages\": an entry without \"us\""},
   };
-  std::string content;
-  std::string expected;
-  const std::string path = dir.path() + "/bad_stages.jsonl";
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    RecordSpec spec;
-    spec.report = i + 1;
-    spec.extra = ",\"stages\":" + cases[i].first;
-    content += json_line(spec);
-    expected += path + ":" + std::to_string(i + 1) + ": " + cases[i].second + "\n";
-  }
-  RecordSpec good;
-  good.report = 99;
-  content += json_line(good);
-  dir.write("bad_stages.jsonl", content);
-  std::ostringstream warnings;
-  Reader reader(warnings);
-  const std::vector<LogRecord> records = read_all(reader, path);
-  EXPECT_EQ(warnings.str(), expected);
-  ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].report, 99u);
-  EXPECT_EQ(reader.stats().warnings_of(WarningKind::wrong_type), cases.size());
+  EXPECT_EQ(expect_member_warnings(dir, "stages", cases), cases.size());
 }
 
 // The "wait" member: each object with its holder, the holder's PCs symbolised by "linux"."frames"
@@ -443,26 +453,7 @@ TEST(ToolReader, AMalformedWaitMemberIsAWarningWithFileAndLine) {
       {"{\"objects\":[{\"kind\":\"mutex\",\"samples\":1,\"owner\":{\"tid\":1,\"pcs\":[1]}}]}",
        "field \"wait.objects.owner.pcs\": expected a string, got a number"},
   };
-  std::string content;
-  std::string expected;
-  const std::string path = dir.path() + "/bad_waits.jsonl";
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    RecordSpec spec;
-    spec.report = i + 1;
-    spec.extra = ",\"wait\":" + cases[i].first;
-    content += json_line(spec);
-    expected += path + ":" + std::to_string(i + 1) + ": " + cases[i].second + "\n";
-  }
-  RecordSpec good;
-  good.report = 99;
-  content += json_line(good);
-  dir.write("bad_waits.jsonl", content);
-  std::ostringstream warnings;
-  Reader reader(warnings);
-  const std::vector<LogRecord> records = read_all(reader, path);
-  EXPECT_EQ(warnings.str(), expected);
-  ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].report, 99u);
+  expect_member_warnings(dir, "wait", cases);
 }
 
 TEST(ToolReader, CrLfAndBlankLinesAreAccepted) {
