@@ -382,6 +382,77 @@ void BM_WaitObjectPipe(benchmark::State& state) {
 }
 BENCHMARK(BM_WaitObjectPipe);
 
+// What a poll costs that samples a loop off the CPU, by what it reads of the wait. The loop is
+// blocked on a std::mutex whose holder is parked reading an idle pipe; every timed poll takes one
+// sample of it (armed at once, a sample interval of one tick) and its CPU readings. Arg 0: the
+// Hal without read_wait (the poll without wait objects); 1: read_wait naming the lock and its
+// holder (read_wait_object), without the holder's stack; 2: the Platform's read_wait (the lock,
+// its holder and the holder's stack).
+std::size_t wait_without_holder_stack(void*, const lc::Monitor& loop, lc::WaitObject* out, lc::Frame*, std::size_t) {
+  const auto* thread = static_cast<const lx::LoopThread*>(loop.context());
+  lx::read_wait_object(thread->tid(), *out);
+  return 0;
+}
+
+void BM_LinuxOffCpuSamplePoll(benchmark::State& state) {
+  lx::Platform platform;
+  auto watchdog = std::make_unique<lc::StaticWatchdog<1, 8>>();
+  lc::Hal hal = platform.hal();
+  if (state.range(0) == 0) hal.read_wait = nullptr;
+  if (state.range(0) == 1) hal.read_wait = &wait_without_holder_stack;
+  lx::LoopThread loop_thread;
+  auto monitor = std::make_unique<lx::PortMonitor>();
+  lc::MonitorConfig config = linux_config("loop");
+  config.threshold_us = 50'000'000;  // no report while the benchmark runs
+  config.hang_limit_us = 100'000'000;
+  config.arm_permille = 0;
+  config.sample_interval_us = 1;
+  config.context = &loop_thread;
+  if (!platform.init().ok() || watchdog->init(lc::WatchdogConfig{}, hal) != lc::Status::ok ||
+      monitor->init(config) != lc::Status::ok || watchdog->add(*monitor) != lc::Status::ok) {
+    state.SkipWithError("set-up failed");
+    return;
+  }
+  std::mutex m;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    state.SkipWithError("pipe failed");
+    return;
+  }
+  std::atomic<bool> held{false};
+  std::thread holder([&] {
+    pthread_setname_np(pthread_self(), "bench-holder");
+    std::lock_guard<std::mutex> lock(m);
+    held.store(true);
+    char c = 0;
+    benchmark::DoNotOptimize(read(fds[0], &c, 1));
+  });
+  while (!held.load()) std::this_thread::yield();
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(loop_thread);
+    LOOPCANARY_DISPATCH(*monitor, kLinuxEvent);
+    std::lock_guard<std::mutex> lock(m);
+  });
+  lc::WaitObject w;
+  while (loop_thread.tid() == 0 || !lx::read_wait_object(loop_thread.tid(), w) || w.kind != lc::WaitKind::mutex) {
+    std::this_thread::yield();
+  }
+  for (auto _ : state) {
+    watchdog->poll(lx::Clock::now());
+    benchmark::ClobberMemory();
+  }
+  const lc::WatchdogStats stats = watchdog->stats();
+  benchmark::DoNotOptimize(write(fds[1], "x", 1));
+  holder.join();
+  loop.join();
+  close(fds[0]);
+  close(fds[1]);
+  watchdog->finish(lx::Clock::now());
+  state.counters["missed"] = static_cast<double>(stats.samples_missed);
+  if (stats.reports != 0) state.SkipWithError("a poll reported a block");
+}
+BENCHMARK(BM_LinuxOffCpuSamplePoll)->ArgName("wait")->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+
 void BM_LinuxWatchdogPoll(benchmark::State& state) {
   constexpr std::size_t kMaxLoops = 64;
   const auto n = static_cast<std::size_t>(state.range(0));

@@ -472,8 +472,8 @@ TEST(FormatText, AWaitingRecordNamesWhatItWaitedOnAndWhoHeldIt) {
 }
 
 TEST(FormatText, ARecordWithoutWaitsHasNoWaitLines) {
-  BlockRecord r = hand_block();
-  r.cause = lc::Cause::waiting;  // waiting, but nothing was read: the cause alone
+  BlockRecord r = hand_waiting_block();
+  r.wait = {};  // waiting, but nothing was read: the cause alone
   const std::string text = text_of(r);
   EXPECT_EQ(line_of(text, "cause = "), "cause = waiting");
   EXPECT_FALSE(has_line(text, "waits:")) << text;

@@ -55,10 +55,15 @@
 
 /// Distinct wait objects (what an off-CPU loop thread waited on: wait.hpp) counted per block
 /// record; readings of others are counted in WaitSummary::other. Range 0..16; 0 leaves wait
-/// objects out (no RAM, no code: the default of a device build, whose ports read none). RAM:
-/// about 190 bytes per object per record and per watch (64-bit hosts, 8 frames).
+/// objects out (no RAM, no code). Default: 4 on Linux, whose port reads them; 0 elsewhere (a
+/// device's ports read none). RAM: 200 bytes per object per record and per watch (x86-64, 8
+/// frames).
 #ifndef LOOPCANARY_WAIT_OBJECTS
+#if defined(__linux__)
 #define LOOPCANARY_WAIT_OBJECTS 4
+#else
+#define LOOPCANARY_WAIT_OBJECTS 0
+#endif
 #endif
 
 /// Interceptors a watchdog can call per report. Range 1..64.

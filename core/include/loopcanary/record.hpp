@@ -111,7 +111,7 @@ template <std::size_t Objects>
 struct WaitSummaryOf {
   std::uint8_t count = 0;   ///< objects[0, count), most samples first
   std::uint32_t other = 0;  ///< readings of objects that did not fit in objects[]
-  WaitSeen objects[Objects] = {};
+  WaitSeen objects[Objects];  // each as WaitSeen{} (its members have defaults)
 };
 template <>
 struct WaitSummaryOf<0> {

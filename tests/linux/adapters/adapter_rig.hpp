@@ -4,6 +4,10 @@
 // event loops, each run on a thread of the test that holds a ScopedLoop.
 #pragma once
 
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -43,6 +47,28 @@ inline bool event_named(const lc::BlockRecord& record, const char* name) {
   return record.event != nullptr && std::strcmp(record.event->name, name) == 0;
 }
 
+/// The record of a dispatch that waited on `mutex`, held by the calling thread (the test's,
+/// which sleeps in lc_test_sleep_until meanwhile), names the lock, its holder and the holder's
+/// stack: the main wait object is the mutex, held by this thread, whose stack reaches the sleep.
+inline void expect_names_this_thread_as_holder(const lc::BlockRecord& final, const std::mutex& mutex) {
+  ASSERT_GE(final.wait.count, 1u) << evidence(final);
+  const lc::WaitSeen& lock = final.wait.objects[0];
+  EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
+  EXPECT_EQ(lock.object.address, reinterpret_cast<std::uintptr_t>(&mutex));
+  EXPECT_EQ(lock.object.owner, static_cast<std::uint32_t>(syscall(SYS_gettid)));
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  EXPECT_STREQ(lock.object.owner_name, name);
+  lx::Symbolizer symbolizer;
+  bool in_sleep = false;
+  for (std::uint8_t f = 0; f < lock.holder_pc_count; ++f) {
+    lx::Symbol sym;
+    in_sleep = in_sleep || (symbolizer.symbolize(lock.holder_frames[f], f != 0, sym) && sym.has_function &&
+                            std::strstr(sym.function, "lc_test_sleep_until") != nullptr);
+  }
+  EXPECT_TRUE(in_sleep) << int{lock.holder_pc_count} << " holder frames, none in lc_test_sleep_until";
+}
+
 // The scenarios every adapter is tested with, on an adapted loop type `L`: `L(callback)` sets up
 // a loop whose first callback (handler) runs `callback`, and `L::run(rig)` runs that loop on a
 // new loop thread of `rig` until it has no work left. `event` is the Event the adapter names
@@ -72,6 +98,7 @@ void check_callback_waiting_on_a_lock_is_a_waiting_block(const lc::Event& event)
   EXPECT_GE(us_of(final, final.duration_ticks), 190'000u);
   ASSERT_TRUE(final.has_thread_cpu);
   EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
+  expect_names_this_thread_as_holder(final, mutex);
   expect_waiting(final);
 }
 

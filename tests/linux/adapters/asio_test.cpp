@@ -121,6 +121,7 @@ TEST(AsioAdapter, HandlerWaitingOnALockIsAWaitingBlock) {
   EXPECT_GE(us_of(final, final.duration_ticks), 190'000u);
   ASSERT_TRUE(final.has_thread_cpu);
   EXPECT_LT(final.thread_cpu_us * 5, us_of(final, final.window_ticks)) << evidence(final);
+  expect_names_this_thread_as_holder(final, mutex);
   expect_waiting(final);
 }
 
