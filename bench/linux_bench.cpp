@@ -387,11 +387,10 @@ BENCHMARK(BM_WaitObjectPipe);
 // sample of it (armed at once, a sample interval of one tick) and its CPU readings. Arg 0: the
 // Hal without read_wait (the poll without wait objects); 1: read_wait naming the lock and its
 // holder (read_wait_object), without the holder's stack; 2: the Platform's read_wait (the lock,
-// its holder and the holder's stack).
-std::size_t wait_without_holder_stack(void*, const lc::Monitor& loop, lc::WaitObject* out, lc::Frame*, std::size_t) {
+// its holder, what the holder waits on, the holder's stack).
+void wait_without_holder_stack(void*, const lc::Monitor& loop, lc::WaitReading* out, std::size_t) {
   const auto* thread = static_cast<const lx::LoopThread*>(loop.context());
-  lx::read_wait_object(thread->tid(), *out);
-  return 0;
+  lx::read_wait_object(thread->tid(), out->object);
 }
 
 void BM_LinuxOffCpuSamplePoll(benchmark::State& state) {

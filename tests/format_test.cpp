@@ -471,6 +471,13 @@ TEST(FormatText, AWaitingRecordNamesWhatItWaitedOnAndWhoHeldIt) {
   EXPECT_EQ(std::vector<std::string>(waits, waits + static_cast<std::ptrdiff_t>(expected.size())), expected);
 }
 
+TEST(FormatText, ADeadlockNamesTheChainOfHolders) {
+  const std::string text = text_of(loopcanary::test::hand_deadlock_block());
+  EXPECT_EQ(line_of(text, "cause = "),
+            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242), which waits on mutex 0x7f00c8 held "
+            "by 'main-loop' (tid 7): deadlock");
+}
+
 TEST(FormatText, ARecordWithoutWaitsHasNoWaitLines) {
   BlockRecord r = hand_waiting_block();
   r.wait = {};  // waiting, but nothing was read: the cause alone
@@ -990,7 +997,8 @@ TEST(FormatJson, TheWaitMemberHoldsEveryObjectAndItsHolder) {
   EXPECT_EQ(u64_of(wait["other"]), 1u);
   ASSERT_EQ(wait["objects"].items.size(), 2u);
   const Json& lock = wait["objects"].items[0];
-  EXPECT_EQ(lock.keys(), (std::vector<std::string>{"kind", "samples", "address", "fd", "value", "text", "owner"}));
+  EXPECT_EQ(lock.keys(),
+            (std::vector<std::string>{"kind", "samples", "address", "fd", "value", "text", "owner", "chain", "deadlock"}));
   EXPECT_EQ(string_of(lock["kind"]), "mutex");
   EXPECT_EQ(u64_of(lock["samples"]), 5u);
   EXPECT_EQ(string_of(lock["address"]), "0x7f00a0");
@@ -1005,6 +1013,20 @@ TEST(FormatJson, TheWaitMemberHoldsEveryObjectAndItsHolder) {
   EXPECT_EQ(u64_of(pipe["fd"]), 5u);
   EXPECT_EQ(string_of(pipe["text"]), "pipe:[81234]");
   EXPECT_EQ(pipe["owner"].kind, Json::Kind::null);
+}
+
+TEST(FormatJson, ADeadlocksChainIsInItsObject) {
+  const Json doc = json_of(loopcanary::test::hand_deadlock_block());
+  const Json& lock = doc["wait"]["objects"].at(0);
+  EXPECT_EQ(lock["deadlock"].kind, Json::Kind::boolean);
+  EXPECT_TRUE(lock["deadlock"].boolean);
+  ASSERT_EQ(lock["chain"].items.size(), 1u);
+  EXPECT_EQ(string_of(lock["chain"].at(0)["address"]), "0x7f00c8");
+  EXPECT_EQ(u64_of(lock["chain"].at(0)["tid"]), 7u);
+  EXPECT_EQ(string_of(lock["chain"].at(0)["name"]), "main-loop");
+  const Json& plain = json_of(hand_waiting_block())["wait"]["objects"].at(0);
+  EXPECT_FALSE(plain["deadlock"].boolean);
+  EXPECT_EQ(plain["chain"].items.size(), 0u);
 }
 
 TEST(FormatJson, LargeNumbersStayExact) {

@@ -643,6 +643,13 @@ BlockRecord worst_record(std::size_t scopes, bool top_scopes) {
     w.samples = 0xFFFFFFFFu;
     w.holder_pc_count = static_cast<std::uint8_t>(lc::kMaxFrames);
     for (Frame& f : w.holder_frames) f = ~Frame{0};
+    w.chain_count = static_cast<std::uint8_t>(lc::kWaitChainMax);
+    for (lc::WaitHop& hop : w.chain) {
+      hop.address = max;
+      hop.owner = 0xFFFFFFFFu;
+      std::memset(hop.owner_name, 'h', sizeof hop.owner_name - 1);
+    }
+    w.deadlock = true;
   }
   return r;
 }

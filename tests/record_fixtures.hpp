@@ -114,6 +114,31 @@ inline BlockRecord hand_waiting_block() {
   return r;
 }
 
+/// hand_block() of a loop thread (id 7, "main-loop") that hangs on a lock held by thread 4242
+/// "journal", which waits on a lock the loop's thread holds: a deadlock, in all of its 7 samples.
+inline BlockRecord hand_deadlock_block() {
+  BlockRecord r = hand_block();
+  r.phase = Phase::hang;
+  r.cause = Cause::waiting;
+  if constexpr (kWaitObjects >= 1) {
+    r.wait.count = 1;
+    WaitSeen& lock = r.wait.objects[0];
+    lock.object.kind = WaitKind::mutex;
+    lock.object.address = 0x7f00a0;
+    lock.object.owner = 4242;
+    set_text(lock.object.owner_name, "journal");
+    lock.holder_pc_count = 1;
+    lock.holder_frames[0] = 0x401000;
+    lock.chain_count = 1;
+    lock.chain[0].address = 0x7f00c8;
+    lock.chain[0].owner = 7;
+    set_text(lock.chain[0].owner_name, "main-loop");
+    lock.deadlock = true;
+    lock.samples = 7;
+  }
+  return r;
+}
+
 /// A health record with every field set: a 1 s window across the tick wrap at 1 MHz, one event
 /// ("control_tick") with a period and a deadline, a resident memory reading.
 inline HealthRecord hand_health() {

@@ -49,12 +49,14 @@ class WaitTest : public testing::Test {
     rig.machine.set_pc_capture(true);
   }
 
-  // A 100 ms threshold, sampled every 10 ms, armed at 25 ms; the dispatch begins at a poll.
+  // A 100 ms threshold, sampled every 10 ms, armed at 25 ms, a hang at 500 ms; the dispatch
+  // begins at a poll.
   testing::AssertionResult start() {
     lc::MonitorConfig config;
     config.name = "main";
     config.threshold_us = 100'000;
     config.sample_interval_us = 10'000;
+    config.hang_limit_us = 500'000;
     return rig.start(config, kPeriod);
   }
 
@@ -171,6 +173,49 @@ TEST_F(WaitTest, EachRecordHoldsOnlyTheWaitsOfItsOwnDispatch) {
   EXPECT_EQ(second->cause, lc::Cause::waiting);
   EXPECT_EQ(second->wait.count, 0u) << "the thread waited on nothing the machine could name";
   EXPECT_EQ(second->wait.other, 0u);
+}
+
+TEST_F(WaitTest, TwoThreadsEachHoldingWhatTheOtherWaitsOnAreNamedAsADeadlockInTheHang) {
+  ASSERT_TRUE(start());
+  rig.thread.name = "main-loop";
+  // journal waits on the lock at 0xB0, which the loop's thread holds; the loop waits on 0xA0,
+  // which journal holds.
+  journal.waiting_on = mutex_at(0xB0);
+  journal.holder = &rig.thread;
+  rig.align();
+  rig.dispatch(kWork, [&] { rig.scheduler->wait_on(rig.thread, mutex_at(0xA0), &journal, ms(600)); });
+  const std::optional<BlockRecord> hang = rig.find(1, Phase::hang);
+  ASSERT_TRUE(hang.has_value());
+  ASSERT_EQ(hang->wait.count, 1u);
+  const lc::WaitSeen& lock = hang->wait.objects[0];
+  EXPECT_EQ(lock.object.owner, 4242u);
+  ASSERT_EQ(lock.chain_count, 1u);
+  EXPECT_EQ(lock.chain[0].address, 0xB0u);
+  EXPECT_EQ(lock.chain[0].owner, 7u);
+  EXPECT_STREQ(lock.chain[0].owner_name, "main-loop");
+  EXPECT_TRUE(lock.deadlock);
+  char text[256];
+  lc::format_wait(lock, text, sizeof text);
+  EXPECT_STREQ(text,
+               "mutex 0xa0 held by 'journal' (tid 4242), which waits on mutex 0xb0 held by 'main-loop' (tid 7): "
+               "deadlock");
+}
+
+TEST_F(WaitTest, AChainOfHoldersThatEndsIsNoDeadlock) {
+  ASSERT_TRUE(start());
+  sim::Thread flash;  // journal waits on the flash driver's lock; the flash driver sleeps
+  flash.id = 99;
+  flash.name = "flash";
+  journal.waiting_on = mutex_at(0xB0);
+  journal.holder = &flash;
+  const std::optional<BlockRecord> r =
+      block([&] { rig.scheduler->wait_on(rig.thread, mutex_at(0xA0), &journal, ms(150)); });
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->wait.count, 1u);
+  const lc::WaitSeen& lock = r->wait.objects[0];
+  ASSERT_EQ(lock.chain_count, 1u);
+  EXPECT_EQ(lock.chain[0].owner, 99u);
+  EXPECT_FALSE(lock.deadlock);
 }
 
 TEST_F(WaitTest, AnEvidenceWatchdogNeverReadsWaits) {

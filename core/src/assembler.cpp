@@ -167,6 +167,9 @@ void add_wait(WatchSamples& samples, const WaitReading& reading) noexcept {
         seen.holder_pc_count = reading.holder_pc_count;
         std::memcpy(seen.holder_frames, reading.holder_frames, sizeof seen.holder_frames);
       }
+      seen.chain_count = reading.chain_count;  // the chain as last read
+      std::memcpy(seen.chain, reading.chain, sizeof seen.chain);
+      seen.deadlock = reading.deadlock;
       move_up(wait.objects, i, &WaitSeen::samples);
       return;
     }

@@ -57,6 +57,28 @@ void stack_json(TextWriter& w, std::uint8_t scope_count, std::uint8_t pc_count, 
   w.put(']');
 }
 
+// A lock's holder: " held by 'NAME' (tid N[, loop 'LOOP'])", or " (holder not known)".
+void holder_text(TextWriter& w, std::uint32_t owner, const char* name, const char* loop) noexcept {
+  if (owner == 0) {
+    w.puts(" (holder not known)");
+    return;
+  }
+  w.puts(" held by ");
+  if (name[0] != '\0') {
+    w.put('\'');
+    w.name(name);
+    w.puts("' ");
+  }
+  w.puts("(tid ");
+  w.u64(owner);
+  if (loop != nullptr) {
+    w.puts(", loop '");
+    w.name(loop);
+    w.put('\'');
+  }
+  w.put(')');
+}
+
 // The wait object's text (format_wait) onto `w`. Names from the system (paths, thread names)
 // go through name(): a control character in them cannot forge a line.
 void wait_text(TextWriter& w, const WaitReading& reading) noexcept {
@@ -99,28 +121,19 @@ void wait_text(TextWriter& w, const WaitReading& reading) noexcept {
   }
   if (o.kind == WaitKind::condition) w.puts(" (no owner)");
   if (o.kind != WaitKind::mutex) return;
-  if (o.owner == 0) {
-    w.puts(" (holder not known)");
-    return;
+  holder_text(w, o.owner, o.owner_name, reading.owner_loop);
+  for (std::uint8_t i = 0; i < reading.chain_count && i < kWaitChainMax; ++i) {
+    const WaitHop& hop = reading.chain[i];
+    w.puts(", which waits on mutex ");
+    w.hex(hop.address);
+    holder_text(w, hop.owner, hop.owner_name, nullptr);
   }
-  w.puts(" held by ");
-  if (o.owner_name[0] != '\0') {
-    w.put('\'');
-    w.name(o.owner_name);
-    w.puts("' ");
-  }
-  w.puts("(tid ");
-  w.u64(o.owner);
-  if (reading.owner_loop != nullptr) {
-    w.puts(", loop '");
-    w.name(reading.owner_loop);
-    w.put('\'');
-  }
-  w.put(')');
+  if (reading.deadlock) w.puts(": deadlock");
 }
 
 // The "wait" member: {"other":N,"objects":[{"kind":..,"samples":..,"address":..,"fd":..,
-// "value":..,"text":..,"owner":null|{"tid":..,"name":..,"loop":..,"pcs":[..]}}]}.
+// "value":..,"text":..,"owner":null|{"tid":..,"name":..,"loop":..,"scopes":[],"pcs":[..]},
+// "chain":[{"address":..,"tid":..,"name":..}],"deadlock":..}]}.
 [[maybe_unused]] void wait_json(TextWriter& w, const WaitSummary& wait) noexcept {
   w.puts(",\"wait\":{\"other\":");
   w.u64(wait.other);
@@ -147,22 +160,34 @@ void wait_text(TextWriter& w, const WaitReading& reading) noexcept {
     w.json_string(o.text);
     w.puts(",\"owner\":");
     if (o.owner == 0) {
-      w.puts("null}");
-      continue;
-    }
-    w.puts("{\"tid\":");
-    w.u64(o.owner);
-    w.puts(",\"name\":");
-    w.json_string(o.owner_name);
-    w.puts(",\"loop\":");
-    if (seen.owner_loop != nullptr) {
-      w.json_string(seen.owner_loop);
-    } else {
       w.puts("null");
+    } else {
+      w.puts("{\"tid\":");
+      w.u64(o.owner);
+      w.puts(",\"name\":");
+      w.json_string(o.owner_name);
+      w.puts(",\"loop\":");
+      if (seen.owner_loop != nullptr) {
+        w.json_string(seen.owner_loop);
+      } else {
+        w.puts("null");
+      }
+      w.put(',');
+      stack_json(w, 0, seen.holder_pc_count, seen.holder_frames);
+      w.put('}');
     }
-    w.put(',');
-    stack_json(w, 0, seen.holder_pc_count, seen.holder_frames);
-    w.puts("}}");
+    w.puts(",\"chain\":[");
+    for (std::uint8_t h = 0; h < seen.chain_count && h < kWaitChainMax; ++h) {
+      if (h != 0) w.put(',');
+      w.puts("{\"address\":\"");
+      w.hex(seen.chain[h].address);
+      w.puts("\",\"tid\":");
+      w.u64(seen.chain[h].owner);
+      w.puts(",\"name\":");
+      w.json_string(seen.chain[h].owner_name);
+      w.put('}');
+    }
+    w.puts(seen.deadlock ? "],\"deadlock\":true}" : "],\"deadlock\":false}");
   }
   w.puts("]}");
 }

@@ -111,6 +111,16 @@ struct WaitSections {
     w.u8(r.holder_pc_count);
     for (unsigned f = 0; f < r.holder_pc_count; ++f) w.uv(r.holder_frames[f]);
   }
+  // (hops << 1) | deadlock, then each hop: its lock's address, its holder, the holder's name
+  // when there is one.
+  void chain() const noexcept {
+    w.u8(static_cast<unsigned>(r.chain_count << 1) | (r.deadlock ? 1u : 0u));
+    for (unsigned h = 0; h < r.chain_count; ++h) {
+      w.uv(r.chain[h].address);
+      w.uv(r.chain[h].owner);
+      if (r.chain[h].owner != 0) w.str<kThreadNameMax - 1>(r.chain[h].owner_name);
+    }
+  }
 };
 
 // The wait part (version 4): count, other, then each object.

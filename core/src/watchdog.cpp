@@ -406,9 +406,13 @@ bool Watchdog::ran(const Track& track, const TimedCpuReading& before, const Time
 bool Watchdog::read_wait(const Track& track, bool running, WaitReading& out) const noexcept {
   if (running || hal_.read_wait == nullptr || sink_.wait == nullptr) return false;
   const std::size_t max = config_.value.max_frames;
-  std::size_t pcs = hal_.read_wait(hal_.context, *track.monitor, &out.object, out.holder_frames, max);
+  hal_.read_wait(hal_.context, *track.monitor, &out, max);
   if (out.object.kind == WaitKind::none) return false;
-  out.holder_pc_count = static_cast<std::uint8_t>(pcs < max ? pcs : max);
+  // What the port gave, within bounds: a stack of at most max_frames, a chain of at most
+  // kWaitChainMax hops, and no loop name but the watchdog's own.
+  if (out.holder_pc_count > max) out.holder_pc_count = static_cast<std::uint8_t>(max);
+  if (out.chain_count > kWaitChainMax) out.chain_count = static_cast<std::uint8_t>(kWaitChainMax);
+  out.owner_loop = nullptr;
   if (out.object.owner != 0 && hal_.thread_id != nullptr) {
     for (std::size_t i = 0; i < loops_ && out.owner_loop == nullptr; ++i) {
       const Monitor& loop = *tracks_[i].monitor;

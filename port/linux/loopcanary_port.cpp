@@ -579,18 +579,31 @@ void Platform::hal_read_cpu(void* context, const Monitor& loop, CpuReading* out)
   self->cpu_counters(*out);
 }
 
-std::size_t Platform::read_wait(const LoopThread& thread, WaitObject& out, Frame* holder_pcs,
-                                std::size_t max) noexcept {
+void Platform::read_wait(const LoopThread& thread, WaitReading& out, std::size_t max_frames) noexcept {
+  out = WaitReading{};
   const pid_t tid = thread.tid();
-  out = WaitObject{};
-  if (tid == 0 || !read_wait_object(tid, out) || out.owner == 0) return 0;
-  return sample_parked_thread(static_cast<pid_t>(out.owner), holder_pcs, max);
+  WaitLink links[1 + kWaitChainMax];  // the loop's wait, then each holder's while it waits on a lock
+  bool cycle = false;
+  const std::size_t n = tid != 0 ? read_wait_chain(tid, links, 1 + kWaitChainMax, cycle) : 0;
+  if (n == 0) return;
+  out.object = links[0].wait;
+  if (out.object.owner == 0) return;
+  out.holder_pc_count =
+      static_cast<std::uint8_t>(sample_parked_thread(static_cast<pid_t>(out.object.owner), out.holder_frames,
+                                                     max_frames < kMaxFrames ? max_frames : kMaxFrames));
+  for (std::size_t i = 1; i < n && links[i].wait.kind == WaitKind::mutex; ++i) {
+    WaitHop& hop = out.chain[out.chain_count++];
+    hop.address = links[i].wait.address;
+    hop.owner = links[i].wait.owner;
+    std::memcpy(hop.owner_name, links[i].wait.owner_name, sizeof hop.owner_name);
+  }
+  out.deadlock = cycle;
 }
 
-std::size_t Platform::hal_read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
-                                    std::size_t max) {
-  const auto* thread = static_cast<const LoopThread*>(loop.context());
-  return thread != nullptr ? static_cast<Platform*>(context)->read_wait(*thread, *out, holder_pcs, max) : 0u;
+void Platform::hal_read_wait(void* context, const Monitor& loop, WaitReading* out, std::size_t max_frames) {
+  if (const auto* thread = static_cast<const LoopThread*>(loop.context()); thread != nullptr) {
+    static_cast<Platform*>(context)->read_wait(*thread, *out, max_frames);
+  }
 }
 
 std::uint32_t Platform::hal_thread_id(void* /*context*/, const Monitor& loop) {

@@ -63,21 +63,43 @@ void Machine::read_memory(void* context, const Monitor& /*loop*/, MemoryReading*
   *out = self->memory_;
 }
 
-std::size_t Machine::read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
-                               std::size_t max) {
+namespace {
+// `name` into a wait's fixed name field, cut to fit.
+void copy_name(char (&to)[kThreadNameMax], const char* name) noexcept {
+  std::size_t n = 0;
+  for (; name != nullptr && n + 1 < kThreadNameMax && name[n] != '\0'; ++n) to[n] = name[n];
+  to[n] = '\0';
+}
+}  // namespace
+
+void Machine::read_wait(void* context, const Monitor& loop, WaitReading* out, std::size_t max_frames) {
   ++static_cast<Machine*>(context)->wait_reads_;
   const auto* thread = static_cast<const Thread*>(loop.context());
-  if (thread == nullptr) return 0;
-  *out = thread->waiting_on;
+  if (thread == nullptr) return;
+  out->object = thread->waiting_on;
   const Thread* holder = thread->holder;
-  if (out->kind == WaitKind::none || holder == nullptr) return 0;
-  out->owner = holder->id;
-  std::size_t n = 0;
-  for (; n + 1 < kThreadNameMax && holder->name != nullptr && holder->name[n] != '\0'; ++n) out->owner_name[n] = holder->name[n];
-  out->owner_name[n] = '\0';
-  if (holder->pc == 0 || max == 0) return 0;
-  holder_pcs[0] = holder->pc;
-  return 1;
+  if (out->object.kind == WaitKind::none || holder == nullptr) return;
+  out->object.owner = holder->id;
+  copy_name(out->object.owner_name, holder->name);
+  if (holder->pc != 0 && max_frames != 0) {
+    out->holder_frames[0] = holder->pc;
+    out->holder_pc_count = 1;
+  }
+  // The chain: while a holder waits on a lock held by another, until it comes back.
+  for (const Thread* h = holder; h->waiting_on.kind == WaitKind::mutex && h->holder != nullptr;) {
+    if (out->chain_count == kWaitChainMax) break;
+    WaitHop& hop = out->chain[out->chain_count++];
+    hop.address = h->waiting_on.address;
+    hop.owner = h->holder->id;
+    copy_name(hop.owner_name, h->holder->name);
+    bool seen = h->holder == thread;
+    for (const Thread* t = holder; !seen && t != h; t = t->holder) seen = t == h->holder;
+    if (seen || h->holder == h) {
+      out->deadlock = true;
+      break;
+    }
+    h = h->holder;
+  }
 }
 
 std::uint32_t Machine::thread_id(void* /*context*/, const Monitor& loop) {

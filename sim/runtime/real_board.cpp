@@ -172,6 +172,12 @@ void RealBoard::finish() noexcept {
 
 void* RealBoard::peripheral_main(void* self) noexcept {
   auto& p = *static_cast<PeripheralThread*>(self);
+  // Named as its peripheral (cut to a thread name's 15 bytes), so a record of a loop waiting on
+  // a bus it holds names it.
+  char name[16] = {};
+  const char* full = p.board->config_.peripherals[p.index].name;
+  for (std::size_t i = 0; full != nullptr && i + 1 < sizeof name && full[i] != '\0'; ++i) name[i] = full[i];
+  pthread_setname_np(pthread_self(), name);
   p.board->run_peripheral(p);
   return nullptr;
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "loopcanary/format.hpp"
 #include "loopcanary_culprit/culprit_rule.hpp"
 
 namespace loopcanary::simrt {
@@ -392,18 +393,24 @@ void RunSink::print_live(const BlockRecord& record, const char* function) noexce
   } else {
     std::snprintf(cpu_text, sizeof cpu_text, "%d%%", cpu);
   }
+  // What it waited on most, as every form names it ("  on mutex 0x.. held by 'radio' (tid 3)").
+  char on[160] = "";
+  if (record.wait.count > 0) {
+    copy_text(on, sizeof on, "  on ");
+    format_wait(record.wait.objects[0], on + 5, sizeof on - 5);
+  }
   switch (record.phase) {
     case Phase::in_progress:
-      std::fprintf(config_.live, "[loopcanary] %7s s  block in progress  %-16s %8s ms so far  %s, cpu %s  in %s\n",
-                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where);
+      std::fprintf(config_.live, "[loopcanary] %7s s  block in progress  %-16s %8s ms so far  %s, cpu %s  in %s%s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where, on);
       break;
     case Phase::hang:
-      std::fprintf(config_.live, "[loopcanary] %7s s  HANG, still stuck  %-16s %8s ms so far  %s, cpu %s  in %s\n",
-                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where);
+      std::fprintf(config_.live, "[loopcanary] %7s s  HANG, still stuck  %-16s %8s ms so far  %s, cpu %s  in %s%s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where, on);
       break;
     case Phase::final:
-      std::fprintf(config_.live, "[loopcanary] %7s s  block ended        %-16s %8s ms total    %s, cpu %s  in %s%s\n",
-                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where,
+      std::fprintf(config_.live, "[loopcanary] %7s s  block ended        %-16s %8s ms total    %s, cpu %s  in %s%s%s\n",
+                   at.c_str(), event_name(record), ms.c_str(), to_string(record.cause), cpu_text, where, on,
                    (record.flags & kFlagHung) != 0 ? "  (had hung)" : "");
       break;
     case Phase::deadline_miss: {

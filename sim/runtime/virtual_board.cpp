@@ -15,7 +15,12 @@ BoardError VirtualBoard::start_impl(const BoardStart& start) noexcept {
   // poll_period_us is at most 1 s (Board::start): well within tick_t.
   scheduler_.emplace(time_, machine_, *start.watchdog, static_cast<tick_t>(ticks_from_us(start.poll_period_us)));
   peripheral_count_ = start.peripheral_count;
-  for (std::size_t i = 0; i < peripheral_count_; ++i) peripherals_[i] = PeripheralState{Timeline(start.peripherals[i])};
+  thread_.id = 1;
+  for (std::size_t i = 0; i < peripheral_count_; ++i) {
+    peripherals_[i] = PeripheralState{Timeline(start.peripherals[i])};
+    peripherals_[i].thread.id = static_cast<std::uint32_t>(2 + i);
+    peripherals_[i].thread.name = start.peripherals[i].name;
+  }
   return BoardError::none;
 }
 
@@ -34,7 +39,19 @@ void VirtualBoard::acquire_impl(BusId bus, CallerPc caller) noexcept {
   if (bus >= kMaxBuses) return;
   // A peripheral's hold ends at its end time or when reset_hold() is called (by the record
   // consumer, which runs inside advance()); either wakes this wait.
-  while (bus_owner_[bus] >= 0) advance(kMaxIntervalTicks, Activity::wait, caller, kWakeBusFree);
+  while (bus_owner_[bus] >= 0) {
+    WaitObject lock;  // what read_wait gives meanwhile: the bus, held by its peripheral
+    lock.kind = WaitKind::mutex;
+    lock.address = bus;
+    lock.text[0] = 'b';
+    lock.text[1] = 'u';
+    lock.text[2] = 's';
+    thread_.waiting_on = lock;
+    thread_.holder = &peripherals_[static_cast<std::size_t>(bus_owner_[bus])].thread;
+    advance(kMaxIntervalTicks, Activity::wait, caller, kWakeBusFree);
+  }
+  thread_.waiting_on = WaitObject{};
+  thread_.holder = nullptr;
   bus_owner_[bus] = kLoop;
 }
 

@@ -184,6 +184,14 @@ loopcanary::WaitReading wait_reading(const WaitEntry& entry) noexcept {
   o.address = entry.address;
   o.value = entry.value;
   bytes_into(o.text, entry.text);
+  for (const WaitChainHop& from : entry.chain) {
+    if (reading.chain_count == loopcanary::kWaitChainMax) break;
+    loopcanary::WaitHop& hop = reading.chain[reading.chain_count++];
+    hop.address = from.address;
+    hop.owner = static_cast<std::uint32_t>(std::min<std::uint64_t>(from.tid, 0xFFFFFFFFu));
+    bytes_into(hop.owner_name, from.name);
+  }
+  reading.deadlock = entry.deadlock;
   if (!entry.owner) return reading;
   const WaitHolder& holder = *entry.owner;
   o.owner = static_cast<std::uint32_t>(std::min<std::uint64_t>(holder.tid, 0xFFFFFFFFu));

@@ -125,6 +125,14 @@ struct WaitHolder {
   std::vector<Frame> frames;
 };
 
+/// One further link of a chain of holders (a `chain` entry): the lock the previous holder waits
+/// on, and its holder.
+struct WaitChainHop {
+  std::uint64_t address = 0;  ///< the lock word
+  std::uint64_t tid = 0;      ///< its holder's thread id; 0 when not known
+  std::string name;           ///< its holder's name; "" when not known
+};
+
 /// One object the loop's thread waited on in a dispatch's samples (a `wait.objects` entry),
 /// and how many samples named it. The members the kind sets are as in loopcanary::WaitObject.
 struct WaitEntry {
@@ -135,6 +143,10 @@ struct WaitEntry {
   std::uint64_t value = 0;           ///< sleep: ns; poll: descriptors; syscall: its number
   std::string text;                  ///< the description the kind names, "" when none
   std::optional<WaitHolder> owner;   ///< mutex: its holder; std::nullopt when none or not known
+  /// When the holder waits on a lock itself: that lock and its holder, and on (the record's
+  /// `chain`, at most loopcanary::kWaitChainMax); `deadlock` when it comes back to a thread in it.
+  std::vector<WaitChainHop> chain;
+  bool deadlock = false;
 };
 
 /// What a dispatch's loop thread waited on (the record's `wait`): objects, most samples first

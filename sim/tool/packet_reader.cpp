@@ -683,6 +683,22 @@ class BlockDecoder {
       }
       return true;
     }
+    bool chain() {
+      std::uint8_t head = 0;
+      const std::size_t at = d.b.offset();
+      if (!d.b.u8("wait chain", head)) return false;
+      if ((head >> 1) > kWaitChainMax) {
+        return d.b.malformed(at, "wait chain", std::to_string(head >> 1) + " hops, over " + std::to_string(kWaitChainMax));
+      }
+      r.chain_count = static_cast<std::uint8_t>(head >> 1);
+      r.deadlock = (head & 1u) != 0;
+      for (std::uint8_t h = 0; h < r.chain_count; ++h) {
+        WaitHop& hop = r.chain[h];
+        if (!d.b.uv("chain address", 64, hop.address) || !d.b.uv("chain owner", 32, hop.owner)) return false;
+        if (hop.owner != 0 && !fixed_text(d.b, "chain owner name", hop.owner_name)) return false;
+      }
+      return true;
+    }
   };
 
   bool wait_object(WaitSeen& r, std::string& owner_loop) {

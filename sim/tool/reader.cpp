@@ -543,12 +543,28 @@ class BlockParser {
       if (is(k, "value")) return s.u64("wait.objects.value", o.value);
       if (is(k, "text")) return s.str("wait.objects.text", o.text);
       if (is(k, "owner")) return s.is('n') ? s.skip_value() : wait_owner(o.owner.emplace());
+      if (is(k, "deadlock")) return s.boolean("wait.objects.deadlock", o.deadlock);
+      if (is(k, "chain")) {
+        if (!s.is('[')) return s.wrong_type("wait.objects.chain", "an array");
+        return s.array([&](std::size_t) { return wait_hop(o.chain.emplace_back()); });
+      }
       return s.skip_value();
     });
     if (!ok) return false;
     if (!has_kind) return s.bad_value("wait.objects", "an entry without \"kind\"");
     if (!has_samples) return s.bad_value("wait.objects", "an entry without \"samples\"");
     return true;
+  }
+
+  // One "chain" entry of a wait object: "address", "tid" and "name".
+  bool wait_hop(WaitChainHop& hop) {
+    if (!s.is('{')) return s.wrong_type("wait.objects.chain", "an object");
+    return s.object([&](std::string_view k) {
+      if (is(k, "address")) return s.hex_string("wait.objects.chain.address", hop.address, text_);
+      if (is(k, "tid")) return s.u64("wait.objects.chain.tid", hop.tid);
+      if (is(k, "name")) return s.str("wait.objects.chain.name", hop.name);
+      return s.skip_value();
+    });
   }
 
   // A wait object's "owner" (not null); "tid" is required.
@@ -821,6 +837,13 @@ void take_waits(const loopcanary::WaitSummaryOf<N>& from, WaitSummary& to) {
       if (o.fd >= 0) entry.fd = static_cast<std::uint64_t>(o.fd);
       entry.value = o.value;
       take_value(entry.text, o.text);
+      for (std::size_t h = 0; h < seen.chain_count && h < loopcanary::kWaitChainMax; ++h) {
+        WaitChainHop& hop = entry.chain.emplace_back();
+        hop.address = seen.chain[h].address;
+        hop.tid = seen.chain[h].owner;
+        take_value(hop.name, seen.chain[h].owner_name);
+      }
+      entry.deadlock = seen.deadlock;
       if (o.owner == 0) continue;
       WaitHolder& holder = entry.owner.emplace();
       holder.tid = o.owner;

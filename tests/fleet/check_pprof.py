@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 LABELS = ["block_id", "cause", "event", "loop", "phase", "qualifier"]
+WAIT_LABELS = ["holder", "wait"]
 failures = []
 
 
@@ -105,10 +106,17 @@ def main():
     types, samples, locations = parse_raw(pprof("-raw", profile))
     check(types == ["samples/count", "blocked/nanoseconds"], f"sample types {types}")
     check(samples, "no samples")
+    waited = 0
     for s in samples:
-        check(sorted(s["labels"]) == LABELS and all(s["labels"].values()),
-              f"sample {s['values']} {s['locations']} has labels {s['labels']}, want every one of {LABELS}")
+        labels = s["labels"]
+        # A block that waited also names its main wait object and, for a lock, the holder.
+        waited += 1 if "wait" in labels else 0
+        check(sorted(k for k in labels if k not in WAIT_LABELS) == LABELS and all(labels.values())
+              and ("holder" not in labels or "wait" in labels),
+              f"sample {s['values']} {s['locations']} has labels {labels}, want every one of {LABELS}"
+              f" (and {WAIT_LABELS} where it waited)")
         check(len(s["values"]) == 2 and s["locations"], f"sample {s}")
+    check(waited > 0, "no sample carries a wait label: the fleet's radio hangs waited on the bus the radio held")
 
     misses = [r for r in records(args.fleet) if r.get("phase") == "deadline_miss"]
     # Every sample of each record, by its stack table (samples.taken).

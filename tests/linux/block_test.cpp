@@ -159,6 +159,75 @@ TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
   expect_waiting(final);
 }
 
+// Issue 33: a deadlock. The loop's thread holds lock B and waits on A; thread "journal" holds A
+// and waits on B. The hang record names both locks and holders and says deadlock; then each side
+// gives up (timed locks), and everything shuts down.
+TEST(LinuxBlock, DeadlockOfTwoThreadsIsNamedInTheHangRecord) {
+  RigConfig config;
+  config.hang_limit_us = 300'000;
+  Rig rig;
+  rig.start(config);
+  pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
+  std::atomic<bool> give_up{false};
+  std::atomic<int> holding{0};
+  std::atomic<pid_t> loop_tid{0};
+  std::atomic<pid_t> journal_tid{0};
+  // Locks `m` in waits of 100 ms until it has it or `give_up` is raised (true: locked).
+  const auto lock_unless_given_up = [&](pthread_mutex_t& m) {
+    for (;;) {
+      timespec deadline{};
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_nsec += 100'000'000;
+      if (deadline.tv_nsec >= 1'000'000'000) {
+        deadline.tv_nsec -= 1'000'000'000;
+        ++deadline.tv_sec;
+      }
+      if (pthread_mutex_timedlock(&m, &deadline) == 0) return true;
+      if (give_up.load()) return false;
+    }
+  };
+  std::thread journal([&] {
+    pthread_setname_np(pthread_self(), "journal");
+    journal_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    pthread_mutex_lock(&a);
+    ++holding;
+    while (holding.load() < 2) std::this_thread::yield();
+    if (lock_unless_given_up(b)) pthread_mutex_unlock(&b);
+    pthread_mutex_unlock(&a);
+  });
+  std::thread loop([&] {
+    pthread_setname_np(pthread_self(), "main-loop");
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    loop_tid = static_cast<pid_t>(syscall(SYS_gettid));
+    pthread_mutex_lock(&b);
+    ++holding;
+    while (holding.load() < 2) std::this_thread::yield();
+    rig.monitor.begin(kLock);
+    if (lock_unless_given_up(a)) pthread_mutex_unlock(&a);
+    rig.monitor.end();
+    pthread_mutex_unlock(&b);
+  });
+  lc::BlockRecord hang;
+  const bool got_hang = rig.collector.wait_for_phase(lc::Phase::hang, hang);
+  give_up = true;
+  journal.join();
+  loop.join();
+  ASSERT_TRUE(got_hang);
+  ASSERT_GE(hang.wait.count, 1u) << evidence(hang);
+  const lc::WaitSeen& lock = hang.wait.objects[0];
+  EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
+  EXPECT_EQ(lock.object.address, reinterpret_cast<std::uintptr_t>(&a));
+  EXPECT_EQ(lock.object.owner, static_cast<std::uint32_t>(journal_tid.load()));
+  EXPECT_STREQ(lock.object.owner_name, "journal");
+  ASSERT_EQ(lock.chain_count, 1u);
+  EXPECT_EQ(lock.chain[0].address, reinterpret_cast<std::uintptr_t>(&b));
+  EXPECT_EQ(lock.chain[0].owner, static_cast<std::uint32_t>(loop_tid.load()));
+  EXPECT_STREQ(lock.chain[0].owner_name, "main-loop");
+  EXPECT_TRUE(lock.deadlock);
+  EXPECT_EQ(lock.owner_loop, nullptr) << "journal runs no watched loop";
+}
+
 // Test 3: the loop computes while more busy threads than cores compete for the CPUs.
 TEST(LinuxBlock, ComputingAgainstMoreBusyThreadsThanCoresIsStarved) {
   Rig rig;

@@ -242,6 +242,11 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
     lock.object.owner = 17;
     std::memcpy(lock.object.owner_name, "log\xE9", 5);
     lock.samples = 1;
+    lock.chain_count = 1;  // its holder waits on the first lock: a deadlock
+    lock.chain[0].address = 0x7f00a0;
+    lock.chain[0].owner = 4242;
+    std::memcpy(lock.chain[0].owner_name, "journal", 8);
+    lock.deadlock = true;
     block_log_from(d.record, d.top_innermost, direct);
     EXPECT_EQ(test::first_difference(direct, parsed(d, true)), "") << "waits";
     ASSERT_EQ(direct.wait.objects.size(), 3u);
@@ -254,6 +259,9 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
     EXPECT_EQ(direct.wait.objects[1].fd, std::optional<std::uint64_t>(5));
     EXPECT_EQ(direct.wait.objects[2].owner->name, "log\xC3\xA9");  // as the JSON reader decodes \u00e9
     EXPECT_FALSE(direct.wait.objects[2].owner->loop.has_value());
+    ASSERT_EQ(direct.wait.objects[2].chain.size(), 1u);
+    EXPECT_EQ(direct.wait.objects[2].chain[0].tid, 4242u);
+    EXPECT_TRUE(direct.wait.objects[2].deadlock);
     // Back to the core's reading, each names its object as the record's own reading does.
     for (std::size_t i = 0; i < direct.wait.objects.size(); ++i) {
       char expected[256];

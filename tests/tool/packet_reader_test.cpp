@@ -1048,6 +1048,13 @@ void expect_same_record(const loopcanary::BlockRecord& a, const loopcanary::Bloc
     EXPECT_STREQ(x.object.owner_name, y.object.owner_name) << "wait " << int{i};
     EXPECT_STREQ(x.object.text, y.object.text) << "wait " << int{i};
     EXPECT_EQ(name(x.owner_loop), name(y.owner_loop)) << "wait " << int{i};
+    EXPECT_EQ(x.deadlock, y.deadlock) << "wait " << int{i};
+    ASSERT_EQ(x.chain_count, y.chain_count) << "wait " << int{i};
+    for (std::uint8_t h = 0; h < x.chain_count; ++h) {
+      EXPECT_EQ(x.chain[h].address, y.chain[h].address);
+      EXPECT_EQ(x.chain[h].owner, y.chain[h].owner);
+      EXPECT_STREQ(x.chain[h].owner_name, y.chain[h].owner_name);
+    }
     ASSERT_EQ(x.holder_pc_count, y.holder_pc_count) << "wait " << int{i};
     for (std::uint8_t f = 0; f < x.holder_pc_count; ++f) EXPECT_EQ(x.holder_frames[f], y.holder_frames[f]);
   }
@@ -1696,11 +1703,12 @@ TEST(EvidenceReader, RecordsOutliveTheReader) {
 // ---- Wait objects (version 4) ----------------------------------------------------------------
 
 TEST(PacketRoundTrip, WaitObjectsSurviveTheEncoderAndTheDecoder) {
-  const loopcanary::BlockRecord r = loopcanary::test::hand_waiting_block();
-  ASSERT_GT(r.wait.count, 0u);
-  const lt::DecodedRecord d = round_trip(r);
-  expect_same_record(r, d.record);
-  EXPECT_EQ(format(d.record), format(r));
+  for (const loopcanary::BlockRecord& r : {loopcanary::test::hand_waiting_block(), loopcanary::test::hand_deadlock_block()}) {
+    ASSERT_GT(r.wait.count, 0u);
+    const lt::DecodedRecord d = round_trip(r);
+    expect_same_record(r, d.record);
+    EXPECT_EQ(format(d.record), format(r));
+  }
 }
 
 namespace {
@@ -1714,8 +1722,8 @@ Bytes body_of(const loopcanary::BlockRecord& r) {
 }
 
 // A wait part of one object, as the specification lays it out: count 1, other 0, a mutex at
-// 0x40 with `samples` samples, no descriptor, value 0, `text`, owner 77 "journal" of no loop,
-// `frames` holder frames 0x1000 each.
+// 0x40 with 3 samples, no descriptor, value 0, `text`, owner 77 "journal" of no loop, `frames`
+// holder frames 0x1000 each, no chain.
 Bytes wait_part(unsigned kind = 1, unsigned frames = 1, const std::string& text = "") {
   Bytes b{1, 0, static_cast<std::uint8_t>(kind), 3, 0x40, 0, 0};
   lt::test::put_str(b, text, false);
@@ -1724,6 +1732,7 @@ Bytes wait_part(unsigned kind = 1, unsigned frames = 1, const std::string& text 
   lt::test::put_str(b, "", false);
   b.push_back(static_cast<std::uint8_t>(frames));
   for (unsigned f = 0; f < frames; ++f) lt::test::put_uv(b, 0x1000);
+  b.push_back(0);  // no chain of holders
   return b;
 }
 
@@ -1764,6 +1773,8 @@ TEST(PacketReader, EveryMalformedWaitPartIsRejected) {
   Bytes wide_fd = wait_part();
   wide_fd.erase(wide_fd.begin() + 5);  // the fd's one byte becomes five
   wide_fd.insert(wide_fd.begin() + 5, {0x82, 0x80, 0x80, 0x80, 0x08});
+  Bytes long_chain = wait_part();
+  long_chain.back() = 4 << 1;
   const Bytes whole = wait_part();
   const Bytes cut(whole.begin(), whole.begin() + 9);  // up to the owner: its names are missing
   const Case cases[] = {
@@ -1775,6 +1786,7 @@ TEST(PacketReader, EveryMalformedWaitPartIsRejected) {
       {"a descriptor over 2^31 - 1", wide_fd, WarningKind::malformed_packet, "(wait fd)"},
       {"more holder frames than the packet's", wait_part(1, 9), WarningKind::malformed_packet, "max frames"},
       {"ends inside an object", cut, WarningKind::malformed_packet, "the body ends inside"},
+      {"a chain of 4 hops", long_chain, WarningKind::malformed_packet, "(wait chain): 4 hops, over 3"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

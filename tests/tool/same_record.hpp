@@ -49,6 +49,14 @@ inline void compare_waits(std::string& out, const WaitSummary& a, const WaitSumm
     compare(out, where + " fd", x.fd, y.fd);
     compare(out, where + " value", x.value, y.value);
     compare(out, where + " text", x.text, y.text);
+    compare(out, where + " deadlock", x.deadlock, y.deadlock);
+    compare(out, where + " chain", std::uint64_t{x.chain.size()}, std::uint64_t{y.chain.size()});
+    for (std::size_t h = 0; out.empty() && h < x.chain.size(); ++h) {
+      const std::string hop = where + " chain " + std::to_string(h);
+      compare(out, hop + " address", x.chain[h].address, y.chain[h].address);
+      compare(out, hop + " tid", x.chain[h].tid, y.chain[h].tid);
+      compare(out, hop + " name", x.chain[h].name, y.chain[h].name);
+    }
     compare(out, where + " owner", x.owner.has_value(), y.owner.has_value());
     if (!out.empty() || !x.owner) continue;
     compare(out, where + " owner tid", x.owner->tid, y.owner->tid);

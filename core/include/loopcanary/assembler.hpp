@@ -93,8 +93,9 @@ bool same_wait(const WaitReading& a, const WaitReading& b) noexcept;
 
 /// Adds a wait reading of a watch's dispatch (kind not none) to its WaitSummary: counted under
 /// the entry of its object (same_wait; the entry takes the reading's holder stack when it has
-/// one), else a new entry while there is room, else in WaitSummary::other. Watchdog context (or
-/// the decoder's). Does nothing in a build with LOOPCANARY_WAIT_OBJECTS 0.
+/// one, and its chain of holders and deadlock flag always), else a new entry while there is
+/// room, else in WaitSummary::other. Watchdog context (or the decoder's). Does nothing in a build
+/// with LOOPCANARY_WAIT_OBJECTS 0.
 void add_wait(WatchSamples& samples, const WaitReading& reading) noexcept;
 
 /// Builds the record of `observation` into `out` (every field written): its stack samples from

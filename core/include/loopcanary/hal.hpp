@@ -118,16 +118,17 @@ struct Hal {
   /// loop may hold says so (docs/porting.md). Null: no memory values.
   void (*read_memory)(void* context, const Monitor& loop, MemoryReading* out);
 
-  /// Reads what `loop`'s thread waits on now into `*out` (a default WaitObject on entry: kind
-  /// none); leaves it `none` when the thread is not waiting (on a CPU, runnable) or nothing could
-  /// be read. When the object names a holder thread (WaitObject::owner), writes up to `max`
-  /// program counters of the holder's stack to `holder_pcs`, innermost first, and returns how
-  /// many (0: not sampled); otherwise returns 0. Called with a stack sample, after it, when the
-  /// loop's CPU readings do not show it running since the previous poll (at most once per poll
-  /// and loop). Null: no wait objects. Called only by a watchdog that keeps wait objects (a
+  /// Reads what `loop`'s thread waits on now into `*out` (a default WaitReading on entry: kind
+  /// none): WaitReading::object, and when the object names a holder (WaitObject::owner) up to
+  /// `max_frames` program counters of the holder's stack, innermost first, and, when the holder
+  /// waits on a lock itself, the chain of holders and whether it is a deadlock; leaves
+  /// `owner_loop` to the watchdog. Leaves it all at its default when the thread is not waiting
+  /// (on a CPU, runnable) or nothing could be read. Called with a stack sample, before it, when
+  /// the loop's CPU readings do not show it running since the previous poll (at most once per
+  /// poll and loop). Null: no wait objects. Called only by a watchdog that keeps wait objects (a
   /// StaticWatchdog in a build with LOOPCANARY_WAIT_OBJECTS > 0); an EvidenceWatchdog, whose
   /// stream carries none, never calls it.
-  std::size_t (*read_wait)(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs, std::size_t max);
+  void (*read_wait)(void* context, const Monitor& loop, WaitReading* out, std::size_t max_frames);
 
   /// The id of the thread that runs `loop` as the platform names a wait's owner
   /// (WaitObject::owner); 0 when not known. The watchdog calls it after read_wait named an owner,

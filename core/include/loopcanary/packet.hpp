@@ -86,13 +86,14 @@ constexpr std::size_t kPacketIndexBytes = varint_bytes(bit_width(kPacketStringsM
 constexpr std::size_t kPacketFrameBytes =
     larger(kPacketNameBytes + kPacketIndexBytes, varint_bytes(kPointerBits));
 // The wait part (version 4): count, other, then each object: kind, samples, address, fd,
-// value, text, owner, its names, its frames.
+// value, text, owner, its names, its frames, the chain of holders.
 constexpr std::size_t kPacketWaitBytes =
     kWaitObjects == 0 ? 0
                       : 1 + varint_bytes(32) +
                             kWaitObjects * (1 + varint_bytes(32) + varint_bytes(64) + varint_bytes(32) +
                                             varint_bytes(64) + kWaitTextMax + varint_bytes(32) + kThreadNameMax +
-                                            kPacketNameBytes + 1 + kMaxFrames * varint_bytes(kPointerBits));
+                                            kPacketNameBytes + 1 + kMaxFrames * varint_bytes(kPointerBits) + 1 +
+                                            kWaitChainMax * (varint_bytes(64) + varint_bytes(32) + kThreadNameMax));
 constexpr std::size_t kPacketBodyMax =
     5 + varint_bytes(32) +                                  // configuration, capacities, tick_hz
     varint_bytes(32) + 4 + varint_bytes(32) +               // report, phase..loop_index, dispatch

@@ -58,7 +58,8 @@
   X(text, section, 0, 4) /* a str of at most kWaitTextMax - 1 bytes */                          \
   X(object.owner, number, 32, 4)                                                               \
   X(owner_names, section, 0, 4) /* owner not 0: its thread name (str, at most 15), its loop */ \
-  X(holder_frames, section, 64, 4) /* u8 count, then each program counter as a uv */
+  X(holder_frames, section, 64, 4) /* u8 count, then each program counter as a uv */           \
+  X(chain, section, 64, 4) /* u8 (hops << 1) | deadlock, then each hop: address, owner, name */
 
 // ---- health packet (type 3): after the configuration and the events capacity ------------------
 

@@ -84,23 +84,10 @@ struct StackSamples {
   TopStack top[kTopFrames] = {};          ///< every sample of the dispatch, by stack
 };
 
-/// One reading of what the loop's thread waited on (Hal::read_wait), taken with a stack sample
-/// while the thread was off the CPU.
-struct WaitReading {
-  WaitObject object;                ///< what it waited on; kind none: not waiting, or not read
-  /// The watched loop whose thread is object.owner (MonitorConfig::name; set by the watchdog
-  /// through Hal::thread_id), null when the holder is no loop of the watchdog or not known.
-  const char* owner_loop = nullptr;
-  std::uint8_t holder_pc_count = 0;      ///< holder_frames[0, holder_pc_count): the holder's stack
-  /// Program counters of object.owner's stack read in the same poll, innermost first (the first
-  /// is its current instruction, the others return addresses); none when the port could not
-  /// sample it.
-  Frame holder_frames[kMaxFrames] = {};
-};
-
 /// A wait object one dispatch's samples saw, and how many of them: readings share an entry when
 /// they name the same object and the same holder (same_wait, assembler.hpp). holder_frames are
-/// those of the latest reading of it that had any.
+/// those of the latest reading of it that had any; the chain and `deadlock` those of its latest
+/// reading.
 struct WaitSeen : WaitReading {
   std::uint32_t samples = 0;  ///< samples whose reading named this object
 };

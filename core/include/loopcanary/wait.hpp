@@ -3,11 +3,14 @@
 // long: a lock and the thread that holds it, a descriptor and what it is, a sleep and its
 // length, the kernel's wait channel of an uninterruptible sleep, or the system call. Plain
 // data of a fixed size; a port fills it (the Linux port: loopcanary/port/linux/wait.hpp).
+// WaitReading adds what the watchdog keeps with it: the holder's stack, the chain of holders.
 // Header only; any context.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "loopcanary/config.hpp"
 
 namespace loopcanary {
 
@@ -62,6 +65,38 @@ struct WaitObject {
   std::uint32_t owner = 0;            ///< mutex: the holder's thread id; 0 when none or not known
   char owner_name[kThreadNameMax] = {};  ///< mutex: the holder's thread name; "" when not known
   char text[kWaitTextMax] = {};       ///< the description the kind names; NUL-terminated
+};
+
+/// Further links a wait reading keeps of a chain of holders: the holder waits on a lock whose
+/// holder waits on another, and so on.
+inline constexpr std::size_t kWaitChainMax = 3;
+
+/// One further link of a chain of holders: the lock the previous holder waits on, and its holder.
+struct WaitHop {
+  std::uint64_t address = 0;             ///< the lock word the previous holder waits on
+  std::uint32_t owner = 0;               ///< the thread id of its holder; 0 when not known
+  char owner_name[kThreadNameMax] = {};  ///< its name; "" when not known
+};
+
+/// One reading of what a loop's thread waits on (Hal::read_wait), taken with a stack sample while
+/// the thread was off the CPU: the object, and for a lock the holder's stack and, when the holder
+/// waits on a lock itself, the chain of holders, all read in the same poll.
+struct WaitReading {
+  WaitObject object;  ///< what it waited on; kind none: not waiting, or not read
+  /// The watched loop whose thread is object.owner (MonitorConfig::name; set by the watchdog
+  /// through Hal::thread_id), null when the holder is no loop of the watchdog or not known.
+  const char* owner_loop = nullptr;
+  std::uint8_t holder_pc_count = 0;  ///< holder_frames[0, holder_pc_count): the holder's stack
+  /// Program counters of object.owner's stack, innermost first (the first is its current
+  /// instruction, the others return addresses); none when the port could not sample it.
+  Frame holder_frames[kMaxFrames] = {};
+  /// When the holder itself waits on a lock: that lock and its holder, then what that holder
+  /// waits on, and so on: chain[0, chain_count), at most kWaitChainMax.
+  std::uint8_t chain_count = 0;
+  WaitHop chain[kWaitChainMax] = {};
+  /// The chain comes back to a thread already in it (the loop's own thread, or a holder before):
+  /// a deadlock, whose last hop's owner is that thread.
+  bool deadlock = false;
 };
 
 }  // namespace loopcanary

@@ -5,7 +5,10 @@
 // peripherals are events on the same timeline, and the loop's "program counter" is the
 // firmware call site of the running compute()/wait_us()/acquire(), so samples symbolise to the
 // same firmware functions as in real time. The timelines run on the virtual clock's 64-bit
-// count (sim::VirtualTime::elapsed()), so an action hours into the run happens on time.
+// count (sim::VirtualTime::elapsed()), so an action hours into the run happens on time. While
+// the loop waits in acquire() for a bus a peripheral holds, the sim Machine's Hal::read_wait
+// names the bus as a lock ("mutex 0x1 bus") held by the peripheral (its name, id 2 + its index;
+// the loop's thread is id 1), as the Linux port names a real lock and its holder.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,7 @@ class VirtualBoard final : public Board {
     std::uint64_t hold_end = 0;  // VirtualTime::elapsed() at which the hold ends
     int waiting_for = kNone;   // bus it waits for (the loop holds it), or kNone
     std::uint32_t wait_hold_us = 0;
+    sim::Thread thread{};        // the peripheral as a wait's holder: its id and name
   };
 
   BoardError start_impl(const BoardStart& start) noexcept override;

@@ -153,8 +153,7 @@ class Machine {
   static void read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool debugger(void* context);
   static void read_memory(void* context, const Monitor& loop, MemoryReading* out);
-  static std::size_t read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
-                               std::size_t max);
+  static void read_wait(void* context, const Monitor& loop, WaitReading* out, std::size_t max_frames);
   static std::uint32_t thread_id(void* context, const Monitor& loop);
 
   bool counters_available_ = true;
@@ -195,8 +194,9 @@ class Scheduler {
   /// given, is the loop thread waiting in the run queue (its Thread::wait_ticks grow).
   void starve(tick_t ticks, Thread* runnable = nullptr) noexcept { spend(ticks, nullptr, true, runnable); }
   /// `thread` is off the CPU for `ticks`, waiting on `object`, which `holder` (may be null)
-  /// holds: Hal::read_wait reads it so meanwhile, with the holder's id, name and pc; the machine
-  /// has room. `object.owner` and `owner_name` are set from `holder`.
+  /// holds: Hal::read_wait reads it so meanwhile, with the holder's id, name and pc, and, while
+  /// the holder itself waits on a lock (its waiting_on and holder), the chain of holders; the
+  /// machine has room. `object.owner` and `owner_name` are set from `holder`.
   void wait_on(Thread& thread, const WaitObject& object, const Thread* holder, tick_t ticks) noexcept;
   /// Nothing of the loop's runs for `ticks` (idle between events).
   void idle(tick_t ticks) noexcept { spend(ticks, nullptr, false); }

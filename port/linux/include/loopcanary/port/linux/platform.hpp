@@ -200,11 +200,13 @@ class Platform {
   bool cpu_counters(CpuReading& out) noexcept;
   /// True while a tracer is attached (TracerPid != 0), cached for debugger_check_ms. Any thread.
   bool debugger_attached() noexcept;
-  /// What `thread` waits on now (read_wait_object, loopcanary/port/linux/wait.hpp) into `out`;
-  /// when that names a holder, up to `max` program counters of the holder's stack, innermost
-  /// first, sampled while it is parked in a system call (sample_parked_thread): returns how many
-  /// (0: no holder, or it is on a CPU). `out` is none for a detached or running thread.
-  std::size_t read_wait(const LoopThread& thread, WaitObject& out, Frame* holder_pcs, std::size_t max) noexcept;
+  /// What `thread` waits on now into `out` (reset first), as Hal::read_wait gives it: the object
+  /// (read_wait_object, loopcanary/port/linux/wait.hpp); when that names a holder, up to
+  /// `max_frames` program counters of the holder's stack, sampled while it is parked in a system
+  /// call (sample_parked_thread; none while it is on a CPU), and the chain of holders while each
+  /// waits on a lock (read_wait_chain, at most kWaitChainMax hops) with `deadlock` when it comes
+  /// back to a thread in it. `out.object` is none for a detached or running thread.
+  void read_wait(const LoopThread& thread, WaitReading& out, std::size_t max_frames) noexcept;
   /// The reader behind read_memory (its read() and counters). Configured by init().
   MemoryReader& memory() noexcept { return memory_; }
   const MemoryReader& memory() const noexcept { return memory_; }
@@ -223,8 +225,7 @@ class Platform {
   static void hal_read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool hal_debugger(void* context);
   static void hal_read_memory(void* context, const Monitor& loop, MemoryReading* out);
-  static std::size_t hal_read_wait(void* context, const Monitor& loop, WaitObject* out, Frame* holder_pcs,
-                                   std::size_t max);
+  static void hal_read_wait(void* context, const Monitor& loop, WaitReading* out, std::size_t max_frames);
   static std::uint32_t hal_thread_id(void* context, const Monitor& loop);
 
   bool initialised_ = false;
