@@ -1024,7 +1024,8 @@ TEST(FormatJson, ADeadlocksChainIsInItsObject) {
   EXPECT_EQ(string_of(lock["chain"].at(0)["address"]), "0x7f00c8");
   EXPECT_EQ(u64_of(lock["chain"].at(0)["tid"]), 7u);
   EXPECT_EQ(string_of(lock["chain"].at(0)["name"]), "main-loop");
-  const Json& plain = json_of(hand_waiting_block())["wait"]["objects"].at(0);
+  const Json waiting = json_of(hand_waiting_block());
+  const Json& plain = waiting["wait"]["objects"].at(0);
   EXPECT_FALSE(plain["deadlock"].boolean);
   EXPECT_EQ(plain["chain"].items.size(), 0u);
 }

@@ -148,14 +148,8 @@ TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
   EXPECT_EQ(lock.owner_loop, nullptr);
   // Most samples found the loop on the lock (the first may come before it got there).
   EXPECT_GE(lock.samples * 2, final.samples_taken) << lock.samples << " of " << final.samples_taken;
-  lx::Symbolizer symbolizer;
-  bool in_sleep = false;
-  for (std::uint8_t f = 0; f < lock.holder_pc_count; ++f) {
-    lx::Symbol sym;
-    in_sleep = in_sleep || (symbolizer.symbolize(lock.holder_frames[f], f != 0, sym) && sym.has_function &&
-                            std::strstr(sym.function, "lc_test_sleep_until") != nullptr);
-  }
-  EXPECT_TRUE(in_sleep) << lock.holder_pc_count << " holder frames, none in lc_test_sleep_until";
+  EXPECT_TRUE(holder_frame_in(lock, "lc_test_sleep_until"))
+      << int{lock.holder_pc_count} << " holder frames, none in lc_test_sleep_until";
   expect_waiting(final);
 }
 

@@ -203,6 +203,20 @@ inline bool any_frame_in(const lc::BlockRecord& record, const char* function) {
   return false;
 }
 
+/// True when a frame of the holder's stack `seen` carries lies in a function whose name contains
+/// `function`.
+inline bool holder_frame_in(const lc::WaitSeen& seen, const char* function) {
+  lx::Symbolizer symbolizer;
+  for (std::uint8_t f = 0; f < seen.holder_pc_count; ++f) {
+    lx::Symbol sym;
+    if (symbolizer.symbolize(seen.holder_frames[f], f != 0, sym) && sym.has_function &&
+        std::strstr(sym.function, function) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Human dump of a record's stacks, for failure messages.
 inline std::string describe_stacks(const lc::BlockRecord& record) {
   lx::Symbolizer symbolizer;

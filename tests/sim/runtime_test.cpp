@@ -2,13 +2,16 @@
 // The simulator runtime over long runs, in virtual time: past 2^31 microseconds (half the wrap
 // of the 1 MHz 32-bit tick counter, where "before" and "after" become ambiguous), past 2^32
 // (the wrap itself), across the wrap, with timers, interrupts and reports that far apart.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "loopcanary/format.hpp"
 #include "loopcanary/loopcanary.hpp"
 #include "simrt/run_sink.hpp"
 #include "simrt/runtime.hpp"
@@ -26,7 +29,7 @@ constexpr std::uint64_t kWrapUs = std::uint64_t{1} << 32;
 // below half the wrap, so what they check does not depend on run_for()'s own range.
 constexpr std::uint64_t kChunkUs = 1000 * kSecondUs;
 
-enum : simrt::TypeId { kTick, kSlow, kLine, kBurst, kTypeCount };
+enum : simrt::TypeId { kTick, kSlow, kLine, kBurst, kFlush, kTypeCount };
 
 struct Firmware {
   simrt::Runtime* runtime = nullptr;
@@ -48,11 +51,18 @@ void on_slow(void* app, const simrt::Message&) noexcept {
   }
 }
 
+// Takes the flash controller's bus (bus 0) for a moment: waits while a peripheral holds it.
+void on_flush(void* app, const simrt::Message&) noexcept {
+  auto& fw = *static_cast<Firmware*>(app);
+  fw.runtime->board().acquire(0);
+  fw.runtime->board().release(0);
+}
 const simrt::EventType kTypes[kTypeCount] = {
     {lc::Event{"tick"}, &on_tick},
     {lc::Event{"slow"}, &on_slow},
     {lc::Event{"line"}, &on_line},
     {lc::Event{"burst"}, &on_burst},
+    {lc::Event{"log_flush"}, &on_flush},
 };
 
 // A monitored loop on a virtual board starting at `start` (ticks), its runtime and firmware.
@@ -410,3 +420,36 @@ TEST(RuntimeSetUp, LinesAndTimersNeedTheTableOfInit) {
 }
 
 }  // namespace
+
+// ---- What a handler waits on --------------------------------------------------------------
+
+void collect_record(void* records, const lc::BlockRecord& record) {
+  static_cast<std::vector<lc::BlockRecord>*>(records)->push_back(record);
+}
+
+// log_flush takes the flash controller's bus while the peripheral "ota_task" holds it (from 1 ms,
+// for 300 ms):
+// its record says it waited on that bus, held by ota_task, in every sample it took.
+TEST(BusWait, AHandlerWaitingForABusNamesThePeripheralThatHoldsIt) {
+  auto rig = std::make_unique<Rig>(0);
+  const simrt::Action actions[] = {{simrt::Action::Kind::hold_bus, 0, 300'000, 1'000, 0, 0}};
+  const simrt::Peripheral peripherals[] = {{"sensor", nullptr, 0}, {"ota_task", actions, 1}};
+  std::vector<lc::BlockRecord> records;
+  ASSERT_EQ(rig->start(10'000, peripherals, 2, &collect_record, &records), simrt::BoardError::none);
+  rig->run_in_chunks(10'000);  // ota_task holds the bus from 1 ms
+  rig->runtime.post(kFlush, 0);
+  rig->run_in_chunks(1'000'000);
+  rig->board.finish();
+  const auto final = std::find_if(records.begin(), records.end(), [](const lc::BlockRecord& r) {
+    return r.phase == lc::Phase::final && std::string(r.event->name) == "log_flush";
+  });
+  ASSERT_NE(final, records.end()) << records.size() << " records";
+  EXPECT_EQ(final->cause, lc::Cause::waiting);
+  ASSERT_EQ(final->wait.count, 1u);
+  const lc::WaitSeen& bus = final->wait.objects[0];
+  EXPECT_EQ(bus.samples, final->samples_taken);
+  EXPECT_GT(bus.samples, 20u);
+  char text[128];
+  lc::format_wait(bus, text, sizeof text);
+  EXPECT_STREQ(text, "mutex 0x0 bus held by 'ota_task' (tid 3)");
+}

@@ -59,14 +59,8 @@ inline void expect_names_this_thread_as_holder(const lc::BlockRecord& final, con
   char name[16] = {};
   pthread_getname_np(pthread_self(), name, sizeof name);
   EXPECT_STREQ(lock.object.owner_name, name);
-  lx::Symbolizer symbolizer;
-  bool in_sleep = false;
-  for (std::uint8_t f = 0; f < lock.holder_pc_count; ++f) {
-    lx::Symbol sym;
-    in_sleep = in_sleep || (symbolizer.symbolize(lock.holder_frames[f], f != 0, sym) && sym.has_function &&
-                            std::strstr(sym.function, "lc_test_sleep_until") != nullptr);
-  }
-  EXPECT_TRUE(in_sleep) << int{lock.holder_pc_count} << " holder frames, none in lc_test_sleep_until";
+  EXPECT_TRUE(holder_frame_in(lock, "lc_test_sleep_until"))
+      << int{lock.holder_pc_count} << " holder frames, none in lc_test_sleep_until";
 }
 
 // The scenarios every adapter is tested with, on an adapted loop type `L`: `L(callback)` sets up
