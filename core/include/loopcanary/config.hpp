@@ -56,7 +56,7 @@
 /// Distinct wait objects (what an off-CPU loop thread waited on: wait.hpp) counted per block
 /// record; readings of others are counted in WaitSummary::other. Range 0..16; 0 leaves wait
 /// objects out (no RAM, no code). Default: 4 on Linux, whose port reads them; 0 elsewhere (a
-/// device's ports read none). RAM: 200 bytes per object per record and per watch (x86-64, 8
+/// device's ports read none). RAM: 304 bytes per object per record and per watch (x86-64, 8
 /// frames).
 #ifndef LOOPCANARY_WAIT_OBJECTS
 #if defined(__linux__)
