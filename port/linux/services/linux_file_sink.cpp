@@ -167,6 +167,35 @@ struct PcUse {
   bool return_address;
 };
 
+// Most program counters one record holds: its samples', its stack table's (with each entry's
+// highest innermost PC) and its wait objects' holders'.
+constexpr std::size_t kMaxPcUses = (kMaxSamples + kTopFrames + kWaitObjects) * kMaxFrames + kTopFrames;
+
+// Every distinct program counter of `r` into `uses` (kMaxPcUses of them), sorted, each with its
+// role (the first PC of a stack is the interrupted instruction, the others are return
+// addresses); returns how many.
+std::size_t distinct_pcs(const BlockRecord& r, PcUse (&uses)[kMaxPcUses]) noexcept {
+  std::size_t count = 0;
+  for (std::uint8_t i = 0; i < r.sample_count; ++i) {
+    const Sample& s = r.samples[i];
+    for (std::uint8_t f = 0; f < s.pc_count; ++f) uses[count++] = PcUse{s.frames[s.scope_count + f], f != 0};
+  }
+  for (std::uint8_t i = 0; i < r.top_count; ++i) {
+    const TopStack& t = r.top[i];
+    for (std::uint8_t f = 0; f < t.pc_count; ++f) uses[count++] = PcUse{t.frames[t.scope_count + f], f != 0};
+    if (t.pc_count != 0) uses[count++] = PcUse{t.leaf_high, false};
+  }
+  for (std::uint8_t i = 0; i < r.wait.count; ++i) {  // each holder's stack
+    const WaitSeen& seen = r.wait.objects[i];
+    for (std::uint8_t f = 0; f < seen.holder_pc_count; ++f) uses[count++] = PcUse{seen.holder_frames[f], f != 0};
+  }
+  std::sort(uses, uses + count, [](const PcUse& a, const PcUse& b) {
+    return a.pc != b.pc ? a.pc < b.pc : a.return_address < b.return_address;
+  });
+  return static_cast<std::size_t>(
+      std::unique(uses, uses + count, [](const PcUse& a, const PcUse& b) { return a.pc == b.pc; }) - uses);
+}
+
 }  // namespace
 
 const char* name(SinkError error) noexcept {
@@ -685,28 +714,8 @@ void FileSink::write_extension(const BlockRecord& r, TextWriter& w, Part part) n
   if (part == Part::text_head) return write_time_clock(r.tick_hz, w, part);
   const bool json = part == Part::json;
   if (json) write_time_clock(r.tick_hz, w, part);
-  // Every distinct program counter, with its role (the first PC of a sample is the
-  // interrupted instruction, the others are return addresses).
-  PcUse uses[(kMaxSamples + kTopFrames + kWaitObjects) * kMaxFrames + kTopFrames];
-  std::size_t count = 0;
-  for (std::uint8_t i = 0; i < r.sample_count; ++i) {
-    const Sample& s = r.samples[i];
-    for (std::uint8_t f = 0; f < s.pc_count; ++f) uses[count++] = PcUse{s.frames[s.scope_count + f], f != 0};
-  }
-  for (std::uint8_t i = 0; i < r.top_count; ++i) {
-    const TopStack& t = r.top[i];
-    for (std::uint8_t f = 0; f < t.pc_count; ++f) uses[count++] = PcUse{t.frames[t.scope_count + f], f != 0};
-    if (t.pc_count != 0) uses[count++] = PcUse{t.leaf_high, false};
-  }
-  for (std::uint8_t i = 0; i < r.wait.count; ++i) {  // each holder's stack
-    const WaitSeen& seen = r.wait.objects[i];
-    for (std::uint8_t f = 0; f < seen.holder_pc_count; ++f) uses[count++] = PcUse{seen.holder_frames[f], f != 0};
-  }
-  std::sort(uses, uses + count, [](const PcUse& a, const PcUse& b) {
-    return a.pc != b.pc ? a.pc < b.pc : a.return_address < b.return_address;
-  });
-  count = static_cast<std::size_t>(
-      std::unique(uses, uses + count, [](const PcUse& a, const PcUse& b) { return a.pc == b.pc; }) - uses);
+  PcUse uses[kMaxPcUses];
+  const std::size_t count = distinct_pcs(r, uses);
 
   if (json) {
     w.puts(",\"frames\":[");
