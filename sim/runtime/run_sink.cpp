@@ -393,11 +393,17 @@ void RunSink::print_live(const BlockRecord& record, const char* function) noexce
   } else {
     std::snprintf(cpu_text, sizeof cpu_text, "%d%%", cpu);
   }
-  // What it waited on most, as every form names it ("  on mutex 0x.. held by 'radio' (tid 3)").
-  char on[160] = "";
+  // What it waited on most, as every form names it ("  on mutex 0x.. held by 'radio' (tid 3)");
+  // a description too long for the line ends in "..." (never in the formatter's marker, whose
+  // newline would split the line).
+  char on[512] = "";
   if (record.wait.count > 0) {
     copy_text(on, sizeof on, "  on ");
-    format_wait(record.wait.objects[0], on + 5, sizeof on - 5);
+    if (format_wait(record.wait.objects[0], on + 5, sizeof on - 5).truncated) {
+      constexpr std::size_t kMarker = sizeof "...[truncated]\n" - 1;  // what finish() ends the text with
+      const std::size_t n = std::strlen(on);
+      if (n >= kMarker) copy_text(on + n - kMarker, 4, "...");
+    }
   }
   switch (record.phase) {
     case Phase::in_progress:

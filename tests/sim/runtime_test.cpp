@@ -453,3 +453,49 @@ TEST(BusWait, AHandlerWaitingForABusNamesThePeripheralThatHoldsIt) {
   lc::format_wait(bus, text, sizeof text);
   EXPECT_STREQ(text, "mutex 0x0 bus held by 'ota_task' (tid 3)");
 }
+
+// A live line names the main wait object; one too long for the line ends in "..." and stays one
+// line (the formatter's truncation marker, which ends in a newline, never reaches it).
+TEST(BusWait, ALiveLineNamesTheWaitAndStaysOneLine) {
+  auto rig = std::make_unique<Rig>(0);
+  std::FILE* live = std::tmpfile();
+  ASSERT_NE(live, nullptr);
+  simrt::RunSinkConfig run_sink_config;
+  run_sink_config.board = &rig->board;
+  run_sink_config.live = live;
+  auto run_sink = std::make_unique<simrt::RunSink>(run_sink_config);
+  ASSERT_EQ(rig->start(10'000), simrt::BoardError::none);
+  static const lc::Event kSync{"cloud_sync"};
+  static const std::string long_loop(600, 'l');
+  lc::BlockRecord r;
+  r.phase = lc::Phase::hang;
+  r.event = &kSync;
+  r.tick_hz = rig->board.tick_hz();
+  r.start = rig->board.start_tick();
+  r.end = r.start;
+  if constexpr (lc::kWaitObjects > 0) {
+    r.wait.count = 1;
+    r.wait.objects[0].object.kind = lc::WaitKind::mutex;
+    r.wait.objects[0].object.address = 0x1;
+    r.wait.objects[0].object.owner = 3;
+    r.wait.objects[0].samples = 1;
+  }
+  simrt::RunSink::take(run_sink.get(), r);  // a short description
+  if constexpr (lc::kWaitObjects > 0) r.wait.objects[0].owner_loop = long_loop.c_str();
+  simrt::RunSink::take(run_sink.get(), r);  // one longer than the line holds
+  rig->board.finish();
+  const std::string text = read_all(live);
+  std::fclose(live);
+  if constexpr (lc::kWaitObjects == 0) GTEST_SKIP() << "a build without wait objects";
+  const std::size_t first = text.find('\n');
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_NE(text.find("HANG, still stuck  cloud_sync"), std::string::npos) << text;
+  const std::string line = text.substr(0, first);
+  const std::string expected_end = "in -  on mutex 0x1 held by (tid 3)";
+  ASSERT_GE(line.size(), expected_end.size()) << line;
+  EXPECT_EQ(line.substr(line.size() - expected_end.size()), expected_end) << line;
+  const std::string second = text.substr(first + 1);
+  EXPECT_EQ(std::count(second.begin(), second.end(), '\n'), 1) << second;
+  EXPECT_EQ(second.find("[truncated]"), std::string::npos) << second;
+  EXPECT_EQ(second.substr(second.size() - 4), "...\n") << second;
+}
