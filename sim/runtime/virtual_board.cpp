@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "simrt/virtual_board.hpp"
 
+#include <cstring>
+
 namespace loopcanary::simrt {
 
 VirtualBoard::VirtualBoard(const VirtualBoardConfig& config) noexcept : time_(config.start) {
@@ -39,14 +41,11 @@ void VirtualBoard::acquire_impl(BusId bus, CallerPc caller) noexcept {
   if (bus >= kMaxBuses) return;
   // A peripheral's hold ends at its end time or when reset_hold() is called (by the record
   // consumer, which runs inside advance()); either wakes this wait.
+  // What read_wait gives meanwhile: the bus as a lock, held by the peripheral that has it.
+  thread_.waiting_on.kind = WaitKind::mutex;
+  thread_.waiting_on.address = bus;
+  std::memcpy(thread_.waiting_on.text, "bus", sizeof "bus");
   while (bus_owner_[bus] >= 0) {
-    WaitObject lock;  // what read_wait gives meanwhile: the bus, held by its peripheral
-    lock.kind = WaitKind::mutex;
-    lock.address = bus;
-    lock.text[0] = 'b';
-    lock.text[1] = 'u';
-    lock.text[2] = 's';
-    thread_.waiting_on = lock;
     thread_.holder = &peripherals_[static_cast<std::size_t>(bus_owner_[bus])].thread;
     advance(kMaxIntervalTicks, Activity::wait, caller, kWakeBusFree);
   }
