@@ -387,7 +387,8 @@ BENCHMARK(BM_WaitObjectPipe);
 // sample of it (armed at once, a sample interval of one tick) and its CPU readings. Arg 0: the
 // Hal without read_wait (the poll without wait objects); 1: read_wait naming the lock and its
 // holder (read_wait_object), without the holder's stack; 2: the Platform's read_wait (the lock,
-// its holder, what the holder waits on, the holder's stack).
+// its holder, what the holder waits on, the holder's stack); 3: the same with the holder on a CPU,
+// computing with the lock held (its stack sampled by the signal, the copy of its top scanned).
 void wait_without_holder_stack(void*, const lc::Monitor& loop, lc::WaitReading* out, std::size_t) {
   const auto* thread = static_cast<const lx::LoopThread*>(loop.context());
   lx::read_wait_object(thread->tid(), out->object);
@@ -419,10 +420,16 @@ void BM_LinuxOffCpuSamplePoll(benchmark::State& state) {
     return;
   }
   std::atomic<bool> held{false};
+  std::atomic<bool> stop{false};
+  const bool computes = state.range(0) == 3;
   std::thread holder([&] {
     pthread_setname_np(pthread_self(), "bench-holder");
     std::lock_guard<std::mutex> lock(m);
     held.store(true);
+    if (computes) {
+      while (!stop.load(std::memory_order_relaxed)) benchmark::ClobberMemory();
+      return;
+    }
     char c = 0;
     benchmark::DoNotOptimize(read(fds[0], &c, 1));
   });
@@ -441,6 +448,10 @@ void BM_LinuxOffCpuSamplePoll(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const lc::WatchdogStats stats = watchdog->stats();
+  // What the timed polls read of the holder's stack (the Platform's read_wait, once more).
+  lc::WaitReading reading;
+  platform.read_wait(loop_thread, reading, 8);
+  stop.store(true);
   benchmark::DoNotOptimize(write(fds[1], "x", 1));
   holder.join();
   loop.join();
@@ -448,9 +459,10 @@ void BM_LinuxOffCpuSamplePoll(benchmark::State& state) {
   close(fds[1]);
   watchdog->finish(lx::Clock::now());
   state.counters["missed"] = static_cast<double>(stats.samples_missed);
+  state.counters["holder_frames"] = static_cast<double>(reading.holder_pc_count);
   if (stats.reports != 0) state.SkipWithError("a poll reported a block");
 }
-BENCHMARK(BM_LinuxOffCpuSamplePoll)->ArgName("wait")->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_LinuxOffCpuSamplePoll)->ArgName("wait")->Arg(0)->Arg(1)->Arg(2)->Arg(3)->UseRealTime();
 
 void BM_LinuxWatchdogPoll(benchmark::State& state) {
   constexpr std::size_t kMaxLoops = 64;

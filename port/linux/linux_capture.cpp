@@ -91,6 +91,12 @@ struct Slot {
   std::atomic<std::uint32_t> entries{0};  // handler entries and exits, all threads
   std::atomic<std::uint32_t> exits{0};
   std::atomic<std::uintptr_t> pcs[kMaxCapturePcs] = {};
+  // A capture with copy_reach: the handler copies the top of the stack here (through the
+  // kernel, in the writing phase) and the requester scans it before it frees the slot.
+  std::atomic<bool> copy{false};
+  std::atomic<std::uintptr_t> copy_sp{0};
+  std::atomic<std::uint32_t> copy_bytes{0};
+  std::uintptr_t stack_copy[kCopyBytes / sizeof(std::uintptr_t)] = {};
   CodeMap code;
   sem_t done;
   // Requester side only (the slot's owner): consecutive spins that ended without the answer.
@@ -261,8 +267,24 @@ bool registers_of(const ucontext_t* uc, Registers& r) noexcept {
 #endif
 }
 
-// SIGNAL CONTEXT. Longest stretch of stack the scan reads.
-constexpr std::uintptr_t kScanBytes = 4096;
+// SIGNAL CONTEXT. Longest stretch of stack the scan reads (a copied stack top is as long).
+constexpr std::uintptr_t kScanBytes = kCopyBytes;
+
+// SIGNAL CONTEXT. Copies the top of the interrupted stack, from `sp` up to kCopyBytes, into the
+// slot through the kernel (process_vm_readv as a raw system call: an unmapped page fails the
+// read instead of faulting). The copy is split at 4 KiB page boundaries, so it ends at the first
+// unreadable page: the top of a stack whose bounds the port does not know. Returns the bytes
+// copied.
+std::uint32_t copy_stack_top(Slot& s, std::uintptr_t sp) noexcept {
+  constexpr std::uintptr_t kPage = 4096;  // the smallest page size: each piece lies in one page
+  const std::uintptr_t first = kPage - (sp & (kPage - 1));
+  iovec local{s.stack_copy, sizeof s.stack_copy};
+  iovec remote[2] = {{reinterpret_cast<void*>(sp), first < kScanBytes ? first : kScanBytes},
+                     {reinterpret_cast<void*>(sp + first), first < kScanBytes ? kScanBytes - first : 0}};
+  const long copied = syscall(SYS_process_vm_readv, static_cast<long>(s.pid.load(std::memory_order_relaxed)),
+                              &local, 1L, remote, first < kScanBytes ? 2L : 1L, 0L);
+  return copied > 0 ? static_cast<std::uint32_t>(copied) : 0u;
+}
 
 // SIGNAL CONTEXT. Appends to `s.pcs` (from index `n`, up to `max`) every word of the stack in
 // [from, to) that is a return address, reading at most kScanBytes. Returns the new count.
@@ -301,6 +323,11 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
 
   std::size_t n = 0;
   s.pcs[n++].store(r.pc, std::memory_order_relaxed);
+  if (s.copy.load(std::memory_order_relaxed)) {  // the stack's bounds are not known: the requester scans
+    s.copy_sp.store(r.sp, std::memory_order_relaxed);
+    s.copy_bytes.store(copy_stack_top(s, r.sp), std::memory_order_relaxed);
+    return n;
+  }
   if (r.sp < low || r.sp >= high) return n;  // not on the thread's stack (sigaltstack): PC only
 
   const bool scan = s.scan.load(std::memory_order_relaxed);
@@ -432,29 +459,18 @@ bool spin_for_answer(const Slot& s, std::uint32_t done, const timespec& deadline
   }
 }
 
-std::size_t copy_answer(Slot& s, std::uint32_t done_state, Frame* pcs, std::size_t max) noexcept {
-  std::size_t n = s.count.load(std::memory_order_relaxed);
-  if (n > max) n = max;
-  for (std::size_t i = 0; i < n; ++i) pcs[i] = s.pcs[i].load(std::memory_order_relaxed);
-  s.state.store(with_phase(done_state, kIdle), std::memory_order_release);
-  return n;
-}
-
 // True when `action` runs sample_handler.
 bool is_sample_handler(const struct sigaction& action) noexcept {
   return (action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &sample_handler;
 }
 
-// The return addresses on the stack of a parked thread, from `sp` (see capture_parked). Writes
-// at most `max` entries into `pcs` from index `n`; returns the new count.
-std::size_t scan_parked(const CodeMap& map, const CaptureRequest& request, std::uintptr_t sp, Frame* pcs,
-                        std::size_t n, std::size_t max) noexcept {
+// The return addresses among the `count` words of a stack from `sp` (see capture_parked):
+// `words` holds them, read once; frame records above them are read from the stack itself, at
+// most up to `high`. Writes at most `max` entries into `pcs` from index `n`; returns the new count.
+std::size_t scan_words(const CodeMap& map, std::uintptr_t sp, std::uintptr_t high, const std::uintptr_t* words,
+                       std::size_t count, Frame* pcs, std::size_t n, std::size_t max) noexcept {
   constexpr std::size_t kWord = sizeof(std::uintptr_t);
-  const std::uintptr_t high = request.stack_high;
-  if (sp < request.stack_low || sp >= high || high - sp < 2 * kWord || (sp & (kWord - 1)) != 0) return n;
-  std::uintptr_t words[kScanBytes / kWord];
-  const std::size_t count = static_cast<std::size_t>(high - sp < kScanBytes ? high - sp : kScanBytes) / kWord;
-  if (!read_own_memory(sp, words, count * kWord)) return n;
+  if (high - sp < 2 * kWord || (sp & (kWord - 1)) != 0) return n;
   // Each word that points just after a call is a frame. One with a plausible frame record just
   // below it {saved fp above it, return address} starts a frame-pointer chain: each record
   // above the previous one, inside the stack, and each return address after a call. Where the
@@ -485,6 +501,35 @@ std::size_t scan_parked(const CodeMap& map, const CaptureRequest& request, std::
     }
     i = resume;
   }
+  return n;
+}
+
+// The return addresses on the stack of a parked thread, from `sp` (see capture_parked), read
+// here in one piece. Writes at most `max` entries into `pcs` from index `n`; returns the new count.
+std::size_t scan_parked(const CodeMap& map, const CaptureRequest& request, std::uintptr_t sp, Frame* pcs,
+                        std::size_t n, std::size_t max) noexcept {
+  constexpr std::size_t kWord = sizeof(std::uintptr_t);
+  const std::uintptr_t high = request.stack_high;
+  if (sp < request.stack_low || sp >= high) return n;
+  std::uintptr_t words[kScanBytes / kWord];
+  const std::size_t count = static_cast<std::size_t>(high - sp < kScanBytes ? high - sp : kScanBytes) / kWord;
+  if (!read_own_memory(sp, words, count * kWord)) return n;
+  return scan_words(map, sp, high, words, count, pcs, n, max);
+}
+
+// The answer of generation `done_state`, then the slot freed. A capture with copy_reach scans the
+// copied stack first, while it still owns the slot (and with it the copy and the code map).
+std::size_t copy_answer(Slot& s, std::uint32_t done_state, const CaptureRequest& request, Frame* pcs) noexcept {
+  const std::size_t max = request.max < kMaxCapturePcs ? request.max : kMaxCapturePcs;
+  std::size_t n = s.count.load(std::memory_order_relaxed);
+  if (n > max) n = max;
+  for (std::size_t i = 0; i < n; ++i) pcs[i] = s.pcs[i].load(std::memory_order_relaxed);
+  if (request.copy_reach != 0 && request.scan && s.code.built && n > 0) {
+    const std::uintptr_t sp = s.copy_sp.load(std::memory_order_relaxed);
+    const std::size_t words = s.copy_bytes.load(std::memory_order_relaxed) / sizeof(std::uintptr_t);
+    n = scan_words(s.code, sp, sp + request.copy_reach, s.stack_copy, words, pcs, n, max);
+  }
+  s.state.store(with_phase(done_state, kIdle), std::memory_order_release);
   return n;
 }
 
@@ -555,6 +600,7 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
   s.max.store(static_cast<std::uint32_t>(request.max < kMaxCapturePcs ? request.max : kMaxCapturePcs),
               std::memory_order_relaxed);
   s.scan.store(request.scan && s.code.built, std::memory_order_relaxed);
+  s.copy.store(request.copy_reach != 0, std::memory_order_relaxed);
   s.count.store(0, std::memory_order_relaxed);
   const std::uint32_t requested = generation | kRequested;
   s.state.store(requested, std::memory_order_release);
@@ -584,7 +630,7 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
     const int waited = sem_clockwait(&s.done, CLOCK_MONOTONIC, &deadline);
     const std::uint32_t now = s.state.load(std::memory_order_acquire);
     if (now == (generation | kDone)) {
-      count = copy_answer(s, now, pcs, request.max);
+      count = copy_answer(s, now, request, pcs);
       return CaptureOutcome::answered;
     }
     if (waited != 0 && errno != EINTR) break;  // ETIMEDOUT (or a failing wait: give up too)
@@ -602,7 +648,7 @@ CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& c
     return CaptureOutcome::timeout;  // the handler frees the slot when it finishes
   }
   if (expected == (generation | kDone)) {  // answered just at the deadline
-    count = copy_answer(s, expected, pcs, request.max);
+    count = copy_answer(s, expected, request, pcs);
     return CaptureOutcome::answered;
   }
   return CaptureOutcome::timeout;

@@ -41,7 +41,16 @@ struct CaptureRequest {
   int signal = 0;
   std::uint32_t timeout_us = 0;
   bool spin = true;               // spin on the answer a few microseconds before sleeping
+  // > 0: the thread's stack range is not known (a thread the port did not attach, such as a
+  // lock's holder). The handler then copies the top of its stack, at most kCopyBytes from the
+  // interrupted stack pointer (up to the first unreadable page), and the requester looks for
+  // return addresses in the copy as capture_parked does on a parked stack, following frame
+  // records at most `copy_reach` bytes above the stack pointer. `stack_low`/`stack_high` unused.
+  std::size_t copy_reach = 0;
 };
+
+/// Bytes of stack a capture with `copy_reach` copies in the handler (the parked scan's reach).
+inline constexpr std::size_t kCopyBytes = 4096;
 
 enum class CaptureOutcome : std::uint8_t {
   answered,      // `count` program counters written
@@ -62,7 +71,8 @@ bool handler_in_progress() noexcept;
 /// handler: another handler would take the signal for its own, SIG_DFL would end the process.
 /// With `request.spin` it spins on the answer for at most 20 us before it sleeps on the
 /// semaphore (after two spins in a row without the answer, once in 16 captures); it never
-/// waits past `request.timeout_us`.
+/// waits past `request.timeout_us`. With `request.copy_reach` the handler copies the top of the
+/// stack instead of walking it, and the scan of the copy runs here, in the requester.
 CaptureOutcome capture(const CaptureRequest& request, Frame* pcs, std::size_t& count, int& sys_errno) noexcept;
 
 /// A sample of thread `request.tid` taken without the signal, from the registers the kernel

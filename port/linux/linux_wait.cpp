@@ -441,7 +441,11 @@ bool read_wait_object(pid_t tid, WaitObject& out) noexcept {
 
 std::size_t sample_parked_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept {
   ThreadSyscall call;
-  if (max == 0 || !read_thread_syscall(tid, call) || call.state != ThreadSyscall::State::in_syscall) return 0;
+  return max != 0 && read_thread_syscall(tid, call) ? sample_parked_thread(tid, call, pcs, max) : 0;
+}
+
+std::size_t sample_parked_thread(pid_t tid, const ThreadSyscall& call, Frame* pcs, std::size_t max) noexcept {
+  if (max == 0 || call.state != ThreadSyscall::State::in_syscall) return 0;
   detail::CaptureRequest request;
   request.tid = tid;
   request.stack_low = static_cast<std::uintptr_t>(call.sp);
@@ -453,6 +457,11 @@ std::size_t sample_parked_thread(pid_t tid, Frame* pcs, std::size_t max) noexcep
     return 0;
   }
   return count;
+}
+
+bool lock_still_held(const WaitObject& lock) noexcept {
+  return lock.kind == WaitKind::mutex && lock.owner != 0 &&
+         (mutex_owner(lock.address, false) == lock.owner || mutex_owner(lock.address, true) == lock.owner);
 }
 
 std::size_t read_wait_chain(pid_t tid, WaitLink* links, std::size_t max, bool& cycle) noexcept {

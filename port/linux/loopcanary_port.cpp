@@ -579,6 +579,27 @@ void Platform::hal_read_cpu(void* context, const Monitor& loop, CpuReading* out)
   self->cpu_counters(*out);
 }
 
+std::size_t Platform::sample_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept {
+  ThreadSyscall call;
+  if (!initialised_ || max == 0 || !read_thread_syscall(tid, call)) return 0;
+  if (call.state == ThreadSyscall::State::in_syscall) return sample_parked_thread(tid, call, pcs, max);
+  // On a CPU: a thread that blocks the signal would leave it pending and the watchdog waiting.
+  std::uint64_t blocked = 0;
+  std::uint64_t pending = 0;
+  if (!read_thread_signals(tid, blocked, pending) || (blocked & (std::uint64_t{1} << (signal_ - 1))) != 0) return 0;
+  detail::CaptureRequest request;
+  request.tid = tid;
+  request.max = max;
+  request.scan = scan_;
+  request.signal = signal_;
+  request.timeout_us = timeout_us_;
+  request.spin = spin_;
+  request.copy_reach = kParkedStackBytes;
+  std::size_t count = 0;
+  int sys_errno = 0;
+  return detail::capture(request, pcs, count, sys_errno) == detail::CaptureOutcome::answered ? count : 0;
+}
+
 void Platform::read_wait(const LoopThread& thread, WaitReading& out, std::size_t max_frames) noexcept {
   out = WaitReading{};
   const pid_t tid = thread.tid();
@@ -588,9 +609,10 @@ void Platform::read_wait(const LoopThread& thread, WaitReading& out, std::size_t
   if (n == 0) return;
   out.object = links[0].wait;
   if (out.object.owner == 0) return;
-  out.holder_pc_count =
-      static_cast<std::uint8_t>(sample_parked_thread(static_cast<pid_t>(out.object.owner), out.holder_frames,
-                                                     max_frames < kMaxFrames ? max_frames : kMaxFrames));
+  const std::size_t frames = sample_thread(static_cast<pid_t>(out.object.owner), out.holder_frames,
+                                           max_frames < kMaxFrames ? max_frames : kMaxFrames);
+  // A holder that let go of the lock meanwhile was sampled doing something else.
+  out.holder_pc_count = static_cast<std::uint8_t>(frames > 0 && lock_still_held(out.object) ? frames : 0);
   for (std::size_t i = 1; i < n && links[i].wait.kind == WaitKind::mutex; ++i) {
     WaitHop& hop = out.chain[out.chain_count++];
     hop.address = links[i].wait.address;

@@ -153,6 +153,47 @@ TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
   expect_waiting(final);
 }
 
+// Issue 33: the same lock held by a thread that computes with it: the holder is on a CPU, so
+// its stack is sampled by the signal (its handler copies the top of the stack for the watchdog
+// to scan), down to the function it computes in.
+TEST(LinuxBlock, HandlerBlockedOnALockHeldByARunningThreadNamesItsStack) {
+  Rig rig;
+  rig.start();
+  std::mutex mutex;
+  std::promise<pid_t> holding;
+  std::atomic<bool> entered{false};
+  std::thread holder([&] {
+    pthread_setname_np(pthread_self(), "compactor");
+    std::lock_guard<std::mutex> lock(mutex);
+    holding.set_value(static_cast<pid_t>(syscall(SYS_gettid)));
+    while (!entered.load()) std::this_thread::yield();
+    lc_test_spin_for(200'000'000);  // the workload: compute 200 ms with the lock held
+  });
+  const pid_t holder_tid = holding.get_future().get();
+  std::thread loop([&] {
+    lx::ScopedLoopThread attach(rig.loop_thread);
+    rig.monitor.begin(kLock);
+    entered = true;
+    lc_test_wait_on_lock(mutex);
+    rig.monitor.end();
+  });
+  holder.join();
+  loop.join();
+  lc::BlockRecord final;
+  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  ASSERT_GE(final.wait.count, 1u) << evidence(final);
+  const lc::WaitSeen& lock = final.wait.objects[0];
+  EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
+  EXPECT_EQ(lock.object.owner, static_cast<std::uint32_t>(holder_tid));
+  EXPECT_STREQ(lock.object.owner_name, "compactor");
+  if (kThreadSanitizer && lock.holder_pc_count == 0) GTEST_SKIP() << "ThreadSanitizer deferred the signal";
+  EXPECT_TRUE(holder_frame_in(lock, "lc_test_spin_for"))
+      << int{lock.holder_pc_count} << " holder frames, none in lc_test_spin_for";
+  // The holder's own computing keeps a CPU busy, so the machine may read as saturated (the cause
+  // rule then cannot tell waiting from starved: expect_waiting): the loop itself did not run.
+  EXPECT_NE(final.cause, lc::Cause::running) << evidence(final);
+}
+
 // Issue 33: a deadlock. The loop's thread holds lock B and waits on A; thread "journal" holds A
 // and waits on B. The hang record names both locks and holders and says deadlock; then each side
 // gives up (timed locks), and everything shuts down.

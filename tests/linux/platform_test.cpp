@@ -2,21 +2,25 @@
 // The Platform (Hal) services one by one: set-up errors, stack capture of a deep thread, thread
 // CPU time, /proc counters, the debugger guard, and no leaked descriptors or threads.
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
 #include "linux_rig.hpp"
 #include "loopcanary/linux/file_sink.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 
 using namespace lctest;
 
@@ -141,6 +145,62 @@ TEST(LinuxPlatform, CapturesAThread32FramesDeep) {
   EXPECT_EQ(s.samples_requested, attempts);
   EXPECT_EQ(s.samples_answered, 1u);
   EXPECT_EQ(s.missed_timeout + s.missed_busy, attempts - 1u) << "every other attempt is a counted miss";
+}
+
+// Issue 33: a thread the port did not attach (a lock's holder) on a CPU is sampled by the
+// signal, whose handler copies the top of its stack for the watchdog to scan: the frames of the
+// recursion it runs, without counting a loop sample. A thread that blocks the signal is not sent
+// one (it would wait, pending): 0 frames, nothing pending.
+TEST(LinuxPlatform, SampleThreadTakesAnUnattachedRunningThreadsStackBySignal) {
+  lx::Platform platform;
+  lc::Frame pcs[32] = {};
+  EXPECT_EQ(platform.sample_thread(static_cast<pid_t>(syscall(SYS_gettid)), pcs, 32), 0u) << "before init";
+  ASSERT_TRUE(platform.init().ok());
+  std::atomic<bool> stop{false};
+  std::atomic<bool> ready{false};
+  std::atomic<pid_t> tid{0};
+  std::thread holder([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    lc_test_deep(8, stop, ready);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  std::size_t n = 0;
+  for (int attempt = 0; attempt < 100 && n < 2; ++attempt) n = platform.sample_thread(tid.load(), pcs, 32);
+  stop = true;
+  holder.join();
+  if (kThreadSanitizer && n == 0) GTEST_SKIP() << "ThreadSanitizer deferred the signal past the timeout";
+  ASSERT_GE(n, 2u);
+  lx::Symbolizer symbolizer;
+  int returns_in_deep = 0;
+  for (std::size_t i = 1; i < n; ++i) {
+    lx::Symbol sym;
+    if (symbolizer.symbolize(pcs[i], true, sym) && std::strstr(sym.function, "lc_test_deep") != nullptr) {
+      ++returns_in_deep;
+    }
+  }
+  EXPECT_GE(returns_in_deep, 8) << n << " frames";
+  EXPECT_EQ(platform.stats().samples_requested, 0u) << "not a loop's sample";
+
+  stop = false;
+  ready = false;
+  std::thread refusing([&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, platform.sample_signal());
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    lc_test_deep(8, stop, ready);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  EXPECT_EQ(platform.sample_thread(tid.load(), pcs, 32), 0u);
+  std::uint64_t blocked = 0;
+  std::uint64_t pending = 0;
+  ASSERT_TRUE(lx::read_thread_signals(tid.load(), blocked, pending));
+  const std::uint64_t bit = std::uint64_t{1} << (platform.sample_signal() - 1);
+  EXPECT_NE(blocked & bit, 0u);
+  EXPECT_EQ(pending & bit, 0u) << "no signal was sent to a thread that blocks it";
+  stop = true;
+  refusing.join();
 }
 
 // Reads the clock in a loop: glibc's clock_gettime (no frame pointer) calls into the vDSO.

@@ -119,6 +119,37 @@ TEST(LinuxWait, StdMutexNamesItsHolder) {
   release.raise();
 }
 
+// The check the port makes after it sampled a holder: true while the lock names that holder,
+// false once another thread has it, for another owner, for a reading that is no lock, and for an
+// address that cannot be read.
+TEST(LinuxWait, LockStillHeldOnlyWhileTheLockNamesItsHolder) {
+  std::mutex m;
+  Flag held, release;
+  NamedThread holder("journal", [&] {
+    std::lock_guard<std::mutex> lock(m);
+    held.raise();
+    release.wait();
+  });
+  held.wait();
+  NamedThread waiter("ui-loop", [&] { std::lock_guard<std::mutex> lock(m); });
+  const WaitObject w = wait_of_kind(waiter.tid(), WaitKind::mutex);
+  ASSERT_EQ(w.owner, static_cast<std::uint32_t>(holder.tid()));
+  EXPECT_TRUE(lock_still_held(w));
+  WaitObject other = w;
+  other.owner = static_cast<std::uint32_t>(waiter.tid());
+  EXPECT_FALSE(lock_still_held(other));
+  WaitObject not_a_lock = w;
+  not_a_lock.kind = WaitKind::futex;
+  EXPECT_FALSE(lock_still_held(not_a_lock));
+  WaitObject unreadable = w;
+  unreadable.address = 8;  // the first page is never mapped
+  EXPECT_FALSE(lock_still_held(unreadable));
+  release.raise();
+  holder.join();
+  waiter.join();  // the waiter had the lock and let go of it: it names nobody now
+  EXPECT_FALSE(lock_still_held(w));
+}
+
 // A lock holder that waits itself (reads an idle pipe with the lock held); noinline, so its
 // return address lies inside it.
 __attribute__((noinline)) void hold_while_reading(std::mutex& m, int fd, Flag& held) {

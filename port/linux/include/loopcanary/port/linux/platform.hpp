@@ -200,12 +200,20 @@ class Platform {
   bool cpu_counters(CpuReading& out) noexcept;
   /// True while a tracer is attached (TracerPid != 0), cached for debugger_check_ms. Any thread.
   bool debugger_attached() noexcept;
+  /// Up to `max` program counters of thread `tid` of this process, one the port did not attach
+  /// (a lock's holder), innermost first: parked in a system call, from the registers the kernel
+  /// shows (sample_parked_thread, no signal); on a CPU, by the sample signal, whose handler copies
+  /// the top of the thread's stack (4 KiB) for this call to scan as the parked walk does
+  /// (docs/porting-linux.md, "Waits"). 0 when the thread is gone, blocks the sample signal (none
+  /// is sent then), does not answer within the sample timeout, or the capture slot is busy. Not
+  /// counted in stats(), which counts the loops' samples. Watchdog context.
+  std::size_t sample_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept;
   /// What `thread` waits on now into `out` (reset first), as Hal::read_wait gives it: the object
   /// (read_wait_object, loopcanary/port/linux/wait.hpp); when that names a holder, up to
-  /// `max_frames` program counters of the holder's stack, sampled while it is parked in a system
-  /// call (sample_parked_thread; none while it is on a CPU), and the chain of holders while each
-  /// waits on a lock (read_wait_chain, at most kWaitChainMax hops) with `deadlock` when it comes
-  /// back to a thread in it. `out.object` is none for a detached or running thread.
+  /// `max_frames` program counters of the holder's stack (sample_thread), kept only when the lock
+  /// still names that holder after the sample (lock_still_held); and the chain of holders while
+  /// each waits on a lock (read_wait_chain, at most kWaitChainMax hops) with `deadlock` when it
+  /// comes back to a thread in it. `out.object` is none for a detached or running thread.
   void read_wait(const LoopThread& thread, WaitReading& out, std::size_t max_frames) noexcept;
   /// The reader behind read_memory (its read() and counters). Configured by init().
   MemoryReader& memory() noexcept { return memory_; }

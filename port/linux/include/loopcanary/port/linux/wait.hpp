@@ -59,6 +59,16 @@ inline constexpr std::size_t kParkedStackBytes = 64 * 1024;
 /// the port's way there), is gone, or the port's capture slot is busy. Watchdog context;
 /// allocates nothing.
 std::size_t sample_parked_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept;
+/// The same from `call`, thread `tid`'s syscall file as read_thread_syscall just read it: 0 unless
+/// `call.state` is in_syscall.
+std::size_t sample_parked_thread(pid_t tid, const ThreadSyscall& call, Frame* pcs, std::size_t max) noexcept;
+
+/// True when the lock `lock` (a mutex reading with an owner, from read_wait_object) still records
+/// `lock.owner` as its holder: glibc's owner field, or the owner bits of a priority-inheritance
+/// lock word, read through process_vm_readv (a bad address is false, never a fault). What the
+/// port checks after it sampled the holder, so that a stack taken after the lock was released is
+/// dropped. Watchdog context; allocates nothing.
+bool lock_still_held(const WaitObject& lock) noexcept;
 
 /// The name of thread `tid` of this process (/proc/self/task/<tid>/comm, at most 15 bytes) into
 /// `name`, NUL-terminated; false (and "") when the thread is gone. Any thread; allocates nothing.
