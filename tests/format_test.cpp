@@ -456,7 +456,8 @@ TEST(FormatText, HandRecordGivesBlockCanaryStyleLines) {
 TEST(FormatText, AWaitingRecordNamesWhatItWaitedOnAndWhoHeldIt) {
   const std::string text = text_of(hand_waiting_block());
   EXPECT_EQ(line_of(text, "cause = "),
-            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')");
+            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal'); holder in 0x401000 <- "
+            "0x401234");
   const std::vector<std::string> lines = lines_of(text);
   const auto waits = std::find(lines.begin(), lines.end(), "waits:");
   ASSERT_NE(waits, lines.end()) << text;
@@ -475,7 +476,27 @@ TEST(FormatText, ADeadlockNamesTheChainOfHolders) {
   const std::string text = text_of(loopcanary::test::hand_deadlock_block());
   EXPECT_EQ(line_of(text, "cause = "),
             "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242), which waits on mutex 0x7f00c8 held "
-            "by 'main-loop' (tid 7): deadlock");
+            "by 'main-loop' (tid 7): deadlock; holder in 0x401000");
+}
+
+// The cause line names the holder's innermost kCauseHolderFrames frames, and says when there are
+// more; a holder whose stack was not read adds nothing.
+TEST(FormatText, TheCauseLineNamesTheHoldersInnermostFrames) {
+  BlockRecord r = hand_waiting_block();
+  loopcanary::WaitSeen& lock = r.wait.objects[0];
+  static_assert(loopcanary::kCauseHolderFrames == 3, "the expected line below names three");
+  lock.holder_pc_count = 5;
+  for (std::uint8_t i = 0; i < 5; ++i) lock.holder_frames[i] = 0x401000u + 0x100u * i;
+  EXPECT_EQ(line_of(text_of(r), "cause = "),
+            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal'); holder in 0x401000 <- "
+            "0x401100 <- 0x401200 <- ...");
+  lock.holder_pc_count = 3;
+  EXPECT_EQ(line_of(text_of(r), "cause = "),
+            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal'); holder in 0x401000 <- "
+            "0x401100 <- 0x401200");
+  lock.holder_pc_count = 0;
+  EXPECT_EQ(line_of(text_of(r), "cause = "),
+            "cause = waiting on mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')");
 }
 
 TEST(FormatText, ARecordWithoutWaitsHasNoWaitLines) {

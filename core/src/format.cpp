@@ -439,8 +439,14 @@ void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
   w.puts("\ncause = ");
   w.puts(to_string(fields::block::cause(r)));
   if (kWaitObjects > 0 && fields::block::cause(r) == Cause::waiting && r.wait.count > 0) {
+    const WaitSeen& main = r.wait.objects[0];
     w.puts(" on ");
-    wait_text(w, r.wait.objects[0]);
+    wait_text(w, main);
+    for (std::size_t i = 0; i < main.holder_pc_count && i < kCauseHolderFrames; ++i) {
+      w.puts(i == 0 ? "; holder in " : " <- ");
+      w.hex(main.holder_frames[i]);
+    }
+    if (main.holder_pc_count > kCauseHolderFrames) w.puts(" <- ...");
   }
   w.puts("\nflags =");
   for (const FlagName& f : kFlagNames) {

@@ -216,6 +216,19 @@ std::string wait_text(const WaitEntry& entry) {
   return text;
 }
 
+std::string cause_holder_text(const WaitEntry& entry) {
+  std::string text;
+  if (!entry.owner) return text;
+  std::size_t shown = 0;
+  for (const Frame& f : entry.owner->frames) {
+    if (f.is_scope()) continue;
+    if (shown == loopcanary::kCauseHolderFrames) return text + " <- ...";
+    text += shown++ == 0 ? "; holder in " : " <- ";
+    text += f.label();
+  }
+  return text;
+}
+
 std::string holder_text(const WaitHolder& holder) {
   const std::string tid = "(tid " + std::to_string(holder.tid) + ")";
   return holder.name.empty() ? tid : holder.name + " " + tid;

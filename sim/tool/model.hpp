@@ -166,6 +166,11 @@ loopcanary::WaitReading wait_reading(const WaitEntry& entry) noexcept;
 /// The one description of a wait object (loopcanary::format_wait of wait_reading()), e.g.
 /// "mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')".
 std::string wait_text(const WaitEntry& entry);
+/// What the cause line adds after the main wait object: "; holder in A <- B <- C[ <- ...]", the
+/// holder's innermost loopcanary::kCauseHolderFrames frames by their labels (Frame::label(), so
+/// symbolised where the record is), as the core's text form adds them as PCs; "" when the
+/// holder's stack was not read.
+std::string cause_holder_text(const WaitEntry& entry);
 /// "journal (tid 4242)": a holder as a label names it ("(tid 4242)" without a name).
 std::string holder_text(const WaitHolder& holder);
 

@@ -386,7 +386,9 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   out << "  cpu-busy = " << optional_permille(r.cpu_system_busy_permille) << ", process "
       << optional_permille(r.cpu_process_permille) << '\n';
   out << "  cause = " << to_string(r.cause);
-  if (r.cause == Cause::waiting && !r.wait.objects.empty()) out << " on " << wait_text(r.wait.objects.front());
+  if (r.cause == Cause::waiting && !r.wait.objects.empty()) {
+    out << " on " << wait_text(r.wait.objects.front()) << cause_holder_text(r.wait.objects.front());
+  }
   out << '\n';
   out << "  flags =";
   for (const std::string& flag : exporting::flag_names(r)) out << ' ' << flag;

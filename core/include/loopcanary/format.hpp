@@ -69,6 +69,12 @@ class TextWriter {
 /// counters print as hex (symbolise on the host). Any context; reentrant.
 FormatResult format_text(const BlockRecord& record, char* buffer, std::size_t size) noexcept;
 
+/// Frames of the main wait object's holder the cause line names after the object, innermost
+/// first: "cause = waiting on OBJECT; holder in A <- B <- C", then " <- ..." when the holder's
+/// stack has more (docs/report-format.md, "Text"). The text form prints them as PCs, the host
+/// tool symbolised.
+inline constexpr std::size_t kCauseHolderFrames = 3;
+
 /// One wait object as every form names it (docs/report-format.md, "Wait objects"), e.g.
 /// "mutex 0x7f3a9c0 held by 'journal' (tid 4242)", "socket fd 5 tcp 127.0.0.1:40112 >
 /// 127.0.0.1:5000", "sleep 10.000 ms". Any context; reentrant.
