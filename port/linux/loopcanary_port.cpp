@@ -431,14 +431,9 @@ std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t 
   }
 
   detail::CaptureRequest request;
-  request.tid = tid;
+  signal_request(tid, max, request);
   request.stack_low = thread.stack_low();
   request.stack_high = thread.stack_high();
-  request.max = max;
-  request.scan = scan_;
-  request.signal = signal_;
-  request.timeout_us = timeout_us_;
-  request.spin = spin_;
   std::size_t count = 0;
   int sys_errno = 0;
   switch (detail::capture(request, pcs, count, sys_errno)) {
@@ -463,6 +458,15 @@ std::size_t Platform::capture_stack(LoopThread& thread, Frame* pcs, std::size_t 
     return capture_parked(thread, pcs, max, missed_blocked_);
   }
   return capture_parked(thread, pcs, max, missed_timeout_);
+}
+
+void Platform::signal_request(pid_t tid, std::size_t max, detail::CaptureRequest& request) const noexcept {
+  request.tid = tid;
+  request.max = max;
+  request.scan = scan_;
+  request.signal = signal_;
+  request.timeout_us = timeout_us_;
+  request.spin = spin_;
 }
 
 std::size_t Platform::capture_parked(const LoopThread& thread, Frame* pcs, std::size_t max,
@@ -588,12 +592,7 @@ std::size_t Platform::sample_thread(pid_t tid, Frame* pcs, std::size_t max) noex
   std::uint64_t pending = 0;
   if (!read_thread_signals(tid, blocked, pending) || (blocked & (std::uint64_t{1} << (signal_ - 1))) != 0) return 0;
   detail::CaptureRequest request;
-  request.tid = tid;
-  request.max = max;
-  request.scan = scan_;
-  request.signal = signal_;
-  request.timeout_us = timeout_us_;
-  request.spin = spin_;
+  signal_request(tid, max, request);
   request.copy_reach = kParkedStackBytes;
   std::size_t count = 0;
   int sys_errno = 0;

@@ -111,21 +111,21 @@ TEST(LinuxBlock, HandlerBlockedOnALockIsWaiting) {
   expect_waiting(final);
 }
 
-// Issue 33: the same lock held by a named thread that sleeps with it: the record names the lock,
-// the holder (thread id and name) and, sampled from its parked system call, the holder's stack
-// down to the function that holds the lock.
-TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
-  Rig rig;
-  rig.start();
+namespace {
+
+// A dispatch of kLock that waits on a std::mutex while thread `holder_name` holds it and runs
+// `workload` (200 ms) with it held. The final record into `final`; its main wait object checked
+// to be that lock, named with its holder (thread id and name) and read in most samples.
+void block_on_held_lock(Rig& rig, const char* holder_name, void (*workload)(), lc::BlockRecord& final) {
   std::mutex mutex;
   std::promise<pid_t> holding;
   std::atomic<bool> entered{false};
   std::thread holder([&] {
-    pthread_setname_np(pthread_self(), "journal");
+    pthread_setname_np(pthread_self(), holder_name);
     std::lock_guard<std::mutex> lock(mutex);
     holding.set_value(static_cast<pid_t>(syscall(SYS_gettid)));
     while (!entered.load()) std::this_thread::yield();
-    lc_test_sleep_until(monotonic_ns() + 200'000'000);  // the workload: hold the lock 200 ms
+    workload();
   });
   const pid_t holder_tid = holding.get_future().get();
   std::thread loop([&] {
@@ -137,17 +137,30 @@ TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
   });
   holder.join();
   loop.join();
-  lc::BlockRecord final;
   ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
   ASSERT_GE(final.wait.count, 1u) << evidence(final);
   const lc::WaitSeen& lock = final.wait.objects[0];
   EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
   EXPECT_EQ(lock.object.address, reinterpret_cast<std::uintptr_t>(&mutex));
   EXPECT_EQ(lock.object.owner, static_cast<std::uint32_t>(holder_tid));
-  EXPECT_STREQ(lock.object.owner_name, "journal");
+  EXPECT_STREQ(lock.object.owner_name, holder_name);
   EXPECT_EQ(lock.owner_loop, nullptr);
   // Most samples found the loop on the lock (the first may come before it got there).
   EXPECT_GE(lock.samples * 2, final.samples_taken) << lock.samples << " of " << final.samples_taken;
+}
+
+}  // namespace
+
+// Issue 33: the same lock held by a named thread that sleeps with it: the record names the lock,
+// the holder (thread id and name) and, sampled from its parked system call, the holder's stack
+// down to the function that holds the lock.
+TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
+  Rig rig;
+  rig.start();
+  lc::BlockRecord final;
+  ASSERT_NO_FATAL_FAILURE(
+      block_on_held_lock(rig, "journal", [] { lc_test_sleep_until(monotonic_ns() + 200'000'000); }, final));
+  const lc::WaitSeen& lock = final.wait.objects[0];
   EXPECT_TRUE(holder_frame_in(lock, "lc_test_sleep_until"))
       << int{lock.holder_pc_count} << " holder frames, none in lc_test_sleep_until";
   expect_waiting(final);
@@ -159,33 +172,9 @@ TEST(LinuxBlock, HandlerBlockedOnALockNamesTheLockAndItsHolder) {
 TEST(LinuxBlock, HandlerBlockedOnALockHeldByARunningThreadNamesItsStack) {
   Rig rig;
   rig.start();
-  std::mutex mutex;
-  std::promise<pid_t> holding;
-  std::atomic<bool> entered{false};
-  std::thread holder([&] {
-    pthread_setname_np(pthread_self(), "compactor");
-    std::lock_guard<std::mutex> lock(mutex);
-    holding.set_value(static_cast<pid_t>(syscall(SYS_gettid)));
-    while (!entered.load()) std::this_thread::yield();
-    lc_test_spin_for(200'000'000);  // the workload: compute 200 ms with the lock held
-  });
-  const pid_t holder_tid = holding.get_future().get();
-  std::thread loop([&] {
-    lx::ScopedLoopThread attach(rig.loop_thread);
-    rig.monitor.begin(kLock);
-    entered = true;
-    lc_test_wait_on_lock(mutex);
-    rig.monitor.end();
-  });
-  holder.join();
-  loop.join();
   lc::BlockRecord final;
-  ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
-  ASSERT_GE(final.wait.count, 1u) << evidence(final);
+  ASSERT_NO_FATAL_FAILURE(block_on_held_lock(rig, "compactor", [] { lc_test_spin_for(200'000'000); }, final));
   const lc::WaitSeen& lock = final.wait.objects[0];
-  EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
-  EXPECT_EQ(lock.object.owner, static_cast<std::uint32_t>(holder_tid));
-  EXPECT_STREQ(lock.object.owner_name, "compactor");
   if (kThreadSanitizer && lock.holder_pc_count == 0) GTEST_SKIP() << "ThreadSanitizer deferred the signal";
   EXPECT_TRUE(holder_frame_in(lock, "lc_test_spin_for"))
       << int{lock.holder_pc_count} << " holder frames, none in lc_test_spin_for";

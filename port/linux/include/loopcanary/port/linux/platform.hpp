@@ -46,6 +46,10 @@
 
 namespace loopcanary::port_linux {
 
+namespace detail {
+struct CaptureRequest;  // the port's signal round trip (internal)
+}  // namespace detail
+
 /// Set-up of a Platform. Zero-initialised fields (a value-initialised config) mean defaults.
 struct PlatformConfig {
   /// Signal that interrupts the loop thread for a stack sample; 0 picks SIGRTMIN + 4. Must be
@@ -229,6 +233,8 @@ class Platform {
   // ends with without_signal_frame(), counted in samples_without_signal; or 0, counted in `missed`.
   std::size_t capture_parked(const LoopThread& thread, Frame* pcs, std::size_t max,
                              std::atomic<std::uint32_t>& missed) noexcept;
+  // A signal capture of thread `tid` (`max` PCs) as init() configured it; no stack bounds.
+  void signal_request(pid_t tid, std::size_t max, detail::CaptureRequest& request) const noexcept;
   static std::size_t hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
   static void hal_read_cpu(void* context, const Monitor& loop, CpuReading* out);
   static bool hal_debugger(void* context);
