@@ -457,10 +457,10 @@ void text_cpu(TextWriter& w, const BlockRecord& r) noexcept {
   }
 }
 
-// A share of a record's samples taken, per mille (0 when none were taken).
+// A share of a record's samples taken, per mille (0 when none were taken): share_permille, the
+// one rule every form prints a share of samples by.
 std::uint32_t sample_share(const BlockRecord& r, std::uint32_t count) noexcept {
-  return r.samples_taken != 0 ? static_cast<std::uint32_t>(detail::divide(std::uint64_t{count} * 1000u, r.samples_taken))
-                              : 0u;
+  return share_permille(count, r.samples_taken);
 }
 
 // ... what the loop's thread waited on, by object, with each holder's stack...

@@ -118,7 +118,7 @@ class ChromeWriter final : public Writer {
     out_ << "],\"culprit\":";
     write_json_string(out_, block.culprit.label);
     out_ << ",\"culprit_share_pct\":"
-         << format_us(static_cast<double>(static_cast<long long>(block.culprit.share() * 1000.0)) / 10.0)
+         << format_us(static_cast<double>(block.culprit.share_permille()) / 10.0)
          << ",\"duration_ms\":" << format_us(static_cast<double>(r.duration_us) / 1000.0)
          << ",\"threshold_ms\":" << format_us(static_cast<double>(r.threshold_us) / 1000.0)
          << ",\"samples\":{\"taken\":" << r.samples_taken << ",\"kept\":" << r.samples_kept

@@ -422,7 +422,7 @@ class HtmlWriter final : public Writer {
     row.culprit = block.culprit.label;
     row.flags = flag_names(r);
     row.stages = r.stages;
-    row.share = static_cast<double>(static_cast<long long>(block.culprit.share() * 1000.0)) / 10.0;
+    row.share = static_cast<double>(block.culprit.share_permille()) / 10.0;
     row.reports = block.reports;
     row.dispatch = r.dispatch;
     const std::vector<CountedStack> stacks = record_stacks(r);

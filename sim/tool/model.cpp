@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "loopcanary/format.hpp"
+#include "loopcanary/health.hpp"
 #include "loopcanary/record_fields.hpp"
 #include "loopcanary_culprit/culprit_rule.hpp"
 
@@ -215,6 +217,30 @@ std::string wait_text(const WaitEntry& entry) {
   text.resize(result.length);
   return text;
 }
+
+namespace {
+
+// `count` of `of` per mille, with `of` brought into the core's 32-bit range (both halved alike).
+std::uint32_t permille_of(std::uint64_t count, std::uint64_t of) noexcept {
+  if (count > of) count = of;  // a share is at most the whole
+  while (of > 0xFFFF'FFFFu) {
+    of >>= 1;
+    count >>= 1;
+  }
+  return loopcanary::share_permille(static_cast<loopcanary::tick_t>(count), static_cast<loopcanary::tick_t>(of));
+}
+
+}  // namespace
+
+std::string share_percent(std::uint64_t count, std::uint64_t of) {
+  char text[16];
+  loopcanary::TextWriter w(text, sizeof text);
+  w.percent(permille_of(count, of));
+  w.finish();
+  return text;
+}
+
+std::uint32_t Culprit::share_permille() const noexcept { return permille_of(samples, of); }
 
 std::string cause_holder_text(const WaitEntry& entry) {
   std::string text;

@@ -166,6 +166,11 @@ loopcanary::WaitReading wait_reading(const WaitEntry& entry) noexcept;
 /// The one description of a wait object (loopcanary::format_wait of wait_reading()), e.g.
 /// "mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')".
 std::string wait_text(const WaitEntry& entry);
+/// `count` of `of` samples (count <= of) as every form prints the share: loopcanary::share_permille
+/// (per mille, rounded down) with one decimal, "14.2" for 1 of 7. Totals above 2^32 - 1 are
+/// scaled down with the count first.
+std::string share_percent(std::uint64_t count, std::uint64_t of);
+
 /// What the cause line adds after the main wait object: "; holder in A <- B <- C[ <- ...]", the
 /// holder's innermost loopcanary::kCauseHolderFrames frames by their labels (Frame::label(), so
 /// symbolised where the record is), as the core's text form adds them as PCs; "" when the
@@ -497,8 +502,8 @@ struct Culprit {
   std::uint64_t of = 0;       ///< samples counted: every sample of the dispatch, or the kept ones (all_samples false)
   bool all_samples = false;   ///< counted over every sample of the dispatch (the stack table)
   bool known() const noexcept { return !label.empty(); }
-  /// samples / of, 0 when of == 0.
-  double share() const noexcept { return of == 0 ? 0.0 : static_cast<double>(samples) / static_cast<double>(of); }
+  /// samples / of in per mille, rounded down, as every form prints it (share_percent); 0 when of == 0.
+  std::uint32_t share_permille() const noexcept;
 };
 Culprit block_culprit(const LogRecord& record, const CulpritRules& rules);
 

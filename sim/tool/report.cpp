@@ -352,8 +352,7 @@ void print_waits(std::ostream& out, const LogRecord& r) {
   if (r.wait.empty()) return;
   out << "  waits (samples off the CPU, by object; holder stacks innermost first):\n";
   for (const WaitEntry& o : r.wait.objects) {
-    const double share = r.samples_taken == 0 ? 0.0 : static_cast<double>(o.samples) / static_cast<double>(r.samples_taken);
-    out << "    " << percent(share) << " % " << o.samples << ' ' << wait_text(o) << '\n';
+    out << "    " << share_percent(o.samples, r.samples_taken) << " % " << o.samples << ' ' << wait_text(o) << '\n';
     if (!o.owner || o.owner->frames.empty()) continue;
     out << "      holder " << holder_text(*o.owner) << ":\n";
     for (const Frame& f : o.owner->frames) out << "        " << describe(f) << '\n';
@@ -398,8 +397,7 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   if (!r.top.empty()) {
     out << (r.top_stacks ? "  top stacks (every sample, by stack; innermost first):\n" : "  top frames:\n");
     for (const TopEntry& t : r.top) {
-      const double share = r.samples_taken == 0 ? 0.0 : static_cast<double>(t.count) / static_cast<double>(r.samples_taken);
-      out << "    " << percent(share) << " % " << t.count << '\n';
+      out << "    " << share_percent(t.count, r.samples_taken) << " % " << t.count << '\n';
       const std::size_t leaf = t.leaf();
       for (std::size_t i = 0; i < t.frames.size(); ++i) {
         out << "      " << describe(t.frames[i]);
@@ -424,7 +422,7 @@ void print_report(std::ostream& out, const LogRecord& r, const CulpritRules& rul
   if (!r.top.empty() || !r.stacks.empty()) {
     const Culprit c = block_culprit(r, rules);
     out << "  culprit = " << (c.known() ? c.label : std::string("(no culprit frame)")) << " (" << c.samples << '/'
-        << c.of << (c.all_samples ? " samples, " : " kept samples, ") << percent(c.share()) << " %)\n";
+        << c.of << (c.all_samples ? " samples, " : " kept samples, ") << share_percent(c.samples, c.of) << " %)\n";
   }
   print_waits(out, r);
   out << "  dropped = " << r.records_dropped << " records, " << r.notes_dropped << " notes\n";
@@ -594,9 +592,9 @@ void write_report_text(std::ostream& out, const Options& options, const Tally& t
     if (options.by != GroupBy::qualifier) out << "  qualifiers: " << names_text(g.qualifiers) << '\n';
     if (options.by != GroupBy::culprit) out << "  culprits: " << names_text(g.culprits) << '\n';
     if (options.by == GroupBy::culprit) {
-      const double share = g.samples_counted == 0 ? 0.0 : static_cast<double>(g.culprit_samples) / static_cast<double>(g.samples_counted);
       out << "  culprit share: " << g.culprit_samples << '/' << g.samples_counted
-          << (g.all_samples ? " samples (" : " kept samples (") << percent(share) << " %)\n";
+          << (g.all_samples ? " samples (" : " kept samples (") << share_percent(g.culprit_samples, g.samples_counted)
+          << " %)\n";
     }
     if (g.stages.blocks() > 0) {
       out << "  stages (mean share of " << g.stages.blocks() << " of " << g.blocks

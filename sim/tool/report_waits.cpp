@@ -13,12 +13,6 @@ namespace {
 constexpr std::size_t kMaxObjects = 10000;  // further objects are counted, not listed
 constexpr std::size_t kMaxBlocks = 32;      // blocks listed per object
 
-std::string share_text(std::uint64_t samples, std::uint64_t of) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.1f", of == 0 ? 0.0 : static_cast<double>(samples) * 100.0 / static_cast<double>(of));
-  return text;
-}
-
 std::string hex_text(std::uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof text, "\"0x%" PRIx64 "\"", value);
@@ -81,7 +75,7 @@ void WaitTally::write_text(std::ostream& out) const {
         << (o->samples == 1 ? " sample:" : " samples:");
     for (std::size_t i = 0; i < o->waited.size(); ++i) {
       const Waited& w = o->waited[i];
-      out << (i == 0 ? " " : ", ") << w.block << ' ' << w.samples << '/' << w.of << " (" << share_text(w.samples, w.of)
+      out << (i == 0 ? " " : ", ") << w.block << ' ' << w.samples << '/' << w.of << " (" << share_percent(w.samples, w.of)
           << " %)";
     }
     if (o->waited_other > 0) out << ", others " << o->waited_other;
@@ -103,7 +97,7 @@ void WaitTally::write_json(std::ostream& out) const {
     for (std::size_t i = 0; i < o->waited.size(); ++i) {
       const Waited& w = o->waited[i];
       out << (i == 0 ? "" : ",") << "{\"block\":" << json_string(w.block) << ",\"samples\":" << w.samples
-          << ",\"of\":" << w.of << ",\"percent\":" << share_text(w.samples, w.of) << '}';
+          << ",\"of\":" << w.of << ",\"percent\":" << share_percent(w.samples, w.of) << '}';
     }
     out << "],\"waited_other\":" << o->waited_other << '}';
     first = false;

@@ -237,7 +237,7 @@ TEST(ToolCulprit, TheBlockCulpritIsTheMostFrequentWithItsShare) {
   EXPECT_EQ(c.label, "a");
   EXPECT_EQ(c.samples, 3u);
   EXPECT_EQ(c.of, 5u);
-  EXPECT_DOUBLE_EQ(c.share(), 0.6);
+  EXPECT_EQ(c.share_permille(), 600u);
   r.stacks.pop_back();  // 2 and 2: the first seen wins
   EXPECT_EQ(block_culprit(r, {}).label, "b");
   EXPECT_FALSE(block_culprit(LogRecord{}, {}).known());
@@ -366,10 +366,11 @@ TEST(ToolShow, PrintsTheWaitsWithTheHoldersStack) {
       << text;
   EXPECT_NE(text.find("\n    71.4 % 5 " + lock + "\n      holder journal (tid 4242):\n"
                       "        journal_flush+0x10 [0x401000]\n        0x401234\n"
-                      "    14.3 % 1 pipe fd 5 pipe:[81234]\n    other 1\n"),
+                      "    14.2 % 1 pipe fd 5 pipe:[81234]\n    other 1\n"),
             std::string::npos)
       << text;
-  // Each object of the core's text form, after its share, is in show's list as it is there.
+  // Each object's line of the core's text form, its share of the samples included (one rounding
+  // rule: 1 of 7 is 14.2 %), is in show's list as it is there, two columns further in.
   std::string core(1 << 16, '\0');
   core.resize(format_text(loopcanary::test::hand_waiting_block(), &core[0], core.size()).length);
   const std::size_t waits = core.find("\nwaits:\n");
@@ -377,7 +378,9 @@ TEST(ToolShow, PrintsTheWaitsWithTheHoldersStack) {
   for (const char* object : {"5 mutex", "1 pipe"}) {
     const std::size_t at = core.find(object, waits);
     ASSERT_NE(at, std::string::npos) << core;
-    EXPECT_NE(text.find(" % " + core.substr(at, core.find('\n', at) - at) + "\n"), std::string::npos) << object;
+    const std::size_t begin = core.rfind('\n', at) + 1;
+    EXPECT_NE(text.find("\n  " + core.substr(begin, core.find('\n', at) - begin) + "\n"), std::string::npos)
+        << object << "\n" << core << text;
   }
 }
 

@@ -203,7 +203,8 @@ std::uint32_t rate_mhz(std::uint32_t events, tick_t window_ticks, std::uint32_t 
 /// `part_ticks` as a share of `window_ticks`, per mille, rounded down, at most 1000: the load
 /// (busy ticks) or idle share of a window. Returns 0 for an empty window. A part longer than
 /// its window (busy_ticks counts a dispatch when it ends, whole, though it began before the
-/// window) reads 1000. Any context.
+/// window) reads 1000. The same rule gives every share of a record's samples that a form prints
+/// (a top stack's, a wait object's, the culprit's: count of samples taken). Any context.
 std::uint32_t share_permille(tick_t part_ticks, tick_t window_ticks) noexcept;
 
 }  // namespace loopcanary

@@ -208,9 +208,9 @@ class Platform {
   /// (a lock's holder), innermost first: parked in a system call, from the registers the kernel
   /// shows (sample_parked_thread, no signal); on a CPU, by the sample signal, whose handler copies
   /// the top of the thread's stack (4 KiB) for this call to scan as the parked walk does
-  /// (docs/porting-linux.md, "Waits"). 0 when the thread is gone, blocks the sample signal (none
-  /// is sent then), does not answer within the sample timeout, or the capture slot is busy. Not
-  /// counted in stats(), which counts the loops' samples. Watchdog context.
+  /// (docs/porting-linux.md, "Wait objects"). 0 when the thread is gone, blocks the sample signal
+  /// (none is sent then), does not answer within the sample timeout, or the capture slot is
+  /// busy. Not counted in stats(), which counts the loops' samples. Watchdog context.
   std::size_t sample_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept;
   /// What `thread` waits on now into `out` (reset first), as Hal::read_wait gives it: the object
   /// (read_wait_object, loopcanary/port/linux/wait.hpp); when that names a holder, up to
