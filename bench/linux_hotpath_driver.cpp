@@ -147,14 +147,17 @@ int main(int argc, char** argv) {
     std::printf("clock: %s @ %u Hz\n", clock.name, clock.tick_hz);
     std::printf("2 clock reads:      %8.2f instructions per pair (%llu over %lu)\n", per_clock_pair, clocks, pairs);
     std::printf("begin+end:          %8.2f instructions per pair (%llu over %lu)\n", per_pair, pairs_ir, pairs);
-    std::printf("beyond the clocks:  %8.2f instructions per pair (target <= %d)\n", per_pair - per_clock_pair,
-                kPairTarget);
+    // Instructions per pair are whole numbers; the fraction above them is the loops' fixed entry
+    // and exit spread over `pairs`, fewer than `pairs` instructions: the floor is the per-pair count.
+    const unsigned long long beyond = pairs_ir > clocks ? (pairs_ir - clocks) / pairs : 0u;
+    std::printf("beyond the clocks:  %8.2f instructions per pair, %llu whole (target <= %d)\n",
+                per_pair - per_clock_pair, beyond, kPairTarget);
     const double per_read = static_cast<double>(reads) / static_cast<double>(pairs);
     const double per_next = static_cast<double>(next_ir) / static_cast<double>(pairs);
     std::printf("1 clock read:       %8.2f instructions per dispatch (%llu over %lu)\n", per_read, reads, pairs);
     std::printf("back to back:       %8.2f instructions per dispatch (%llu over %lu)\n", per_next, next_ir, pairs);
     std::printf("beyond the clock:   %8.2f instructions per dispatch\n", per_next - per_read);
-    return per_pair - per_clock_pair <= kPairTarget ? 0 : 3;
+    return beyond <= static_cast<unsigned long long>(kPairTarget) ? 0 : 3;
   }
 
   static lx::PortMonitor monitor;
