@@ -168,9 +168,23 @@ LOOPCANARY_NO_SANITIZE std::uintptr_t load_word(std::uintptr_t address) noexcept
   return *reinterpret_cast<const volatile std::uintptr_t*>(address);
 }
 
+#if defined(__x86_64__)
 LOOPCANARY_NO_SANITIZE unsigned code_byte(std::uintptr_t address) noexcept {
   return *reinterpret_cast<const volatile unsigned char*>(address);
 }
+#elif defined(__aarch64__)
+// AArch64 instructions are 4-byte words, aligned.
+LOOPCANARY_NO_SANITIZE std::uint32_t code_word(std::uintptr_t address) noexcept {
+  return *reinterpret_cast<const volatile std::uint32_t*>(address);
+}
+
+// The target of `insn` at `at` when it is BL imm26 (a direct call); 0 otherwise.
+std::uintptr_t bl_target(std::uint32_t insn, std::uintptr_t at) noexcept {
+  if ((insn & 0xFC000000u) != 0x94000000u) return 0;
+  const std::int32_t words = static_cast<std::int32_t>(insn << 6) >> 6;  // imm26, sign-extended
+  return at + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(words) * 4);
+}
+#endif
 
 // SIGNAL CONTEXT. The code range holding `address`, or nullptr.
 const CodeRange* code_range_of(const CodeMap& map, std::uintptr_t address) noexcept {
@@ -180,10 +194,19 @@ const CodeRange* code_range_of(const CodeMap& map, std::uintptr_t address) noexc
   return nullptr;
 }
 
-// SIGNAL CONTEXT. True when the bytes before `ret` (inside `range`) end with an x86-64 call
-// instruction: E8 rel32, or FF /2 with any ModRM/SIB/displacement form (optionally REX).
+// SIGNAL CONTEXT. True when the bytes before `ret` (inside `range`) end with a call instruction:
+// on x86-64 E8 rel32, or FF /2 with any ModRM/SIB/displacement form (optionally REX); on AArch64
+// the word before `ret` (aligned) is BL, BLR, or a pointer-authenticating BLRAA, BLRAB, BLRAAZ,
+// BLRABZ.
 LOOPCANARY_NO_SANITIZE bool follows_call(const CodeRange& range, std::uintptr_t ret) noexcept {
-#if defined(__x86_64__)
+#if defined(__aarch64__)
+  if ((ret & 3u) != 0 || ret - range.low < 4) return false;
+  const std::uint32_t insn = code_word(ret - 4);
+  return (insn & 0xFC000000u) == 0x94000000u ||  // BL imm26
+         (insn & 0xFFFFFC1Fu) == 0xD63F0000u ||  // BLR Xn
+         (insn & 0xFFFFF81Fu) == 0xD63F081Fu ||  // BLRAAZ, BLRABZ Xn
+         (insn & 0xFFFFF800u) == 0xD73F0800u;    // BLRAA, BLRAB Xn, Xm
+#elif defined(__x86_64__)
   const std::uintptr_t room = ret - range.low;
   if (room >= 5 && code_byte(ret - 5) == 0xE8u) return true;
   for (std::uintptr_t length = 2; length <= 7 && length <= room; ++length) {
@@ -217,12 +240,17 @@ bool is_return_address(const CodeMap& map, std::uintptr_t word) noexcept {
   return range != nullptr && follows_call(*range, word);
 }
 
-// SIGNAL CONTEXT. True when `ret` follows a direct call (E8 rel32) whose target starts the
-// function that holds `pc`: the target lies at or before `pc`, within 64 KiB. This recognises
-// the return address of a function interrupted before it set up its frame (at its entry, or in
-// a shrink-wrapped path that never pushes one), which the frame-pointer chain skips.
+// SIGNAL CONTEXT. True when `ret` follows a direct call (x86-64: E8 rel32; AArch64: BL imm26)
+// whose target starts the function that holds `pc`: the target lies at or before `pc`, within
+// 64 KiB. This recognises the return address of a function interrupted before it set up its
+// frame (at its entry, or in a shrink-wrapped path that never pushes one; on AArch64 a leaf that
+// keeps it in the link register), which the frame-pointer chain skips.
 LOOPCANARY_NO_SANITIZE bool direct_call_into(const CodeRange& range, std::uintptr_t ret, std::uintptr_t pc) noexcept {
-#if defined(__x86_64__)
+#if defined(__aarch64__)
+  if ((ret & 3u) != 0 || ret - range.low < 4) return false;
+  const std::uintptr_t target = bl_target(code_word(ret - 4), ret - 4);
+  return target != 0 && target <= pc && pc - target < 0x10000u;
+#elif defined(__x86_64__)
   if (ret - range.low < 5 || code_byte(ret - 5) != 0xE8u) return false;
   const std::uint32_t rel = code_byte(ret - 4) | (code_byte(ret - 3) << 8) | (code_byte(ret - 2) << 16) |
                             (static_cast<std::uint32_t>(code_byte(ret - 1)) << 24);
@@ -247,6 +275,7 @@ struct Registers {
   std::uintptr_t pc = 0;
   std::uintptr_t sp = 0;
   std::uintptr_t fp = 0;
+  std::uintptr_t lr = 0;  // the link register (AArch64 x30); 0 where calls push the return address
 };
 
 bool registers_of(const ucontext_t* uc, Registers& r) noexcept {
@@ -259,11 +288,47 @@ bool registers_of(const ucontext_t* uc, Registers& r) noexcept {
   r.pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
   r.sp = static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
   r.fp = static_cast<std::uintptr_t>(uc->uc_mcontext.regs[29]);
+  r.lr = static_cast<std::uintptr_t>(uc->uc_mcontext.regs[30]);
   return true;
 #else
   (void)uc;
   (void)r;
   return false;
+#endif
+}
+
+// SIGNAL CONTEXT. The return address of the interrupted function when it has no frame record
+// of its own yet (at its entry, or on a shrink-wrapped path that never makes one), which the
+// frame-pointer chain from `fp` (its caller's record) would skip; 0 when there is none to find.
+// x86-64: the word at the stack pointer, or the word above it when the function has pushed the
+// caller's frame pointer but not yet made its own (the word at the stack pointer equals fp); it
+// must follow a direct call into the function holding the PC. AArch64: the link register, when
+// it follows a direct call (BL) into the function holding the PC and that call's target is
+// nearer below the PC than the target of the call before the record's return address (else the
+// link register is a return address inside the interrupted function itself, left by a call it
+// made, and the record is its own).
+LOOPCANARY_NO_SANITIZE std::uintptr_t frameless_return(const CodeMap& map, const Registers& r, std::uintptr_t fp,
+                                                       std::uintptr_t high) noexcept {
+#if defined(__aarch64__)
+  (void)high;
+  const CodeRange* range = code_range_of(map, r.lr);
+  if (range == nullptr || !direct_call_into(*range, r.lr, r.pc)) return 0;
+  const std::uintptr_t record_ret = load_word(fp + sizeof(std::uintptr_t));
+  if (record_ret == r.lr) return 0;  // the record is the function's own: the chain has it
+  const std::uintptr_t into = bl_target(code_word(r.lr - 4), r.lr - 4);
+  const CodeRange* record_range = code_range_of(map, record_ret);
+  const std::uintptr_t record_into =
+      record_range != nullptr && (record_ret & 3u) == 0 && record_ret - record_range->low >= 4
+          ? bl_target(code_word(record_ret - 4), record_ret - 4)
+          : 0;
+  return record_into == 0 || record_into > r.pc || record_into < into ? r.lr : 0;
+#else
+  if (r.sp + 2 * sizeof(std::uintptr_t) > high) return 0;
+  std::uintptr_t at = r.sp;
+  if (load_word(at) == fp) at += sizeof(std::uintptr_t);
+  const std::uintptr_t top = load_word(at);
+  const CodeRange* range = code_range_of(map, top);
+  return range != nullptr && at != fp + sizeof(std::uintptr_t) && direct_call_into(*range, top, r.pc) ? top : 0;
 #endif
 }
 
@@ -341,18 +406,11 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
     const bool skipped = !chain || pc_range == nullptr || ret_range == nullptr || pc_range->module != ret_range->module;
     if (skipped) {
       n = scan_for_returns(s, r.sp, chain ? fp : high, n, max);
-    } else if (n < max && r.sp + 2 * sizeof(std::uintptr_t) <= high) {
+    } else if (n < max) {
       // Same module: the interrupted function may not have set up its frame yet (or ever, on a
-      // shrink-wrapped path). Then its return address, which the chain would skip, is the word
-      // at the stack pointer, or the word above it when the function has pushed the caller's
-      // frame pointer but not yet made its own (the word at the stack pointer equals fp).
-      std::uintptr_t at = r.sp;
-      if (load_word(at) == fp) at += sizeof(std::uintptr_t);
-      const std::uintptr_t top = load_word(at);
-      const CodeRange* range = code_range_of(s.code, top);
-      if (range != nullptr && at != fp + sizeof(std::uintptr_t) && direct_call_into(*range, top, r.pc)) {
-        s.pcs[n++].store(top, std::memory_order_relaxed);
-      }
+      // shrink-wrapped path): its return address, which the chain would skip.
+      const std::uintptr_t ret = frameless_return(s.code, r, fp, high);
+      if (ret != 0) s.pcs[n++].store(ret, std::memory_order_relaxed);
     }
   }
   while (chain && n < max) {
