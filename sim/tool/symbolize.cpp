@@ -121,9 +121,22 @@ bool ElfInfo::covers(std::uint64_t address) const noexcept {
   });
 }
 
-bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error) {
+namespace {
+
+// What read_elf_info and read_elf_section need of the ELF header.
+struct ElfHeader {
+  std::uint64_t phoff = 0;
+  std::uint64_t shoff = 0;
+  std::uint64_t phentsize = 0;
+  std::uint64_t phnum = 0;
+  std::uint64_t shentsize = 0;
+  std::uint64_t shnum = 0;     // e_shnum as written (0: the count is in section header 0)
+  std::uint64_t shstrndx = 0;  // e_shstrndx as written (0xffff: the index is in section header 0)
+};
+
+// Opens `path` and reads its ELF header into `out` (class, byte order, machine) and `h`.
+bool read_elf_header(const std::string& path, ElfFile& f, ElfInfo& out, ElfHeader& h, std::string& error) {
   out = ElfInfo{};
-  ElfFile f;
   if (!f.open(path, error)) return false;
   unsigned char eh[64] = {};
   if (!f.read(0, 52, eh) || std::memcmp(eh, "\x7f" "ELF", 4) != 0 || (eh[4] != 1 && eh[4] != 2) ||
@@ -132,18 +145,35 @@ bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error) {
     return false;
   }
   out.is64 = eh[4] == 2;
-  f.big_endian = eh[5] == 2;
+  out.big_endian = eh[5] == 2;
+  f.big_endian = out.big_endian;
   if (out.is64 && !f.read(0, 64, eh)) {
     error = "truncated ELF header";
     return false;
   }
   out.machine = static_cast<std::uint16_t>(f.get(eh + 18, 2));
-  const std::uint64_t phoff = out.is64 ? f.get(eh + 32, 8) : f.get(eh + 28, 4);
-  const std::uint64_t shoff = out.is64 ? f.get(eh + 40, 8) : f.get(eh + 32, 4);
-  const std::uint64_t phentsize = f.get(eh + (out.is64 ? 54 : 42), 2);
-  const std::uint64_t phnum = f.get(eh + (out.is64 ? 56 : 44), 2);
-  const std::uint64_t shentsize = f.get(eh + (out.is64 ? 58 : 46), 2);
-  std::uint64_t shnum = f.get(eh + (out.is64 ? 60 : 48), 2);
+  h.phoff = out.is64 ? f.get(eh + 32, 8) : f.get(eh + 28, 4);
+  h.shoff = out.is64 ? f.get(eh + 40, 8) : f.get(eh + 32, 4);
+  h.phentsize = f.get(eh + (out.is64 ? 54 : 42), 2);
+  h.phnum = f.get(eh + (out.is64 ? 56 : 44), 2);
+  h.shentsize = f.get(eh + (out.is64 ? 58 : 46), 2);
+  h.shnum = f.get(eh + (out.is64 ? 60 : 48), 2);
+  h.shstrndx = f.get(eh + (out.is64 ? 62 : 50), 2);
+  return true;
+}
+
+}  // namespace
+
+bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error) {
+  ElfFile f;
+  ElfHeader h;
+  if (!read_elf_header(path, f, out, h, error)) return false;
+  const std::uint64_t phoff = h.phoff;
+  const std::uint64_t shoff = h.shoff;
+  const std::uint64_t phentsize = h.phentsize;
+  const std::uint64_t phnum = h.phnum;
+  const std::uint64_t shentsize = h.shentsize;
+  std::uint64_t shnum = h.shnum;
   const std::size_t ph_size = out.is64 ? 56 : 32;
   const std::size_t sh_size = out.is64 ? 64 : 40;
 
@@ -200,6 +230,86 @@ bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error) {
     out.build_id = find_build_id(f, n.first, n.second.first, n.second.second);
   }
   return true;
+}
+
+bool read_elf_section(const std::string& path, const std::string& name, ElfInfo& info, std::vector<std::uint8_t>& bytes,
+                      std::string& error) {
+  bytes.clear();
+  ElfFile f;
+  ElfHeader h;
+  if (!read_elf_header(path, f, info, h, error)) return false;
+  const std::size_t sh_size = info.is64 ? 64 : 40;
+  if (h.shoff == 0 || h.shentsize < sh_size) {
+    error = "no section headers";
+    return false;
+  }
+  // One section header: type, file offset and size.
+  struct Section {
+    std::uint64_t name = 0;
+    std::uint64_t type = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    std::uint64_t link = 0;
+  };
+  const auto section = [&](std::uint64_t index, Section& s) {
+    unsigned char sh[64];
+    if (index > (f.size() - std::min(f.size(), h.shoff)) / h.shentsize) return false;
+    if (!f.read(h.shoff + index * h.shentsize, sh_size, sh)) return false;
+    s.name = f.get(sh, 4);
+    s.type = f.get(sh + 4, 4);
+    s.offset = info.is64 ? f.get(sh + 24, 8) : f.get(sh + 16, 4);
+    s.size = info.is64 ? f.get(sh + 32, 8) : f.get(sh + 20, 4);
+    s.link = info.is64 ? f.get(sh + 40, 4) : f.get(sh + 24, 4);
+    return true;
+  };
+  Section first;
+  if (!section(0, first)) {
+    error = "truncated section headers";
+    return false;
+  }
+  const std::uint64_t shnum = std::min<std::uint64_t>(h.shnum != 0 ? h.shnum : first.size, 1u << 20);
+  const std::uint64_t strndx = h.shstrndx == 0xffff ? first.link : h.shstrndx;
+  Section strings;
+  constexpr std::uint64_t kMaxNames = 16u << 20;
+  if (strndx == 0 || strndx >= shnum || !section(strndx, strings) || strings.size > kMaxNames) {
+    error = "no section-name string table";
+    return false;
+  }
+  std::vector<unsigned char> names(static_cast<std::size_t>(strings.size));
+  if (!f.read(strings.offset, names.size(), names.data())) {
+    error = "truncated section-name string table";
+    return false;
+  }
+  for (std::uint64_t i = 1; i < shnum; ++i) {
+    Section s;
+    if (!section(i, s)) {
+      error = "truncated section headers";
+      return false;
+    }
+    if (s.name >= names.size()) continue;
+    const auto* begin = reinterpret_cast<const char*>(names.data()) + s.name;
+    const std::size_t room = names.size() - static_cast<std::size_t>(s.name);
+    if (::strnlen(begin, room) != name.size() || name.compare(0, name.size(), begin, name.size()) != 0) continue;
+    constexpr std::uint64_t kShtNobits = 8;
+    constexpr std::uint64_t kMaxSection = 256u << 20;
+    if (s.type == kShtNobits) {
+      error = "section " + name + " has no bytes in the file";
+      return false;
+    }
+    if (s.size > kMaxSection) {
+      error = "section " + name + " is too large";
+      return false;
+    }
+    bytes.resize(static_cast<std::size_t>(s.size));
+    if (!f.read(s.offset, bytes.size(), bytes.data())) {
+      bytes.clear();
+      error = "section " + name + " is truncated";
+      return false;
+    }
+    return true;
+  }
+  error = "no section " + name;
+  return false;
 }
 
 const char* addr2line_program(std::uint16_t machine) noexcept {

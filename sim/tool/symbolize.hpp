@@ -23,6 +23,7 @@ struct ElfSegment {
 /// What symbolize needs to know of an ELF file (ELF32 or ELF64, either byte order).
 struct ElfInfo {
   bool is64 = false;
+  bool big_endian = false;              ///< EI_DATA = ELFDATA2MSB
   std::uint16_t machine = 0;            ///< e_machine (EM_ARM = 40, EM_X86_64 = 62, ...)
   std::string build_id;                 ///< NT_GNU_BUILD_ID in lower-case hex, "" when none
   std::vector<ElfSegment> loads;        ///< PT_LOAD segments in file order
@@ -38,6 +39,16 @@ struct ElfInfo {
 /// headers", ...) for a file it cannot use; every offset is checked, a damaged file never
 /// crashes the reader.
 bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error);
+
+/// Reads the ELF header of `path` (as read_elf_info, into `info`) and the bytes of its section
+/// named `name` (e.g. ".debug_frame") into `bytes`, found through the section-name string table
+/// (extended section numbering and string-table index handled). Returns false with a short
+/// reason in `error`: whatever read_elf_info reports, "no section headers", "no section NAME",
+/// "section NAME has no bytes in the file" (SHT_NOBITS), "section NAME is truncated" (it runs
+/// past the end of the file), "section NAME is too large" (over 256 MiB). Every offset is
+/// checked; a damaged file never crashes the reader.
+bool read_elf_section(const std::string& path, const std::string& name, ElfInfo& info, std::vector<std::uint8_t>& bytes,
+                      std::string& error);
 
 /// The addr2line program for an image of `machine`: "arm-none-eabi-addr2line" for EM_ARM
 /// (device firmware), "addr2line" (the host's binutils) for anything else.
