@@ -541,6 +541,16 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
       result.exception_return = is_exc_return(sample.lr);
       return stop(ArmUnwindStatus::pc_lr_only, why);
     }
+    const std::uint32_t ra_column = cfi.cies[fde->cie].return_column;
+    const Rule& ra_rule = row.regs[ra_column];
+    if (ra_rule.kind == RuleKind::undefined) {  // the outermost frame: its CFA does not matter
+      if (known[row.cfa_reg]) {
+        const std::int64_t cfa = std::int64_t{value[row.cfa_reg]} + row.cfa_offset;
+        if (cfa >= 0 && cfa <= 0xffffffffLL) result.frames.back().cfa = static_cast<std::uint32_t>(cfa);
+      }
+      result.status = ArmUnwindStatus::unwound;
+      return result;
+    }
     if (!known[row.cfa_reg]) {
       return stop(ArmUnwindStatus::partial, "CFA register r" + std::to_string(row.cfa_reg) + " unknown at " + hex32(pc));
     }
@@ -553,14 +563,10 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
     result.frames.back().cfa = static_cast<std::uint32_t>(cfa);
 
     // The return address.
-    const std::uint32_t ra_column = cfi.cies[fde->cie].return_column;
-    const Rule& ra_rule = row.regs[ra_column];
     std::uint32_t ra = 0;
     bool from_lr = false;
     switch (ra_rule.kind) {
-      case RuleKind::undefined:
-        result.status = ArmUnwindStatus::unwound;
-        return result;
+      case RuleKind::undefined:  // handled above
       case RuleKind::same_value:
         if (!known[ra_column]) {
           return stop(ArmUnwindStatus::partial, "return address of " + hex32(pc) +
