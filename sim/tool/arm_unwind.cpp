@@ -355,9 +355,11 @@ std::string printable(const std::uint8_t* p, std::size_t n) {
 const ArmFde* ArmCfi::find(std::uint32_t address) const noexcept {
   auto it = std::upper_bound(fdes.begin(), fdes.end(), address,
                              [](std::uint32_t a, const ArmFde& f) { return a < f.begin; });
-  if (it == fdes.begin()) return nullptr;
-  --it;
-  return address < it->end ? &*it : nullptr;
+  for (auto i = static_cast<std::size_t>(it - fdes.begin()); i > 0; --i) {
+    if (i - 1 < reach.size() && reach[i - 1] <= address) return nullptr;  // nothing earlier reaches it
+    if (address < fdes[i - 1].end) return &fdes[i - 1];
+  }
+  return nullptr;
 }
 
 bool parse_debug_frame(const std::uint8_t* data, std::size_t size, ArmCfi& out, std::string& error) {
@@ -464,6 +466,11 @@ bool parse_debug_frame(const std::uint8_t* data, std::size_t size, ArmCfi& out, 
     }
   }
   std::stable_sort(out.fdes.begin(), out.fdes.end(), [](const ArmFde& a, const ArmFde& b) { return a.begin < b.begin; });
+  std::uint64_t reach = 0;
+  for (const ArmFde& f : out.fdes) {
+    reach = std::max(reach, f.end);
+    out.reach.push_back(reach);
+  }
   return true;
 }
 
@@ -496,6 +503,10 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
   known[kSp] = true;
   value[kLr] = sample.lr;
   known[kLr] = true;
+  // Registers whose value is LR as captured or a stack word: the only places a return address
+  // may come from (SP and r7 as captured are not return addresses).
+  std::array<bool, kCoreRegisters> return_source{};
+  return_source[kLr] = true;
   if (sample.has_r7) {
     value[7] = sample.r7;
     known[7] = true;
@@ -537,7 +548,9 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
     }
     if (!why.empty()) {
       if (!innermost) return stop(ArmUnwindStatus::partial, why);
-      if (sample.lr != 0 && !is_exc_return(sample.lr)) result.frames.push_back({sample.lr & ~1u, 0, true});
+      if (sample.lr != 0 && !is_exc_return(sample.lr) && max_frames > 1) {
+        result.frames.push_back({sample.lr & ~1u, 0, true});
+      }
       result.exception_return = is_exc_return(sample.lr);
       return stop(ArmUnwindStatus::pc_lr_only, why);
     }
@@ -568,21 +581,21 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
     switch (ra_rule.kind) {
       case RuleKind::undefined:  // handled above
       case RuleKind::same_value:
-        if (!known[ra_column]) {
-          return stop(ArmUnwindStatus::partial, "return address of " + hex32(pc) +
-                                                    " is in r" + std::to_string(ra_column) + " (not saved), known only in the innermost frame");
+      case RuleKind::in_register: {
+        const std::uint32_t source = ra_rule.kind == RuleKind::in_register ? ra_rule.reg : ra_column;
+        if (!known[source]) {
+          return stop(ArmUnwindStatus::partial,
+                      "return address of " + hex32(pc) + " is in r" + std::to_string(source) +
+                          (source == kLr ? " (not saved), known only in the innermost frame" : ", unknown"));
         }
-        ra = value[ra_column];
-        from_lr = true;
-        break;
-      case RuleKind::in_register:
-        if (!known[ra_rule.reg]) {
+        if (!return_source[source]) {
           return stop(ArmUnwindStatus::partial, "return address of " + hex32(pc) + " is in r" +
-                                                    std::to_string(ra_rule.reg) + ", unknown");
+                                                    std::to_string(source) + ", which holds no return address of the sample");
         }
-        ra = value[ra_rule.reg];
-        from_lr = ra_rule.reg == kLr;
+        ra = value[source];
+        from_lr = source == kLr;
         break;
+      }
       case RuleKind::offset:
         if (!word_at(cfa + ra_rule.offset, ra)) {
           const std::int64_t address = cfa + ra_rule.offset;
@@ -599,6 +612,7 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
     // The caller's registers: restored where the rules say and the sample has the word.
     std::array<std::uint32_t, kCoreRegisters> next = value;
     std::array<bool, kCoreRegisters> next_known = known;
+    std::array<bool, kCoreRegisters> next_source = return_source;
     for (std::size_t r = 0; r < kCoreRegisters; ++r) {
       const Rule& rule = row.regs[r];
       switch (rule.kind) {
@@ -607,21 +621,26 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
         case RuleKind::undefined:
         case RuleKind::unsupported:
           next_known[r] = false;
+          next_source[r] = false;
           break;
         case RuleKind::in_register:
           next[r] = value[rule.reg];
           next_known[r] = known[rule.reg];
+          next_source[r] = return_source[rule.reg];
           break;
         case RuleKind::offset:
           next_known[r] = word_at(cfa + rule.offset, next[r]);
+          next_source[r] = next_known[r];
           break;
       }
     }
     next[kSp] = static_cast<std::uint32_t>(cfa);
     next_known[kSp] = true;
+    next_source[kSp] = false;
     next_known[ra_column] = false;  // the caller's own return address is not what it holds
     value = next;
     known = next_known;
+    return_source = next_source;
 
     if (ra == 0) {
       result.status = ArmUnwindStatus::unwound;
@@ -632,11 +651,11 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
       return stop(ArmUnwindStatus::partial, "EXC_RETURN " + hex32(ra) + " after " + hex32(pc) +
                                                 ": an exception frame, not unwound across");
     }
-    pc = ra & ~1u;
-    result.frames.push_back({pc, 0, from_lr});
     if (result.frames.size() >= max_frames) {
       return stop(ArmUnwindStatus::partial, "max_frames (" + std::to_string(max_frames) + ") reached");
     }
+    pc = ra & ~1u;
+    result.frames.push_back({pc, 0, from_lr});
     if (pc < 2) return stop(ArmUnwindStatus::partial, "return address " + hex32(ra) + " below the code");
     lookup = pc - 2;
   }

@@ -53,8 +53,11 @@ struct ArmFde {
 struct ArmCfi {
   std::vector<ArmCie> cies;  ///< in section order
   std::vector<ArmFde> fdes;  ///< sorted by `begin` (ties: section order)
-  /// The FDE whose [begin, end) holds `address` (binary search; among overlapping FDEs, the one
-  /// with the highest begin); null when none does.
+  /// reach[i]: the highest `end` among fdes[0..i] (set by parse_debug_frame; lets find() look
+  /// back past overlapping FDEs, e.g. those a linker left at address 0 for discarded code).
+  std::vector<std::uint64_t> reach;
+  /// The FDE whose [begin, end) holds `address`, the one with the highest begin when several
+  /// do (binary search, then back over FDEs that still reach `address`); null when none does.
   const ArmFde* find(std::uint32_t address) const noexcept;
 };
 
@@ -90,7 +93,8 @@ struct ArmSample {
 enum class ArmUnwindStatus {
   unwound,     ///< reached the outermost frame (its return-address rule is undefined, or RA 0)
   partial,     ///< some frames; `reason` says why the chain ends there
-  pc_lr_only,  ///< no usable CFI for the PC: the frames are the PC and LR as captured
+  pc_lr_only,  ///< no usable CFI for the PC: the frames are the PC and LR as captured (LR left
+               ///< out when 0, an EXC_RETURN value, or beyond max_frames)
 };
 
 /// One frame of an unwound chain.

@@ -163,6 +163,18 @@ TEST(ArmCfiParse, CieAndFdeAndLookup) {
   EXPECT_EQ(cfi.find(0x2010), nullptr);
 }
 
+TEST(ArmCfiParse, OverlappingFdes) {
+  // Two FDEs a linker left at 0 (discarded code) over a real function at 0x100.
+  const lt::ArmCfi cfi = parse_ok(cat({cie(kCieInit), fde(0, 0, 0x400, {}), fde(0, 0x100, 0x20, {}), fde(0, 0, 0x10, {})}));
+  ASSERT_EQ(cfi.fdes.size(), 3u);
+  ASSERT_NE(cfi.find(0x110), nullptr);
+  EXPECT_EQ(cfi.find(0x110)->begin, 0x100u);
+  ASSERT_NE(cfi.find(0x120), nullptr);  // past the real function: the wide one at 0
+  EXPECT_EQ(cfi.find(0x120)->end, 0x400u);
+  ASSERT_NE(cfi.find(0x8), nullptr);
+  EXPECT_EQ(cfi.find(0x400), nullptr);
+}
+
 TEST(ArmCfiParse, VersionsThreeAndFourAndPadding) {
   const Bytes v3 = cie(kCieInit, 3);
   lt::ArmCfi cfi = parse_ok(cat({v3, Bytes{0, 0, 0, 0}, fde(0, kFn, 8, {})}));
@@ -354,13 +366,18 @@ TEST(ArmUnwindRules, RestoreSameValueUndefinedRegister) {
   EXPECT_EQ(r.status, lt::ArmUnwindStatus::unwound);
   EXPECT_EQ(r.frames.size(), 1u);
   EXPECT_EQ(r.reason, "");
-  // register: the return address in r7.
+  // register: the return address in LR itself.
+  r = unwind({0x09, 14, 14}, kFn);
+  ASSERT_EQ(r.frames.size(), 2u);
+  EXPECT_EQ(r.frames[1].pc, 0x5000u);
+  EXPECT_TRUE(r.frames[1].from_lr);
+  // ... but not r7 as captured (a frame pointer, not a return address), nor an unknown r4.
   lt::ArmSample s = sample_at(kFn);
   s.has_r7 = true;
   s.r7 = 0x7771;
   r = unwind({0x09, 14, 7}, kFn, s);
-  ASSERT_EQ(r.frames.size(), 2u);
-  EXPECT_EQ(r.frames[1].pc, 0x7770u);
+  EXPECT_EQ(r.frames.size(), 1u);
+  EXPECT_EQ(r.reason, "return address of 0x00001000 is in r7, which holds no return address of the sample");
   r = unwind({0x09, 14, 4}, kFn);
   EXPECT_EQ(r.frames.size(), 1u);
   EXPECT_EQ(r.reason, "return address of 0x00001000 is in r4, unknown");
