@@ -112,9 +112,9 @@ class Cursor {
 enum class RuleKind : std::uint8_t { same_value, undefined, offset, in_register, unsupported };
 struct Rule {
   RuleKind kind = RuleKind::same_value;
-  std::int64_t offset = 0;     // offset: the value is saved at CFA + offset
-  std::uint32_t reg = 0;       // in_register: the value is in this register
-  const char* why = "";        // unsupported: the instruction's name
+  std::int64_t offset = 0;  // offset: the value is saved at CFA + offset
+  std::uint32_t reg = 0;    // in_register: the value is in this register
+  const char* why = "";     // unsupported: the instruction's name
 };
 
 // The CFA rule and the core registers' rules at a code location.
@@ -205,7 +205,7 @@ bool run_cfa(const std::uint8_t* data, std::size_t size, std::uint64_t base, con
           advance = d;
           break;
         }
-        case 0x05:  // DW_CFA_offset_extended
+        case 0x05:    // DW_CFA_offset_extended
         case 0x2f: {  // DW_CFA_GNU_negative_offset_extended
           std::int64_t off = 0;
           ok = c.uleb(reg) && c.uleb(u) && u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) &&
@@ -247,7 +247,8 @@ bool run_cfa(const std::uint8_t* data, std::size_t size, std::uint64_t base, con
           break;
         case 0x0c:  // DW_CFA_def_cfa
           ok = c.uleb(reg) && c.uleb(u) && u <= 0xffffffffu;
-          if (ok && reg >= kCoreRegisters) return fail(op_at, "DW_CFA_def_cfa: register " + std::to_string(reg) + " is not a core register");
+          if (ok && reg >= kCoreRegisters)
+            return fail(op_at, "DW_CFA_def_cfa: register " + std::to_string(reg) + " is not a core register");
           if (ok) {
             row.cfa_defined = true;
             row.cfa_unsupported = nullptr;
@@ -257,7 +258,8 @@ bool run_cfa(const std::uint8_t* data, std::size_t size, std::uint64_t base, con
           break;
         case 0x0d:  // DW_CFA_def_cfa_register
           ok = c.uleb(reg);
-          if (ok && reg >= kCoreRegisters) return fail(op_at, "DW_CFA_def_cfa_register: register " + std::to_string(reg) + " is not a core register");
+          if (ok && reg >= kCoreRegisters)
+            return fail(op_at, "DW_CFA_def_cfa_register: register " + std::to_string(reg) + " is not a core register");
           if (ok) row.cfa_reg = static_cast<std::uint32_t>(reg);
           break;
         case 0x0e:  // DW_CFA_def_cfa_offset
@@ -283,11 +285,12 @@ bool run_cfa(const std::uint8_t* data, std::size_t size, std::uint64_t base, con
           set_rule = true;
           break;
         }
-        case 0x12:  // DW_CFA_def_cfa_sf
+        case 0x12:    // DW_CFA_def_cfa_sf
         case 0x13: {  // DW_CFA_def_cfa_offset_sf
           std::int64_t off = 0;
           ok = (op == 0x13 || c.uleb(reg)) && c.sleb(s) && factored(s, off);
-          if (ok && op == 0x12 && reg >= kCoreRegisters) return fail(op_at, "DW_CFA_def_cfa_sf: register " + std::to_string(reg) + " is not a core register");
+          if (ok && op == 0x12 && reg >= kCoreRegisters)
+            return fail(op_at, "DW_CFA_def_cfa_sf: register " + std::to_string(reg) + " is not a core register");
           if (ok) {
             if (op == 0x12) {
               row.cfa_defined = true;
@@ -353,8 +356,8 @@ std::string printable(const std::uint8_t* p, std::size_t n) {
 }  // namespace
 
 const ArmFde* ArmCfi::find(std::uint32_t address) const noexcept {
-  auto it = std::upper_bound(fdes.begin(), fdes.end(), address,
-                             [](std::uint32_t a, const ArmFde& f) { return a < f.begin; });
+  auto it =
+      std::upper_bound(fdes.begin(), fdes.end(), address, [](std::uint32_t a, const ArmFde& f) { return a < f.begin; });
   for (auto i = static_cast<std::size_t>(it - fdes.begin()); i > 0; --i) {
     if (i - 1 < reach.size() && reach[i - 1] <= address) return nullptr;  // nothing earlier reaches it
     if (address < fdes[i - 1].end) return &fdes[i - 1];
@@ -447,8 +450,8 @@ bool parse_debug_frame(const std::uint8_t* data, std::size_t size, ArmCfi& out, 
     at = end;
   }
   for (const PendingFde& p : pending) {
-    const auto cie = std::find_if(out.cies.begin(), out.cies.end(),
-                                  [&p](const ArmCie& c) { return c.offset == p.cie_pointer; });
+    const auto cie =
+        std::find_if(out.cies.begin(), out.cies.end(), [&p](const ArmCie& c) { return c.offset == p.cie_pointer; });
     if (cie == out.cies.end()) return fail(p.offset, "FDE points at no CIE (" + hex(p.cie_pointer) + ")");
     if (p.end - p.body < 8) return fail(p.offset, "FDE truncated: no initial location and address range");
     ArmFde fde;
@@ -465,7 +468,8 @@ bool parse_debug_frame(const std::uint8_t* data, std::size_t size, ArmCfi& out, 
       return false;
     }
   }
-  std::stable_sort(out.fdes.begin(), out.fdes.end(), [](const ArmFde& a, const ArmFde& b) { return a.begin < b.begin; });
+  std::stable_sort(out.fdes.begin(), out.fdes.end(),
+                   [](const ArmFde& a, const ArmFde& b) { return a.begin < b.begin; });
   std::uint64_t reach = 0;
   for (const ArmFde& f : out.fdes) {
     reach = std::max(reach, f.end);
@@ -479,7 +483,8 @@ bool read_arm_cfi(const std::string& elf_path, ArmCfi& out, std::string& error) 
   ElfInfo info;
   std::vector<std::uint8_t> bytes;
   if (!read_elf_section(elf_path, ".debug_frame", info, bytes, error)) {
-    if (!error.empty() && error.rfind("no section", 0) == 0 && (info.is64 || info.big_endian || info.machine != kEmArm)) {
+    if (!error.empty() && error.rfind("no section", 0) == 0 &&
+        (info.is64 || info.big_endian || info.machine != kEmArm)) {
       error = "not an ELF32 little-endian ARM file";
     }
     return false;
@@ -565,13 +570,15 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
       return result;
     }
     if (!known[row.cfa_reg]) {
-      return stop(ArmUnwindStatus::partial, "CFA register r" + std::to_string(row.cfa_reg) + " unknown at " + hex32(pc));
+      return stop(ArmUnwindStatus::partial,
+                  "CFA register r" + std::to_string(row.cfa_reg) + " unknown at " + hex32(pc));
     }
     const std::int64_t cfa = std::int64_t{value[row.cfa_reg]} + row.cfa_offset;
     if (cfa < 0 || cfa > 0xffffffffLL) return stop(ArmUnwindStatus::partial, "CFA out of range at " + hex32(pc));
     if (innermost ? cfa < value[kSp] : cfa <= value[kSp]) {
       return stop(ArmUnwindStatus::partial, "CFA does not grow at " + hex32(pc) + " (CFA " +
-                                                hex32(static_cast<std::uint32_t>(cfa)) + ", SP " + hex32(value[kSp]) + ")");
+                                                hex32(static_cast<std::uint32_t>(cfa)) + ", SP " + hex32(value[kSp]) +
+                                                ")");
     }
     result.frames.back().cfa = static_cast<std::uint32_t>(cfa);
 
@@ -589,8 +596,8 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
                           (source == kLr ? " (not saved), known only in the innermost frame" : ", unknown"));
         }
         if (!return_source[source]) {
-          return stop(ArmUnwindStatus::partial, "return address of " + hex32(pc) + " is in r" +
-                                                    std::to_string(source) + ", which holds no return address of the sample");
+          return stop(ArmUnwindStatus::partial, "return address of " + hex32(pc) + " is in r" + std::to_string(source) +
+                                                    ", which holds no return address of the sample");
         }
         ra = value[source];
         from_lr = source == kLr;
@@ -599,9 +606,11 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
       case RuleKind::offset:
         if (!word_at(cfa + ra_rule.offset, ra)) {
           const std::int64_t address = cfa + ra_rule.offset;
-          return stop(ArmUnwindStatus::partial, "return address of " + hex32(pc) + " at " +
-                                                    (address >= 0 && address <= 0xffffffffLL ? hex32(static_cast<std::uint32_t>(address)) : std::string("(out of range)")) +
-                                                    " is not among the sample's stack words");
+          return stop(ArmUnwindStatus::partial,
+                      "return address of " + hex32(pc) + " at " +
+                          (address >= 0 && address <= 0xffffffffLL ? hex32(static_cast<std::uint32_t>(address))
+                                                                   : std::string("(out of range)")) +
+                          " is not among the sample's stack words");
         }
         break;
       case RuleKind::unsupported:
@@ -648,8 +657,8 @@ ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size
     }
     if (is_exc_return(ra)) {
       result.exception_return = true;
-      return stop(ArmUnwindStatus::partial, "EXC_RETURN " + hex32(ra) + " after " + hex32(pc) +
-                                                ": an exception frame, not unwound across");
+      return stop(ArmUnwindStatus::partial,
+                  "EXC_RETURN " + hex32(ra) + " after " + hex32(pc) + ": an exception frame, not unwound across");
     }
     if (result.frames.size() >= max_frames) {
       return stop(ArmUnwindStatus::partial, "max_frames (" + std::to_string(max_frames) + ") reached");

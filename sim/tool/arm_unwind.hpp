@@ -99,26 +99,30 @@ enum class ArmUnwindStatus {
 
 /// One frame of an unwound chain.
 struct ArmFrame {
-  std::uint32_t pc = 0;    ///< frame 0: the sample's PC; others: the return address (bit 0 clear)
-  std::uint32_t cfa = 0;   ///< the frame's CFA; 0 when not computed (pc_lr_only, the last frame)
-  bool from_lr = false;    ///< the return address that made this frame came from LR (frame 1 only)
+  std::uint32_t pc = 0;   ///< frame 0: the sample's PC; others: the return address (bit 0 clear)
+  std::uint32_t cfa = 0;  ///< the frame's CFA; 0 when not computed (pc_lr_only; a frame whose
+                          ///< rules or registers ended the chain before its CFA was known)
+  bool from_lr = false;   ///< the return address that made this frame came from LR (frame 1 only)
 };
 
 /// The result of unwind_arm.
 struct ArmUnwindResult {
   ArmUnwindStatus status = ArmUnwindStatus::partial;
-  std::vector<ArmFrame> frames;  ///< innermost first; never empty
-  std::string reason;            ///< why the chain ends, for partial and pc_lr_only ("" when unwound)
-  bool exception_return = false; ///< the chain ends at an EXC_RETURN value (0xFFFFFFxx)
+  std::vector<ArmFrame> frames;   ///< innermost first; never empty
+  std::string reason;             ///< why the chain ends, for partial and pc_lr_only ("" when unwound)
+  bool exception_return = false;  ///< the chain ends at an EXC_RETURN value (0xFFFFFFxx)
 };
 
 /// Unwinds `sample` with `cfi` into at most `max_frames` frames (0 is taken as 1). Frame 0 is
 /// the sample's PC; each further frame's PC is the return address the previous frame's rules
 /// locate (FDE lookup at return address - 2, inside the Thumb call). The CFA register must be
-/// known: SP always, r7 when captured or restored from the stack, others when restored. The
-/// chain stops at: a return address of 0 (unwound), an EXC_RETURN value (partial, flagged), a
-/// PC without FDE ("no CFI for 0x..."; pc_lr_only for frame 0), a return address not among the
-/// sample's words, a CFA that does not grow, an unsupported rule, or `max_frames` (partial).
+/// known: SP always, r7 when captured or restored from the stack, others when restored. A return
+/// address comes only from LR as captured (frame 0, where the rules say LR is not saved yet) or
+/// from one of the sample's stack words. The chain stops at: a return address of 0 (unwound),
+/// an EXC_RETURN value (partial, flagged), a PC without FDE ("no CFI for 0x..."; pc_lr_only for
+/// frame 0, as for unusable CFI there), a return address not among the sample's words, a CFA
+/// below SP (frame 0) or not above it (further frames: "CFA does not grow"), an unsupported rule,
+/// or `max_frames` (partial).
 ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size_t max_frames);
 
 }  // namespace loopcanary::tool

@@ -50,7 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const lt::ArmFde& f = cfi.fdes[i];
     FUZZ_CHECK(f.cie < cfi.cies.size(), "FDE at 0x%x without its CIE", static_cast<unsigned>(f.offset));
     FUZZ_CHECK(i == 0 || cfi.fdes[i - 1].begin <= f.begin, "FDEs not sorted");
-    if (f.end > f.begin) FUZZ_CHECK(cfi.find(f.begin) != nullptr, "FDE at 0x%x not found", static_cast<unsigned>(f.offset));
+    if (f.end > f.begin)
+      FUZZ_CHECK(cfi.find(f.begin) != nullptr, "FDE at 0x%x not found", static_cast<unsigned>(f.offset));
   }
 
   const std::uint8_t* rest = data + 2 + n;

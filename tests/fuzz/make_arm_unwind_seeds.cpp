@@ -32,9 +32,9 @@ Bytes cie(std::uint8_t version) {
     b.push_back(4);  // address size
     b.push_back(0);  // segment selector size
   }
-  b.push_back(2);     // code alignment 2
-  b.push_back(0x7c);  // data alignment -4
-  b.push_back(14);    // return address column lr
+  b.push_back(2);                    // code alignment 2
+  b.push_back(0x7c);                 // data alignment -4
+  b.push_back(14);                   // return address column lr
   b.insert(b.end(), {0x0c, 13, 0});  // def_cfa sp, 0
   return b;
 }
@@ -84,8 +84,9 @@ int main(int argc, char** argv) {
     Bytes section;
     entry(section, cie(version));
     // 0x1000: push {r4, lr}; sub sp, #16 (remember, early exit, restore).
-    entry(section, fde(0x1000, 0x40, {0x41, 0x0e, 8, 0x84, 2, 0x8e, 1, 0x41, 0x0e, 24, 0x44, 0x0a, 0x0e, 0, 0xc4,
-                                      0xce, 0x41, 0x0b, 0x00}));
+    entry(section,
+          fde(0x1000, 0x40,
+              {0x41, 0x0e, 8, 0x84, 2, 0x8e, 1, 0x41, 0x0e, 24, 0x44, 0x0a, 0x0e, 0, 0xc4, 0xce, 0x41, 0x0b, 0x00}));
     // 0x2000: push {r7, lr}; sub sp, #8; mov r7, sp (CFA r7 + 16).
     entry(section, fde(0x2000, 0x20, {0x41, 0x0e, 8, 0x87, 2, 0x8e, 1, 0x41, 0x0e, 16, 0x41, 0x0d, 7}));
     // 0x3000: the outermost function.

@@ -5,6 +5,8 @@
 // (fixtures/arm/: chain.S with hand-written CFI, chain.cpp compiled by GCC at -O2 and -Os) read
 // from its ELF, with samples whose stacks are built from what each function's prologue does
 // (the CFI written by hand; for GCC's code, its push/sub instructions decoded here).
+#include "arm_unwind.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "arm_unwind.hpp"
 #include "symbolize.hpp"
 
 namespace lt = loopcanary::tool;
@@ -165,7 +166,8 @@ TEST(ArmCfiParse, CieAndFdeAndLookup) {
 
 TEST(ArmCfiParse, OverlappingFdes) {
   // Two FDEs a linker left at 0 (discarded code) over a real function at 0x100.
-  const lt::ArmCfi cfi = parse_ok(cat({cie(kCieInit), fde(0, 0, 0x400, {}), fde(0, 0x100, 0x20, {}), fde(0, 0, 0x10, {})}));
+  const lt::ArmCfi cfi =
+      parse_ok(cat({cie(kCieInit), fde(0, 0, 0x400, {}), fde(0, 0x100, 0x20, {}), fde(0, 0, 0x10, {})}));
   ASSERT_EQ(cfi.fdes.size(), 3u);
   ASSERT_NE(cfi.find(0x110), nullptr);
   EXPECT_EQ(cfi.find(0x110)->begin, 0x100u);
@@ -204,7 +206,8 @@ TEST(ArmCfiParse, ErrorsNameTheOffset) {
             "debug_frame offset 0x10: CIE augmentation \"zR\" is not supported (only \"\")");
   EXPECT_EQ(parse_error(cie(kCieInit, 2)), "debug_frame offset 0x0: CIE version 2 is not supported (1, 3, 4)");
   EXPECT_EQ(parse_error(cie(kCieInit, 4, "", 8)), "debug_frame offset 0x0: CIE address size 8 is not 4");
-  EXPECT_EQ(parse_error(cie(kCieInit, 3, "", 4, 16)), "debug_frame offset 0x0: CIE return address column 16 is not r0-r15");
+  EXPECT_EQ(parse_error(cie(kCieInit, 3, "", 4, 16)),
+            "debug_frame offset 0x0: CIE return address column 16 is not r0-r15");
   // An FDE too short for its location and range.
   Bytes short_fde = {8, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0};
   EXPECT_EQ(parse_error(cat({c, short_fde})),
@@ -296,8 +299,8 @@ TEST(ArmUnwindRules, AdvanceLocOffsetAndDefCfaOffset) {
 TEST(ArmUnwindRules, AdvanceLocForms) {
   // advance_loc1 3 (6 bytes), def_cfa_offset 8; advance_loc2 2 (+4), def_cfa_offset 12;
   // advance_loc4 1 (+2), def_cfa_offset 16; set_loc kFn + 0x20, def_cfa_offset 20. RA at CFA-4.
-  const Bytes ins = {0x8e, 1, 0x02, 3, 0x0e, 8, 0x03, 2, 0, 0x0e, 12, 0x04, 1, 0, 0, 0, 0x0e, 16,
-                     0x01, 0x20, 0x10, 0, 0, 0x0e, 20};
+  const Bytes ins = {0x8e, 1, 0x02, 3,    0x0e, 8,    0x03, 2,    0, 0x0e, 12,   0x04, 1,
+                     0,    0, 0,    0x0e, 16,   0x01, 0x20, 0x10, 0, 0,    0x0e, 20};
   const std::vector<std::pair<std::uint32_t, std::uint32_t>> expected = {
       {kFn + 4, 0}, {kFn + 6, 8}, {kFn + 9, 8}, {kFn + 10, 12}, {kFn + 12, 16}, {kFn + 0x1e, 16}, {kFn + 0x20, 20}};
   for (const auto& [pc, offset] : expected) {
@@ -427,8 +430,8 @@ namespace {
 // D [0x4000, 0x4010) push {r4, r5} (CFA sp+8, lr not saved).
 lt::ArmCfi three_functions() {
   return parse_ok(cat({cie(kCieInit), fde(0, 0x1000, 0x100, {0x41, 0x0e, 8, 0x84, 2, 0x8e, 1}),
-                       fde(0, 0x2000, 0x10, {0x41, 0x0e, 4, 0x8e, 1, 0x41, 0x0e, 12}),
-                       fde(0, 0x3000, 0x10, {0x07, 14}), fde(0, 0x4000, 0x10, {0x0e, 8})}));
+                       fde(0, 0x2000, 0x10, {0x41, 0x0e, 4, 0x8e, 1, 0x41, 0x0e, 12}), fde(0, 0x3000, 0x10, {0x07, 14}),
+                       fde(0, 0x4000, 0x10, {0x0e, 8})}));
 }
 
 }  // namespace
@@ -556,7 +559,8 @@ std::map<std::string, ElfSymbol> symbols_of(const std::string& path) {
   EXPECT_TRUE(lt::read_elf_section(path, ".symtab", info, symtab, error)) << error;
   EXPECT_TRUE(lt::read_elf_section(path, ".strtab", info, strtab, error)) << error;
   const auto u32 = [](const std::uint8_t* p) {
-    return static_cast<std::uint32_t>(p[0] | p[1] << 8 | p[2] << 16 | static_cast<std::uint32_t>(p[3]) << 24);
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
   };
   for (std::size_t at = 16; at + 16 <= symtab.size(); at += 16) {
     const std::uint32_t name = u32(&symtab[at]);
@@ -631,7 +635,7 @@ TEST_P(ArmFixture, HandWrittenChain) {
   s.sp = S;
   s.has_r7 = true;
   s.r7 = S + 16;
-  s.stack = {{0, decoy}, {2, decoy}, {3, at("asm_b_ret") | 1}, {5, decoy}, {7, at("asm_a_ret") | 1},
+  s.stack = {{0, decoy}, {2, decoy},  {3, at("asm_b_ret") | 1},      {5, decoy},  {7, at("asm_a_ret") | 1},
              {9, decoy}, {12, decoy}, {13, at("asm_outer_ret") | 1}, {14, decoy}, {15, decoy}};
   lt::ArmUnwindResult r = lt::unwind_arm(cfi_, s, 16);
   EXPECT_EQ(r.status, lt::ArmUnwindStatus::unwound) << r.reason;
@@ -677,8 +681,8 @@ namespace {
 // What a GCC Thumb-2 prologue does before a call, decoded from its instructions: the bytes it
 // pushes and subtracts from SP, and where among them it pushed LR (bytes below the entry SP).
 struct Prologue {
-  std::uint32_t frame = 0;      // bytes from the entry SP down to the SP at the call
-  std::uint32_t lr_below = 0;   // LR saved at entry SP - lr_below (0: not saved)
+  std::uint32_t frame = 0;     // bytes from the entry SP down to the SP at the call
+  std::uint32_t lr_below = 0;  // LR saved at entry SP - lr_below (0: not saved)
 };
 
 Prologue decode_prologue(const Bytes& text, std::uint32_t text_addr, std::uint32_t from, std::uint32_t to) {
@@ -788,8 +792,7 @@ TEST_P(ArmFixture, CompilerGeneratedChain) {
   expect_chain(lt::unwind_arm(cfi_, s, 32), returns[k3] - 4, k3 - 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(O2AndOs, ArmFixture,
-                         ::testing::Values(LOOPCANARY_ARM_FIXTURE_O2, LOOPCANARY_ARM_FIXTURE_OS),
+INSTANTIATE_TEST_SUITE_P(O2AndOs, ArmFixture, ::testing::Values(LOOPCANARY_ARM_FIXTURE_O2, LOOPCANARY_ARM_FIXTURE_OS),
                          [](const ::testing::TestParamInfo<const char*>& param) {
                            return std::string(param.index == 0 ? "O2" : "Os");
                          });
