@@ -450,9 +450,11 @@ bool parse_debug_frame(const std::uint8_t* data, std::size_t size, ArmCfi& out, 
     at = end;
   }
   for (const PendingFde& p : pending) {
-    const auto cie =
-        std::find_if(out.cies.begin(), out.cies.end(), [&p](const ArmCie& c) { return c.offset == p.cie_pointer; });
-    if (cie == out.cies.end()) return fail(p.offset, "FDE points at no CIE (" + hex(p.cie_pointer) + ")");
+    // The CIEs are in section order: sorted by offset.
+    const auto cie = std::lower_bound(out.cies.begin(), out.cies.end(), p.cie_pointer,
+                                      [](const ArmCie& c, std::uint32_t offset) { return c.offset < offset; });
+    if (cie == out.cies.end() || cie->offset != p.cie_pointer)
+      return fail(p.offset, "FDE points at no CIE (" + hex(p.cie_pointer) + ")");
     if (p.end - p.body < 8) return fail(p.offset, "FDE truncated: no initial location and address range");
     ArmFde fde;
     fde.offset = p.offset;
