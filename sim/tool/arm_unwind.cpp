@@ -359,7 +359,7 @@ const ArmFde* ArmCfi::find(std::uint32_t address) const noexcept {
   auto it =
       std::upper_bound(fdes.begin(), fdes.end(), address, [](std::uint32_t a, const ArmFde& f) { return a < f.begin; });
   for (auto i = static_cast<std::size_t>(it - fdes.begin()); i > 0; --i) {
-    if (i - 1 < reach.size() && reach[i - 1] <= address) return nullptr;  // nothing earlier reaches it
+    if (i - 1 < reach.size() && reach[i - 1] <= address) return nullptr;  // no FDE with a lower begin reaches it
     if (address < fdes[i - 1].end) return &fdes[i - 1];
   }
   return nullptr;

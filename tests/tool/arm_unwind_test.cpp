@@ -510,8 +510,8 @@ TEST(ArmUnwind, StopsAtZeroExcReturnNoCfiAndNoProgress) {
 }
 
 TEST(ArmUnwind, LrOnlyInTheInnermostFrame) {
-  // A before its push: the return address in LR, into D, whose rules leave LR unsaved: LR no
-  // longer holds D's return address (it held A's).
+  // A before its push: its return address is in LR, into D, whose rules leave LR unsaved; the
+  // captured LR is A's return address, not D's, so D's frame ends the chain.
   lt::ArmSample s;
   s.pc = 0x1000;
   s.lr = 0x4005;
