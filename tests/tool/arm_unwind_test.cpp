@@ -810,4 +810,29 @@ TEST(ArmFixtureDamaged, TruncatedDebugFrame) {
   }
 }
 
+// Truncated copies of the fixture's file: read_arm_cfi fails with a reason (the section headers
+// sit at the end of the file) and never crashes; a missing section is named.
+TEST(ArmFixtureDamaged, TruncatedFile) {
+  std::ifstream in(LOOPCANARY_ARM_FIXTURE_O2, std::ios::binary | std::ios::ate);
+  std::string image(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(image.data(), static_cast<std::streamsize>(image.size()));
+  ASSERT_GT(image.size(), 1024u);
+  const std::string path = ::testing::TempDir() + "arm_unwind_truncated.elf";
+  for (const std::size_t n : {std::size_t{0}, std::size_t{16}, std::size_t{52}, image.size() / 2, image.size() - 1}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(image.data(), static_cast<std::streamsize>(n));
+    lt::ArmCfi cfi;
+    std::string error;
+    EXPECT_FALSE(lt::read_arm_cfi(path, cfi, error)) << n;
+    EXPECT_FALSE(error.empty()) << n;
+    EXPECT_TRUE(cfi.fdes.empty()) << n;
+  }
+  std::remove(path.c_str());
+  lt::ElfInfo info;
+  Bytes bytes;
+  std::string error;
+  EXPECT_FALSE(lt::read_elf_section(LOOPCANARY_ARM_FIXTURE_O2, ".eh_frame", info, bytes, error));
+  EXPECT_EQ(error, "no section .eh_frame");
+}
+
 #endif  // LOOPCANARY_ARM_FIXTURE_O2
