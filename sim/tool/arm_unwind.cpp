@@ -533,8 +533,9 @@ class StackWords {
   }
   // The sample's word at byte address `address`; false when it is not among the sample's words.
   bool at(std::int64_t address, std::uint32_t& v) const {
+    if (address < std::int64_t{sp_}) return false;  // below the sample's SP (and no overflow below)
     const std::int64_t delta = address - std::int64_t{sp_};
-    if (delta < 0 || delta % 4 != 0 || delta / 4 > 0xffffffffLL) return false;
+    if (delta % 4 != 0 || delta / 4 > 0xffffffffLL) return false;
     const auto offset = static_cast<std::uint32_t>(delta / 4);
     const auto it = std::lower_bound(words_.begin(), words_.end(), offset,
                                      [](const auto& w, std::uint32_t o) { return w.first < o; });
@@ -614,10 +615,17 @@ bool frame_rules(const ArmCfi& cfi, std::uint32_t pc, std::uint32_t lookup, Row&
   return false;
 }
 
+// `base` + `offset` (an address computed by a rule); -1, an address no stack word has, when the
+// sum leaves the 64-bit range (the factored offsets of damaged CFI may come near its ends).
+std::int64_t rule_address(std::int64_t base, std::int64_t offset) {
+  std::int64_t sum = 0;
+  return __builtin_add_overflow(base, offset, &sum) ? -1 : sum;
+}
+
 // The CFA by the rule of `row` with the registers `regs`; false when its register is unknown.
 bool cfa_of(const Row& row, const Registers& regs, std::int64_t& cfa) {
   if (!regs.known[row.cfa_reg]) return false;
-  cfa = std::int64_t{regs.value[row.cfa_reg]} + row.cfa_offset;
+  cfa = rule_address(std::int64_t{regs.value[row.cfa_reg]}, row.cfa_offset);
   return true;
 }
 
@@ -646,8 +654,7 @@ bool return_address(const Rule& ra_rule, std::uint32_t ra_column, std::uint32_t 
       return true;
     }
     case RuleKind::offset:
-      if (!words.at(cfa + ra_rule.offset, ra)) {
-        const std::int64_t address = cfa + ra_rule.offset;
+      if (const std::int64_t address = rule_address(cfa, ra_rule.offset); !words.at(address, ra)) {
         why = "return address of " + hex32(pc) + " at " +
               (fits_u32(address) ? hex32(static_cast<std::uint32_t>(address)) : std::string("(out of range)")) +
               " is not among the sample's stack words";
@@ -683,7 +690,7 @@ Registers caller_registers(const Row& row, std::uint32_t ra_column, std::int64_t
         next.return_source[r] = regs.return_source[rule.reg];
         break;
       case RuleKind::offset:
-        next.known[r] = words.at(cfa + rule.offset, next.value[r]);
+        next.known[r] = words.at(rule_address(cfa, rule.offset), next.value[r]);
         next.return_source[r] = next.known[r];
         break;
     }

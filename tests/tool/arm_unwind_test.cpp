@@ -343,6 +343,24 @@ TEST(ArmUnwindRules, DefCfaForms) {
   EXPECT_EQ(r.reason, "CFA register r7 unknown at 0x00001000");
 }
 
+// Offsets at the ends of the 64-bit range (damaged CFI): the CFA and the saved-register
+// addresses they give are out of range, never a signed overflow (UBSan checks it in the
+// sanitizer build), and no frame comes from them.
+TEST(ArmUnwindRules, OffsetsAtTheEndsOfTheRangeGiveNoFrame) {
+  Bytes huge_cfa = {0x12, 13};  // def_cfa_sf r13, -(2^61 - 1) * -4 = 2^63 - 4: SP + that leaves the range
+  put_sleb(huge_cfa, -0x1fff'ffff'ffff'ffffll);
+  huge_cfa.insert(huge_cfa.end(), {0x8e, 1});
+  lt::ArmUnwindResult r = unwind(huge_cfa, kFn);
+  EXPECT_EQ(r.status, lt::ArmUnwindStatus::partial) << r.reason;
+  EXPECT_EQ(r.frames.size(), 1u);
+  Bytes huge_rule = {0x0c, 13, 16, 0x11, 14};  // def_cfa r13 16; offset_extended_sf lr, -(2^61 - 1) * -4
+  put_sleb(huge_rule, -0x1fff'ffff'ffff'ffffll);
+  r = unwind(huge_rule, kFn);
+  EXPECT_EQ(r.status, lt::ArmUnwindStatus::partial) << r.reason;
+  EXPECT_EQ(r.frames.size(), 1u);
+  EXPECT_NE(r.reason.find("is not among the sample's stack words"), std::string::npos) << r.reason;
+}
+
 TEST(ArmUnwindRules, OffsetExtendedForms) {
   lt::ArmUnwindResult r = unwind({0x0e, 16, 0x05, 14, 3}, kFn);  // lr at CFA-12
   EXPECT_EQ(r.frames[1].pc, word(1));
