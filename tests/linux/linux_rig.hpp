@@ -205,6 +205,18 @@ inline bool any_frame_in(const lc::BlockRecord& record, const char* function) {
 
 /// True when a frame of the holder's stack `seen` carries lies in a function whose name contains
 /// `function`.
+/// The holder's stack of `seen`, symbolised, innermost first, for failure messages.
+inline std::string describe_holder(const lc::WaitSeen& seen) {
+  lx::Symbolizer symbolizer;
+  std::string out = std::to_string(int{seen.holder_pc_count}) + " holder frames:";
+  for (std::uint8_t f = 0; f < seen.holder_pc_count; ++f) {
+    lx::Symbol sym;
+    out += " ";
+    out += symbolizer.symbolize(seen.holder_frames[f], f != 0, sym) && sym.has_function ? sym.function : "?";
+  }
+  return out;
+}
+
 inline bool holder_frame_in(const lc::WaitSeen& seen, const char* function) {
   lx::Symbolizer symbolizer;
   for (std::uint8_t f = 0; f < seen.holder_pc_count; ++f) {
