@@ -419,9 +419,14 @@ bool read_thread_name(pid_t tid, char (&name)[kThreadNameMax]) noexcept {
 }
 
 bool read_wait_object(pid_t tid, WaitObject& out) noexcept {
-  out = WaitObject{};
-  char state = '?';
   ThreadSyscall call;
+  return read_wait_object(tid, out, call);
+}
+
+bool read_wait_object(pid_t tid, WaitObject& out, ThreadSyscall& call) noexcept {
+  out = WaitObject{};
+  call = ThreadSyscall{};
+  char state = '?';
   if (!read_thread_state(tid, state) || state == 'Z' || state == 'X') return false;
   if (state == 'R') return true;  // on a CPU or runnable: not waiting
   if (!read_thread_syscall(tid, call)) return false;
@@ -467,7 +472,7 @@ bool lock_still_held(const WaitObject& lock) noexcept {
 std::size_t read_wait_chain(pid_t tid, WaitLink* links, std::size_t max, bool& cycle) noexcept {
   cycle = false;
   std::size_t n = 0;
-  while (n < max && read_wait_object(tid, links[n].wait)) {
+  while (n < max && read_wait_object(tid, links[n].wait, links[n].call)) {
     links[n].tid = tid;
     const WaitObject& w = links[n++].wait;
     if (w.kind != WaitKind::mutex || w.owner == 0) break;

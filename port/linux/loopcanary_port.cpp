@@ -585,7 +585,11 @@ void Platform::hal_read_cpu(void* context, const Monitor& loop, CpuReading* out)
 
 std::size_t Platform::sample_thread(pid_t tid, Frame* pcs, std::size_t max) noexcept {
   ThreadSyscall call;
-  if (!initialised_ || max == 0 || !read_thread_syscall(tid, call)) return 0;
+  return max != 0 && read_thread_syscall(tid, call) ? sample_thread(tid, call, pcs, max) : 0;
+}
+
+std::size_t Platform::sample_thread(pid_t tid, const ThreadSyscall& call, Frame* pcs, std::size_t max) noexcept {
+  if (!initialised_ || max == 0) return 0;
   if (call.state == ThreadSyscall::State::in_syscall) return sample_parked_thread(tid, call, pcs, max);
   // On a CPU: a thread that blocks the signal would leave it pending and the watchdog waiting.
   std::uint64_t blocked = 0;
@@ -607,8 +611,10 @@ void Platform::read_wait(const LoopThread& thread, WaitReading& out, std::size_t
   const std::size_t n = tid != 0 ? read_wait_chain(tid, links, 1 + kWaitChainMax, cycle) : 0;
   if (n == 0) return;
   out.object = links[0].wait;
-  if (out.object.owner == 0) return;
-  const std::size_t frames = sample_thread(static_cast<pid_t>(out.object.owner), out.holder_frames,
+  // links[1] is the holder's wait, read right after the lock named it: absent when the holder is
+  // gone, and its system call is where the holder's sample starts.
+  if (out.object.owner == 0 || n < 2) return;
+  const std::size_t frames = sample_thread(links[1].tid, links[1].call, out.holder_frames,
                                            max_frames < kMaxFrames ? max_frames : kMaxFrames);
   // A holder that let go of the lock meanwhile was sampled doing something else.
   out.holder_pc_count = static_cast<std::uint8_t>(frames > 0 && lock_still_held(out.object) ? frames : 0);

@@ -42,6 +42,7 @@
 
 #include "loopcanary/hal.hpp"
 #include "loopcanary/port/linux/memory.hpp"
+#include "loopcanary/port/linux/proc.hpp"
 #include "loopcanary/port/linux/status.hpp"
 
 namespace loopcanary::port_linux {
@@ -233,6 +234,8 @@ class Platform {
   // ends with without_signal_frame(), counted in samples_without_signal; or 0, counted in `missed`.
   std::size_t capture_parked(const LoopThread& thread, Frame* pcs, std::size_t max,
                              std::atomic<std::uint32_t>& missed) noexcept;
+  // sample_thread from `call`, thread `tid`'s system call as just read: parked, or on a CPU.
+  std::size_t sample_thread(pid_t tid, const ThreadSyscall& call, Frame* pcs, std::size_t max) noexcept;
   // A signal capture of thread `tid` (`max` PCs) as init() configured it; no stack bounds.
   void signal_request(pid_t tid, std::size_t max, detail::CaptureRequest& request) const noexcept;
   static std::size_t hal_capture(void* context, const Monitor& loop, Frame* pcs, std::size_t max);

@@ -31,11 +31,16 @@ namespace loopcanary::port_linux {
 /// Watchdog context (any thread but `tid` itself); allocates nothing; costs a few system calls
 /// (docs/benchmarks.md). Not async-signal-safe.
 bool read_wait_object(pid_t tid, WaitObject& out) noexcept;
+/// The same, with the thread's system call as the reading found it into `call` (reset first):
+/// state running for a thread on a CPU or runnable (its syscall file is then not read).
+bool read_wait_object(pid_t tid, WaitObject& out, ThreadSyscall& call) noexcept;
 
-/// One link of a chain of waits: a thread and what it waits on.
+/// One link of a chain of waits: a thread, what it waits on, and its system call as that reading
+/// found it (what a sample of the thread starts from).
 struct WaitLink {
   pid_t tid = 0;
   WaitObject wait;
+  ThreadSyscall call;
 };
 
 /// Follows the holders from thread `tid`: `tid`'s wait, then, while that wait is a mutex with a
