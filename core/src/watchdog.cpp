@@ -422,6 +422,19 @@ bool Watchdog::read_wait(const Track& track, bool running, WaitReading& out) con
   return true;
 }
 
+// The stack evidence of the sample just taken into `out`, when the sink sends it and the port
+// has it (Hal::capture_words after program counters); null otherwise.
+const StackEvidence* Watchdog::capture_words(const Monitor& monitor, const Sample& sample,
+                                             StackEvidence& out) noexcept {
+  if (!sink_.stack_evidence || hal_.capture_words == nullptr || sample.pc_count == 0) return nullptr;
+  out = StackEvidence{};
+  if (!hal_.capture_words(hal_.context, monitor, &out)) return nullptr;
+  std::uint8_t kept = 0;  // the words up to the first whose offset does not increase
+  while (kept < out.count && kept < kStackWords && (kept == 0 || out.offset[kept] > out.offset[kept - 1])) ++kept;
+  out.count = kept;
+  return &out;
+}
+
 void Watchdog::take_sample(Track& track, tick_t now, bool running) noexcept {
   const Monitor& monitor = *track.monitor;
   detail::Watch& w = *track.watch;
@@ -449,6 +462,11 @@ void Watchdog::take_sample(Track& track, tick_t now, bool running) noexcept {
     if (pcs > max - scope_count) pcs = max - scope_count;
     sample.pc_count = static_cast<std::uint8_t>(pcs);
   }
+  StackEvidence stack_storage;
+  const StackEvidence* stack = nullptr;
+  if constexpr (kStackWords > 0) {
+    stack = capture_words(monitor, sample, stack_storage);
+  }
 
   // A sample belongs to the dispatch that was running for the whole capture: if the loop moved
   // on meanwhile (possible when the capture waits for the loop thread), it is not evidence. A
@@ -461,7 +479,7 @@ void Watchdog::take_sample(Track& track, tick_t now, bool running) noexcept {
   // Not evidence, or not kept by the sink (an evidence ring keeping its room for reports):
   // missed, as the record says.
   const auto watch = static_cast<std::size_t>(&w - watches_);
-  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0) || !sink_.sample(*this, watch, sample)) {
+  if (!same_dispatch || (sample.scope_count == 0 && sample.pc_count == 0) || !sink_.sample(*this, watch, sample, stack)) {
     ++w.samples_missed;
     detail::bump(samples_missed_);
   } else if (waiting) {
@@ -602,7 +620,10 @@ void Watchdog::deliver(bool suppressed) noexcept {
 
 void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watch_started(self.watch_samples_[watch]); }
 
-bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept {
+// The records carry program counters only: a StaticWatchdog never asks for stack evidence
+// (EvidenceSink::stack_evidence false), so `stack` is always null here.
+bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample,
+                               const StackEvidence* /*stack*/) noexcept {
   add_sample(self.watch_samples_[watch], sample);
   return true;
 }

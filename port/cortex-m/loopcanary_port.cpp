@@ -35,6 +35,7 @@ constexpr std::uint32_t kCsrTickInt = 1u << 1;
 constexpr std::uint32_t kCsrClkSource = 1u << 2;  // processor clock
 constexpr std::uintptr_t kScbIcsr = detail::kScbIcsr - kScs;
 constexpr std::uint32_t kIcsrPendStClr = 1u << 25;
+constexpr std::uintptr_t kScbVtor = 0xD08;   // vector table offset (ARMv7-M; optional on ARMv6-M)
 constexpr std::uintptr_t kScbShpr3 = 0xD20;  // priorities of PendSV (23:16) and SysTick (31:24)
 constexpr std::uint32_t kMaxReload = 0x00FFFFFFu;
 #if LOOPCANARY_CORTEX_M_HAS_DWT
@@ -56,6 +57,13 @@ constexpr std::uint32_t kExcReturnThread = 1u << 3;  // returning to Thread mode
 // offsets in an extended frame with FP registers).
 constexpr std::size_t kFrameLr = 5;
 constexpr std::size_t kFramePc = 6;
+constexpr std::size_t kFrameXpsr = 7;
+constexpr std::size_t kFrameWords = 8;          // a basic frame
+constexpr std::size_t kFrameFpWords = 18;       // an extended frame's S0-S15, FPSCR and a reserved word
+constexpr std::uint32_t kXpsrRealigned = 1u << 9;     // the frame was pushed with a padding word above it
+constexpr std::uint32_t kExcReturnBasicFrame = 1u << 4;  // clear: an extended frame (FP context)
+constexpr std::uint32_t kExcReturnPsp = 1u << 2;         // the interrupted code ran on PSP
+constexpr std::uint32_t kLrEndMarkers = 0xFFFFFFE0u;     // EXC_RETURN values and LR's reset value lie above
 
 // The PortStats counters in PortState::count.
 enum Counter : std::uint8_t {
@@ -64,6 +72,7 @@ enum Counter : std::uint8_t {
   kCaptures,
   kRefusedHandler,
   kRefusedStack,
+  kStackWordsCaptured,
   kIdleWaits,
   kPacketsRefused,
   kCounters
@@ -81,6 +90,12 @@ struct PortState {
   ClockSource source = ClockSource::automatic;  // before init(): none chosen
   const std::uint32_t* frame = nullptr;  // interrupted exception frame, during a poll only
   std::uint32_t exc_return = 0;
+  std::uint32_t r7 = 0;                  // the interrupted r7, during a poll only
+  // Stack evidence (Config::stack_words), set by init().
+  std::uintptr_t code_begin = 0;
+  std::uintptr_t code_end = 0;
+  std::uintptr_t msp_top = 0;
+  std::uint32_t budget_bytes = 0;
   tick_t last_now = 0;                   // clock at the last tick
   std::uint64_t total_ticks = 0;         // clock ticks from init() to last_now
   std::uint64_t idle_ticks = 0;          // ticks spent in idle_wait()
@@ -152,6 +167,64 @@ std::size_t capture_stack(void* /*context*/, const Monitor& loop, Frame* pcs, st
   return n;
 }
 
+// The interrupted stack pointer: above the exception frame, its FP part (an extended frame) and
+// the padding word the core pushed to align it (xPSR bit 9).
+std::uintptr_t interrupted_sp(const std::uint32_t* frame, std::uint32_t exc_return) noexcept {
+  std::uintptr_t sp = reinterpret_cast<std::uintptr_t>(frame) + kFrameWords * 4u;
+  if ((exc_return & kExcReturnBasicFrame) == 0) sp += kFrameFpWords * 4u;
+  if ((frame[kFrameXpsr] & kXpsrRealigned) != 0) sp += 4u;
+  return sp;
+}
+
+// Stack evidence of the sample capture_stack has just taken (same frame): SP, LR and r7 as
+// interrupted, and the words of [SP, min(SP + budget, stack top)) that can be Thumb return
+// addresses (bit 0 set, inside the code range) or end a chain (EXC_RETURN values and LR's reset
+// value 0xFFFFFFFF, which the reset handler's frame holds), up to kStackWords.
+bool capture_words(void* /*context*/, const Monitor& loop, StackEvidence* out) {
+  PortState& s = state();
+  const std::uint32_t* frame = s.frame;
+  if (frame == nullptr) return false;  // not called from the SysTick poll
+  const std::uintptr_t sp = interrupted_sp(frame, s.exc_return);
+  out->sp = sp;
+  out->lr = frame[kFrameLr];
+  out->fp = s.r7;
+  out->has_fp = true;
+  const auto* loop_context = static_cast<const LoopContext*>(loop.context());
+  std::uintptr_t top = loop_context != nullptr ? loop_context->stack_high
+                       : (s.exc_return & kExcReturnPsp) != 0 ? 0  // a stack whose top is not known
+                                                              : s.msp_top;
+  if (top > sp && top - sp > s.budget_bytes) top = sp + s.budget_bytes;
+  const std::uintptr_t code_begin = s.code_begin;
+  const std::uintptr_t code_end = s.code_end;
+  std::uint16_t at = 0;
+  for (std::uintptr_t address = sp; address < top; address += 4u, ++at) {
+    const std::uint32_t word = *reinterpret_cast<const volatile std::uint32_t*>(address);
+    const bool code = word >= code_begin && word < code_end;
+    if ((word & 1u) != 0 && (code || word >= kLrEndMarkers) && !out->add(at, word)) break;
+  }
+  s.count[kStackWordsCaptured].store(s.count[kStackWordsCaptured].load(std::memory_order_relaxed) + out->count,
+                                     std::memory_order_relaxed);
+  return true;
+}
+
+// Config::stack_words into the port's state (validated by init()); the main stack's top from the
+// vector table when not given.
+void set_stack_words(PortState& s, const StackWordsConfig& words) noexcept {
+  s.code_begin = words.code_begin;
+  s.code_end = words.code_end;
+  s.budget_bytes = words.budget_bytes;
+  std::uintptr_t top = words.stack_top;
+  if (top == 0) {
+    std::uintptr_t vectors = 0;  // ARMv6-M: VTOR is optional; the table is at 0
+#if !defined(__ARM_ARCH_6M__)
+    vectors = reg(kScs + kScbVtor);
+#endif
+    __asm__("" : "+r"(vectors));  // address 0 is the vector table here, not a null pointer
+    top = *reinterpret_cast<const volatile std::uint32_t*>(vectors);
+  }
+  s.msp_top = top;
+}
+
 // CPU load from idle_wait(): the time since init() is the total, everything that was not
 // idle_wait() (interrupts included) is busy, and the firmware is the only "process". The
 // super-loop's CPU time is that busy time, in µs; a loop with its own LoopContext (an RTOS task)
@@ -183,11 +256,12 @@ extern "C" {
 // frame is published for capture_stack from entry to exit (stored at once, so the arguments need
 // not be kept across calls; one clear at the shared end). Order: the clock's period first (so
 // every read in this interrupt is on the new period), then the 64-bit totals, then the poll.
-[[gnu::used]] void loopcanary_cortex_m_tick(const std::uint32_t* frame, std::uint32_t exc_return) {
+[[gnu::used]] void loopcanary_cortex_m_tick(const std::uint32_t* frame, std::uint32_t exc_return, std::uint32_t r7) {
   using detail::g_clock;
   PortState& s = state();
   s.frame = frame;
   s.exc_return = exc_return;
+  s.r7 = r7;
   g_clock.base.store(static_cast<tick_t>(g_clock.base.load(std::memory_order_relaxed) + g_clock.period),
                      std::memory_order_relaxed);
   const tick_t now = clock_now();
@@ -207,7 +281,8 @@ extern "C" {
 
 // Naked: SP still points at the exception frame (MSP, or PSP when EXC_RETURN bit 2 is set) and
 // LR holds EXC_RETURN; the tick returns through it. r0 = MSP, replaced by PSP when bit 2 is set;
-// r1 = EXC_RETURN.
+// r1 = EXC_RETURN; r2 = r7 as the interrupted code left it (the hardware stacks r0-r3, r12, LR,
+// PC and xPSR only).
 __attribute__((naked)) void loopcanary_cortex_m_systick() {
 #if defined(__ARM_ARCH_6M__)
   __asm__ volatile(  // ARMv6-M: no IT blocks, and B reaches only 2 KiB
@@ -218,8 +293,9 @@ __attribute__((naked)) void loopcanary_cortex_m_systick() {
       "beq 1f\n"
       "mrs r0, psp\n"
       "1:\n"
-      "ldr r2, =loopcanary_cortex_m_tick\n"
-      "bx r2\n"
+      "mov r2, r7\n"
+      "ldr r3, =loopcanary_cortex_m_tick\n"
+      "bx r3\n"
       ".ltorg\n");
 #else
   __asm__ volatile(
@@ -228,6 +304,7 @@ __attribute__((naked)) void loopcanary_cortex_m_systick() {
       "lsls r2, r1, #29\n"
       "it mi\n"
       "mrsmi r0, psp\n"
+      "mov r2, r7\n"
       "b.w loopcanary_cortex_m_tick\n");
 #endif
 }
@@ -253,6 +330,10 @@ const char* describe(PortStatus status) noexcept {
              "counter is absent or does not count";
     case PortStatus::source_not_built:
       return "cortex_m::Config.source names a clock that LOOPCANARY_CORTEX_M_CLOCK left out of this build";
+    case PortStatus::stack_budget_out_of_range:
+      return "cortex_m::Config.stack_words.budget_bytes must be a multiple of 4 in 4..65536";
+    case PortStatus::code_range_empty:
+      return "cortex_m::Config.stack_words.code_begin must lie below code_end";
   }
   return "unknown cortex_m::PortStatus";
 }
@@ -271,6 +352,13 @@ PortStatus init(const Config& config) noexcept {
   const ClockSource source = config.source;
   if ((source == ClockSource::dwt_cyccnt && !kDwtBuilt) || (source == ClockSource::systick && !kSysTickBuilt)) {
     return PortStatus::source_not_built;
+  }
+  const StackWordsConfig& words = config.stack_words;
+  if (kStackWords > 0) {
+    if (words.budget_bytes < 4 || words.budget_bytes > 65536 || (words.budget_bytes & 3u) != 0) {
+      return PortStatus::stack_budget_out_of_range;
+    }
+    if (words.code_begin >= words.code_end) return PortStatus::code_range_empty;
   }
   // Every refusal above leaves the port as it was.
 
@@ -317,6 +405,7 @@ PortStatus init(const Config& config) noexcept {
   g_clock.use_dwt = use_dwt;
   s.core_hz = core_hz;
   s.source = use_dwt ? ClockSource::dwt_cyccnt : ClockSource::systick;
+  if (kStackWords > 0) set_stack_words(s, words);
   s.last_now = clock_now();
   std::atomic_signal_fence(std::memory_order_seq_cst);
   reg(scs + kSystCsr) = kCsrClkSource | kCsrTickInt | kCsrEnable;
@@ -344,6 +433,7 @@ Hal make_hal() noexcept {
   Hal hal;  // every field set below (a Hal{} would be cleared first)
   hal.context = nullptr;  // the callbacks keep their state in g_state
   hal.capture_stack = &capture_stack;
+  hal.capture_words = kStackWords > 0 ? &capture_words : nullptr;
   hal.read_cpu = &read_cpu;
 #if LOOPCANARY_CORTEX_M_HAS_DWT
   hal.debugger_attached = &debugger;
@@ -404,6 +494,7 @@ PortStats stats() noexcept {
                    s.count[kCaptures].load(std::memory_order_relaxed),
                    s.count[kRefusedHandler].load(std::memory_order_relaxed),
                    s.count[kRefusedStack].load(std::memory_order_relaxed),
+                   s.count[kStackWordsCaptured].load(std::memory_order_relaxed),
                    s.poll_ticks_max.load(std::memory_order_relaxed),
                    poll_ticks_total,
                    s.count[kIdleWaits].load(std::memory_order_relaxed),

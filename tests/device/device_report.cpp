@@ -57,6 +57,8 @@ void init_port(tick_t start) noexcept {
   port.core_hz = board::kCoreHz;
   port.poll_hz = 1000;
   port.start = start;
+  port.stack_words.code_begin = board::code_begin();  // stack evidence: this firmware's code only
+  port.stack_words.code_end = board::code_end();
   check(cortex_m::init(port) == cortex_m::PortStatus::ok, "port init");
 }
 

@@ -51,7 +51,9 @@ constexpr lc::Event kShort{"short_handler"};
 constexpr lc::Event kSlow{"slow_handler"};
 constexpr lc::Event kStuck{"wait_for_ack"};
 
-LOOPCANARY_BOARD_NOINIT lc::StaticEvidenceRing<4096> g_ring;
+// 8 KiB: a hang that nothing drains fills it with samples up to its reserve for the reports; a
+// sample with stack evidence takes about 60 bytes.
+LOOPCANARY_BOARD_NOINIT lc::StaticEvidenceRing<8192> g_ring;
 
 lc::StaticEvidenceWatchdog<1> g_watchdog;
 cm::PortMonitor g_monitor;
@@ -122,7 +124,7 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
   }
 }
 
-[[maybe_unused]] void run_hang() {
+[[maybe_unused]] __attribute__((noinline)) void run_hang() {  // a frame of its own: the chain checked
   for (int i = 0; i < 5; ++i) {
     LOOPCANARY_DISPATCH(g_monitor, kShort);
     cm::idle_wait();

@@ -66,6 +66,17 @@
 #endif
 #endif
 
+/// Stack words a sample of the evidence stream carries for the host to unwind (StackEvidence,
+/// hal.hpp): words above the interrupted stack pointer that may be return addresses, each with
+/// its offset. Range 0..255; 0 (default) leaves stack evidence out (no RAM, no code). A device
+/// port's Hal::capture_words fills them; the host's decoder unwinds each sample with the
+/// firmware's call-frame information (docs/porting-cortex-m.md, "Stack evidence"). RAM: none
+/// kept; the sample being taken grows by 6 bytes per word on the watchdog's stack (32-bit
+/// targets), its packet by 2..7 bytes per word sent.
+#ifndef LOOPCANARY_STACK_WORDS
+#define LOOPCANARY_STACK_WORDS 0
+#endif
+
 /// Interceptors a watchdog can call per report. Range 1..64.
 #ifndef LOOPCANARY_MAX_INTERCEPTORS
 #define LOOPCANARY_MAX_INTERCEPTORS 4
@@ -109,6 +120,7 @@ inline constexpr std::size_t kMaxInterceptors = LOOPCANARY_MAX_INTERCEPTORS;
 inline constexpr std::size_t kMaxStages = LOOPCANARY_MAX_STAGES;
 inline constexpr std::size_t kHealthEvents = LOOPCANARY_HEALTH_EVENTS;
 inline constexpr std::size_t kWaitObjects = LOOPCANARY_WAIT_OBJECTS;
+inline constexpr std::size_t kStackWords = LOOPCANARY_STACK_WORDS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
 
@@ -126,10 +138,12 @@ static_assert(kTopFrames >= 1 && kTopFrames <= 64, "LOOPCANARY_TOP_FRAMES must b
 static_assert(kMaxStages <= 16, "LOOPCANARY_MAX_STAGES must be 0..16");
 static_assert(kHealthEvents <= 32, "LOOPCANARY_HEALTH_EVENTS must be 0..32");
 static_assert(kWaitObjects <= 16, "LOOPCANARY_WAIT_OBJECTS must be 0..16");
+static_assert(kStackWords <= 255, "LOOPCANARY_STACK_WORDS must be 0..255");
 namespace detail {
 // The size of arrays that hold stages: kMaxStages, but at least 1 (C++ has no empty arrays).
 inline constexpr std::size_t kStageSlots = kMaxStages > 0 ? kMaxStages : 1;
 inline constexpr std::size_t kHealthEventSlots = kHealthEvents > 0 ? kHealthEvents : 1;
+inline constexpr std::size_t kStackWordSlots = kStackWords > 0 ? kStackWords : 1;
 }  // namespace detail
 static_assert(kMaxInterceptors >= 1 && kMaxInterceptors <= 64,
               "LOOPCANARY_MAX_INTERCEPTORS must be 1..64");

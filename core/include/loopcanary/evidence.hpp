@@ -25,7 +25,8 @@
 namespace loopcanary {
 
 namespace detail {
-constexpr std::size_t kEvidenceConfigBytes = 5;  // configuration, max samples, frames, top frames, stages
+// configuration, max samples, frames, top frames, stages (and stack words, with stack evidence)
+constexpr std::size_t kEvidenceConfigBytes = kStackWords > 0 ? 6 : 5;
 constexpr std::size_t kCpuReadingBytes = varint_bytes(64) + 1 + kCpuValues * varint_bytes(64);
 constexpr std::size_t kObservationBodyMax =
     kEvidenceConfigBytes + 3 * varint_bytes(16) + varint_bytes(32) +  // rule, tick_hz
@@ -35,8 +36,12 @@ constexpr std::size_t kObservationBodyMax =
     2 * kCpuReadingBytes + 1 + kMemoryValues * varint_bytes(64) +   // CPU readings, memory
     varint_bytes(32) + 3 * kPacketNameBytes +                       // samples missed; qualifier, loop, event
     1 + kMaxStages * (kPacketNameBytes + varint_bytes(32));         // stages
+// A sample's stack part: presence, SP, LR, FP, count, then per word its offset gap and value.
+constexpr std::size_t kStackPartMax =
+    kStackWords > 0 ? 2 + 3 * varint_bytes(kPointerBits) + kStackWords * (varint_bytes(16) + varint_bytes(kPointerBits))
+                    : 0;
 constexpr std::size_t kSampleBodyMax =
-    1 + 2 * varint_bytes(32) + 2 + kMaxFrames * larger(kPacketNameBytes, varint_bytes(kPointerBits));
+    1 + 2 * varint_bytes(32) + 2 + kMaxFrames * larger(kPacketNameBytes, varint_bytes(kPointerBits)) + kStackPartMax;
 }  // namespace detail
 
 /// Largest evidence packet this build's configuration can produce (an observation or a
@@ -198,9 +203,10 @@ class EvidenceWatchdog : public Watchdog {
  private:
   void announce(std::size_t watch) noexcept;
   static void send_watch(Watchdog& self, std::size_t watch) noexcept;
-  static bool send_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+  static bool send_sample(Watchdog& self, std::size_t watch, const Sample& sample, const StackEvidence* stack) noexcept;
   static bool send_observation(Watchdog& self, const Observation& observation) noexcept;
-  static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation, nullptr};  // no wait objects
+  // No wait objects; stack evidence in builds with LOOPCANARY_STACK_WORDS > 0.
+  static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation, nullptr, kStackWords > 0};
 
   ObservationInterceptor interceptor_ = nullptr;
   void* interceptor_context_ = nullptr;

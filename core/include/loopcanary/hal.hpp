@@ -89,6 +89,33 @@ struct MemoryReading {
 /// enumeration. Any context.
 const char* to_string(MemoryValue value) noexcept;
 
+/// What a host needs, beside a sample's program counters, to unwind its stack with the
+/// firmware's call-frame information (a device port's Hal::capture_words; builds with
+/// LOOPCANARY_STACK_WORDS > 0): the interrupted registers the unwind rules start from, and the
+/// words above the interrupted stack pointer that may be return addresses (a return address can
+/// only be a word that lies in the firmware's code), each with its offset. Sent in the sample's
+/// evidence packet (docs/report-format.md, "Evidence packets"); never kept in a record.
+struct StackEvidence {
+  Frame sp;  ///< the interrupted stack pointer (byte address)
+  Frame lr;  ///< the interrupted link register as it was (a return address, or not one)
+  Frame fp;  ///< the interrupted frame-pointer register (r7 on Thumb), valid when has_fp
+  bool has_fp;
+  std::uint8_t count;  ///< words in offset[0, count) and value[0, count); at most kStackWords
+  /// Offsets from `sp` in words (sizeof(Frame) bytes), strictly increasing: value[i] is the word
+  /// at sp + offset[i] * sizeof(Frame).
+  std::uint16_t offset[detail::kStackWordSlots];
+  Frame value[detail::kStackWordSlots];
+
+  /// Appends the word at offset `at` when there is room; false when full (count == kStackWords).
+  bool add(std::uint16_t at, Frame word) noexcept {
+    if (count >= kStackWords) return false;
+    offset[count] = at;
+    value[count] = word;
+    ++count;
+    return true;
+  }
+};
+
 /// Platform services, every one optional. All callbacks run in watchdog context (a thread or
 /// a timer ISR), one at a time, and must not block longer than a small fraction of the
 /// watchdog period. Each receives `context` first.
@@ -100,6 +127,15 @@ struct Hal {
   /// scopes nor program counters is counted as missed). `loop.context()`
   /// identifies the loop's thread or execution context.
   std::size_t (*capture_stack)(void* context, const Monitor& loop, Frame* pcs, std::size_t max);
+
+  /// Fills `*out` (zeroed on entry) with the stack evidence of the sample capture_stack has just
+  /// taken of `loop` (the same interrupted context: called right after it returned program
+  /// counters, in the same watchdog context): the interrupted SP, LR and frame pointer, and up to
+  /// kStackWords words above SP that may be return addresses, each with its offset. Returns
+  /// false when it has none (the sample then goes without). Called only in a build with
+  /// LOOPCANARY_STACK_WORDS > 0, by a watchdog whose evidence stream carries stack evidence (an
+  /// EvidenceWatchdog); a StaticWatchdog's records never ask for it. Null: no stack evidence.
+  bool (*capture_words)(void* context, const Monitor& loop, StackEvidence* out);
 
   /// Reads the CPU counters of `loop` (its thread) and of the machine into `*out`, whose
   /// `valid` is 0 on entry: CpuReading::set() each value the platform has, leave out the rest

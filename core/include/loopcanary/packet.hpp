@@ -202,6 +202,10 @@ struct ByteWriter {
   }
 };
 
+/// Configuration bit 3 of evidence packets (`watch`, `observation`): the device's samples carry
+/// stack evidence (LOOPCANARY_STACK_WORDS > 0), and a `stack words` byte follows the capacities.
+inline constexpr unsigned kConfigurationStackEvidence = 8u;
+
 /// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian (bit 2,
 /// the cause left to the decoder, is never set by this encoder: docs/report-format.md).
 inline constexpr unsigned kPacketConfiguration = (sizeof(Frame) == 8 ? 1u : 0u)

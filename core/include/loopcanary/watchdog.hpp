@@ -214,18 +214,24 @@ class Watchdog {
   /// the interceptors and the record ring.
   struct EvidenceSink {
     void (*watch_started)(Watchdog& self, std::size_t watch) noexcept;
-    bool (*sample)(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;  // false: not kept
+    /// `stack`: the sample's stack evidence (Hal::capture_words), null when it has none.
+    bool (*sample)(Watchdog& self, std::size_t watch, const Sample& sample,
+                   const StackEvidence* stack) noexcept;  // false: not kept
     bool (*report)(Watchdog& self, const Observation& observation) noexcept;
     /// The wait reading of a kept sample of a watch; null: the sink keeps none, and
     /// Hal::read_wait is never called.
     void (*wait)(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept;
+    /// True when the sink sends stack evidence (kStackWords > 0): only then is
+    /// Hal::capture_words called.
+    bool stack_evidence;
   };
   static void assemble_watch(Watchdog& self, std::size_t watch) noexcept;
-  static bool assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample) noexcept;
+  static bool assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample,
+                              const StackEvidence* stack) noexcept;
   static bool assemble_report(Watchdog& self, const Observation& observation) noexcept;
   static void assemble_wait(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept;
   static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report,
-                                           kWaitObjects > 0 ? &assemble_wait : nullptr};
+                                           kWaitObjects > 0 ? &assemble_wait : nullptr, false};
 
   /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null), the
   /// assembler's evidence (one per watch), the record it assembles and record slots. A watchdog
@@ -273,6 +279,7 @@ class Watchdog {
   void stop_watching(Track& track) noexcept;
   void step(Track& track, tick_t now, bool suppressed) noexcept;
   void take_sample(Track& track, tick_t now, bool running) noexcept;
+  const StackEvidence* capture_words(const Monitor& monitor, const Sample& sample, StackEvidence& out) noexcept;
   void read_cpu(const Track& track, TimedCpuReading& reading) const noexcept;
   bool ran(const Track& track, const TimedCpuReading& before, const TimedCpuReading& after) const noexcept;
   bool read_wait(const Track& track, bool running, WaitReading& out) const noexcept;

@@ -21,6 +21,8 @@ extern const std::uint32_t __data_load[];
 extern std::uint32_t __bss_start[];
 extern std::uint32_t __bss_end[];
 extern std::uint32_t __stack_top[];
+extern const std::uint16_t __code_start[];
+extern const std::uint16_t __code_end[];
 using InitFunction = void (*)();
 extern const InitFunction __init_array_start[];
 extern const InitFunction __init_array_end[];
@@ -165,3 +167,10 @@ struct VectorTable {
 #undef LC_IRQ4
 
 }  // namespace
+
+namespace loopcanary::board {
+
+std::uintptr_t code_begin() noexcept { return reinterpret_cast<std::uintptr_t>(__code_start); }
+std::uintptr_t code_end() noexcept { return reinterpret_cast<std::uintptr_t>(__code_end); }
+
+}  // namespace loopcanary::board

@@ -7,8 +7,10 @@
 //                the rate is the board's core clock (Config::core_hz), not a constant here.
 //   init()       starts SysTick at Config::poll_hz and picks the clock source
 //   attach()     the SysTick interrupt polls this watchdog: poll(Clock::now()) every tick
-//   make_hal()   cold tier: PC and LR from the exception frame of the interrupted loop, CPU load
-//                from idle_wait(), debugger attached from DHCSR.C_DEBUGEN
+//   make_hal()   cold tier: PC and LR from the exception frame of the interrupted loop (with
+//                LOOPCANARY_STACK_WORDS > 0 also its SP, r7 and the stack words above SP that
+//                may be return addresses, for the host to unwind), CPU load from idle_wait(),
+//                debugger attached from DHCSR.C_DEBUGEN
 //   idle_wait()  the loop's sleep (WFI) that the CPU-load counters measure
 //   drain()      the records' one consumer: records from the watchdog's RAM ring, encoded as
 //                binary packets, to a PacketSink (UART, semihosting file, RAM buffer); its
@@ -70,6 +72,29 @@ enum class ClockSource : std::uint8_t {
   systick,     ///< SysTick's current value extended by the SysTick interrupt (every Cortex-M)
 };
 
+/// Where the SysTick interrupt looks for stack evidence (Hal::capture_words; builds with
+/// LOOPCANARY_STACK_WORDS > 0, sent on the evidence stream): the words of the interrupted stack
+/// from its SP up, at most `budget_bytes` and never past the stack's top, that lie in the code
+/// range and have bit 0 set (a Thumb return address always has), or that end a chain (EXC_RETURN
+/// values, LR's reset value 0xFFFFFFFF), up to LOOPCANARY_STACK_WORDS of them.
+/// docs/porting-cortex-m.md ("Stack evidence") has the costs measured.
+struct StackWordsConfig {
+  /// The firmware's code, [code_begin, code_end): its .text (linker symbols), or the default, the
+  /// architectural Code region (0x00000000..0x1FFFFFFF, where every Cortex-M part's flash lies).
+  /// Narrower ranges send fewer words that are not return addresses. code_begin < code_end.
+  std::uintptr_t code_begin = 0;
+  std::uintptr_t code_end = 0x20000000u;
+  /// Bytes above SP examined per sample, a multiple of 4, 4..65536: the deepest call chain's
+  /// frames that the host should see (a frame of GCC -O2/-Os code is 8..40 bytes, plus its
+  /// locals). Cost: about 5 cycles per word examined, in the SysTick interrupt.
+  std::uint32_t budget_bytes = 1024;
+  /// One past the highest address of the main stack (MSP), which the super-loop runs on; 0
+  /// (default): the initial stack pointer in the vector table (VTOR's first word; address 0 on
+  /// ARMv6-M). A loop with a LoopContext is bounded by its stack_high instead; one interrupted
+  /// on PSP without a LoopContext gets no words (its stack's top is not known).
+  std::uintptr_t stack_top = 0;
+};
+
 /// Board facts and choices, for init().
 struct Config {
   /// Core clock in Hz, from the board (loopcanary::board::kCoreHz). SysTick (processor clock
@@ -85,6 +110,8 @@ struct Config {
   /// SysTick exception priority (SHPR3 byte; 0xFF = lowest). Interrupts above it are never
   /// sampled (they cannot be preempted) and delay polls; interrupts below it are preempted.
   std::uint8_t systick_priority = 0xFF;
+  /// Stack evidence (only read in builds with LOOPCANARY_STACK_WORDS > 0).
+  StackWordsConfig stack_words;
 };
 
 /// Outcome of init(). Every refusal names the Config field.
@@ -97,6 +124,8 @@ enum class PortStatus : std::uint8_t {
   dwt_unavailable,         ///< Config::source is dwt_cyccnt (or the build has only CYCCNT), but
                            ///< CYCCNT is absent or does not count
   source_not_built,        ///< Config::source names a clock LOOPCANARY_CORTEX_M_CLOCK left out
+  stack_budget_out_of_range,  ///< Config::stack_words.budget_bytes is not a multiple of 4 in 4..65536
+  code_range_empty,        ///< Config::stack_words.code_begin is not below code_end
 };
 
 /// One line naming the field at fault, e.g. "cortex_m::Config.poll_hz is 0; ...". Never null.
@@ -118,6 +147,7 @@ struct PortStats {
   std::uint32_t captures = 0;           ///< stack samples taken from an exception frame
   std::uint32_t refused_handler = 0;    ///< samples refused: SysTick preempted another handler
   std::uint32_t refused_stack = 0;      ///< samples refused: another stack than the loop's
+  std::uint32_t stack_words = 0;        ///< words of stack evidence captured, all samples together
   tick_t poll_ticks_max = 0;            ///< longest poll, ticks (the cost of the watchdog ISR)
   std::uint64_t poll_ticks_total = 0;   ///< all polls, ticks
   std::uint32_t idle_waits = 0;         ///< idle_wait() calls
@@ -283,7 +313,7 @@ using PortMonitor = ClockedMonitor<Clock>;
 
 extern "C" {
 /// SysTick entry (naked): finds the interrupted exception frame (MSP or PSP by EXC_RETURN bit 2)
-/// and runs the port's tick. SysTick_Handler is an alias of it unless
+/// and runs the port's tick with it, EXC_RETURN and the interrupted r7. SysTick_Handler is an alias of it unless
 /// LOOPCANARY_CORTEX_M_OWN_SYSTICK is 0.
 void loopcanary_cortex_m_systick();
 }

@@ -29,6 +29,12 @@ inline constexpr std::uint32_t kCoreHz = 25'000'000;
 /// Board and CPU, for log lines ("mps2-an385 cortex-m3").
 const char* name() noexcept;
 
+/// The firmware's code as the linker placed it, [code_begin(), code_end()): every function, after
+/// the vector table (mps2.ld: __code_start, __code_end). The code range of the port's stack evidence
+/// (cortex_m::StackWordsConfig). Any context.
+std::uintptr_t code_begin() noexcept;
+std::uintptr_t code_end() noexcept;
+
 /// Writes `text` (NUL-terminated) to the console: semihosting SYS_WRITE0. QEMU sends it to the
 /// chardev named by -semihosting-config. Any context; blocks the CPU while the host writes.
 void write(const char* text) noexcept;
