@@ -572,8 +572,11 @@ Registers sample_registers(const ArmSample& sample) {
   return regs;
 }
 
-// True for an EXC_RETURN value (0xFFFFFFxx).
-bool is_exc_return(std::uint32_t v) { return (v & 0xffffff00u) == 0xffffff00u; }
+// LR's value out of reset (ARMv6-M and ARMv7-M): the return address the reset handler's frame holds.
+constexpr std::uint32_t kLrResetValue = 0xffffffffu;
+
+// True for an EXC_RETURN value (0xFFFFFFxx), not LR's reset value.
+bool is_exc_return(std::uint32_t v) { return (v & 0xffffff00u) == 0xffffff00u && v != kLrResetValue; }
 
 // True when `v` is a 32-bit address.
 bool fits_u32(std::int64_t v) { return v >= 0 && v <= 0xffffffffLL; }
@@ -588,7 +591,7 @@ bool end_chain(ArmUnwindResult& result, ArmUnwindStatus status, std::string reas
 // The chain when frame 0 has no usable CFI (`why`): the PC and LR as captured, LR left out when 0, an EXC_RETURN
 // value (flagged) or beyond `max_frames`. Returns false (the chain ends).
 bool pc_lr_only(const ArmSample& sample, std::size_t max_frames, std::string why, ArmUnwindResult& result) {
-  if (sample.lr != 0 && !is_exc_return(sample.lr) && max_frames > 1) {
+  if (sample.lr != 0 && sample.lr != kLrResetValue && !is_exc_return(sample.lr) && max_frames > 1) {
     result.frames.push_back({sample.lr & ~1u, 0, true});
   }
   result.exception_return = is_exc_return(sample.lr);
@@ -702,10 +705,11 @@ Registers caller_registers(const Row& row, std::uint32_t ra_column, std::int64_t
   return next;
 }
 
-// Makes the return address `ra` (found by the frame at `pc`) the next frame, unless the chain ends there: at 0 (the
-// outermost frame), an EXC_RETURN value, `max_frames` or an address below the code. False when it ends.
+// Makes the return address `ra` (found by the frame at `pc`) the next frame, unless the chain ends there: at 0 or
+// at LR's reset value 0xFFFFFFFF (the outermost frame: the reset handler saved the LR it started with), an
+// EXC_RETURN value, `max_frames` or an address below the code. False when it ends.
 bool next_frame(std::uint32_t ra, bool from_lr, std::uint32_t pc, std::size_t max_frames, ArmUnwindResult& result) {
-  if (ra == 0) return end_chain(result, ArmUnwindStatus::unwound, "");
+  if (ra == 0 || ra == kLrResetValue) return end_chain(result, ArmUnwindStatus::unwound, "");
   if (is_exc_return(ra)) {
     result.exception_return = true;
     return end_chain(result, ArmUnwindStatus::partial,
@@ -727,6 +731,12 @@ bool unwind_step(const ArmCfi& cfi, const ArmSample& sample, const StackWords& w
                  Registers& regs, ArmUnwindResult& result) {
   const bool innermost = result.frames.size() == 1;
   const std::uint32_t pc = result.frames.back().pc;
+  if (innermost && cfi.returns_at(pc)) {  // `bx lr`: the frame is gone; the caller resumes at LR with this SP
+    result.frames.back().cfa = regs.value[kSp];
+    regs.known[kLr] = false;
+    regs.return_source[kLr] = false;
+    return next_frame(sample.lr, true, pc, max_frames, result);
+  }
   Row row;
   std::uint32_t ra_column = 0;
   std::string why;
@@ -762,6 +772,15 @@ bool unwind_step(const ArmCfi& cfi, const ArmSample& sample, const StackWords& w
 }
 
 }  // namespace
+
+bool ArmCfi::returns_at(std::uint32_t address) const noexcept {
+  constexpr std::uint16_t kBxLr = 0x4770;
+  if (address < code_address || address - code_address > code.size() || code.size() - (address - code_address) < 2) {
+    return false;
+  }
+  const std::size_t at = address - code_address;
+  return static_cast<std::uint16_t>(code[at] | code[at + 1] << 8) == kBxLr;
+}
 
 const ArmFde* ArmCfi::find(std::uint32_t address) const noexcept {
   auto it =
@@ -841,7 +860,15 @@ bool read_arm_cfi(const std::string& elf_path, ArmCfi& out, std::string& error) 
     error = "not an ELF32 little-endian ARM file";
     return false;
   }
-  return parse_debug_frame(bytes.data(), bytes.size(), out, error);
+  if (!parse_debug_frame(bytes.data(), bytes.size(), out, error)) return false;
+  std::uint64_t address = 0;
+  std::string no_text;
+  if (read_elf_section(elf_path, ".text", info, out.code, no_text, &address) && address <= 0xffffffffu) {
+    out.code_address = static_cast<std::uint32_t>(address);
+  } else {
+    out.code.clear();  // no return instruction recognised
+  }
+  return true;
 }
 
 ArmUnwindResult unwind_arm(const ArmCfi& cfi, const ArmSample& sample, std::size_t max_frames) {

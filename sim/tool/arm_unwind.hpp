@@ -56,6 +56,13 @@ struct ArmCfi {
   /// reach[i]: the highest `end` among fdes[0..i] (set by parse_debug_frame; lets find() look
   /// back past overlapping FDEs, e.g. those a linker left at address 0 for discarded code).
   std::vector<std::uint64_t> reach;
+  /// The firmware's instructions (its `.text` section at `code_address`; read_arm_cfi), to see
+  /// where frame 0 stopped on a return instruction; empty: not known.
+  std::uint32_t code_address = 0;
+  std::vector<std::uint8_t> code;
+  /// True when the instruction at `address` is `bx lr` (a return: the function's frame is gone,
+  /// whatever its CFI says there); false when it is not or the code is not known there.
+  bool returns_at(std::uint32_t address) const noexcept;
   /// The FDE whose [begin, end) holds `address`, the one with the highest begin when several
   /// do (binary search, then back over FDEs that still reach `address`); null when none does.
   const ArmFde* find(std::uint32_t address) const noexcept;
@@ -72,7 +79,8 @@ struct ArmCfi {
 bool parse_debug_frame(const std::uint8_t* data, std::size_t size, ArmCfi& out, std::string& error);
 
 /// Reads the `.debug_frame` section of the ELF file `elf_path` (ELF32, little-endian, EM_ARM)
-/// and parses it with parse_debug_frame. False with a reason in `error`: the ELF reader's
+/// and parses it with parse_debug_frame; its `.text` section into ArmCfi::code (none when the
+/// file has no `.text`: then no return instruction is recognised). False with a reason in `error`: the ELF reader's
 /// (symbolize.hpp read_elf_section), "not an ELF32 little-endian ARM file", "no section
 /// .debug_frame" (build with -g), or the parser's.
 bool read_arm_cfi(const std::string& elf_path, ArmCfi& out, std::string& error);
@@ -94,7 +102,7 @@ enum class ArmUnwindStatus {
   unwound,     ///< reached the outermost frame (its return-address rule is undefined, or RA 0)
   partial,     ///< some frames; `reason` says why the chain ends there
   pc_lr_only,  ///< no usable CFI for the PC: the frames are the PC and LR as captured (LR left
-               ///< out when 0, an EXC_RETURN value, or beyond max_frames)
+               ///< out when 0, LR's reset value 0xFFFFFFFF, an EXC_RETURN value, or beyond max_frames)
 };
 
 /// One frame of an unwound chain.
@@ -110,15 +118,18 @@ struct ArmUnwindResult {
   ArmUnwindStatus status = ArmUnwindStatus::partial;
   std::vector<ArmFrame> frames;   ///< innermost first; never empty
   std::string reason;             ///< why the chain ends, for partial and pc_lr_only ("" when unwound)
-  bool exception_return = false;  ///< the chain ends at an EXC_RETURN value (0xFFFFFFxx)
+  bool exception_return = false;  ///< the chain ends at an EXC_RETURN value (0xFFFFFFxx but 0xFFFFFFFF)
 };
 
 /// Unwinds `sample` with `cfi` into at most `max_frames` frames (0 is taken as 1). Frame 0 is
 /// the sample's PC; each further frame's PC is the return address the previous frame's rules
 /// locate (FDE lookup at return address - 2, inside the Thumb call). The CFA register must be
 /// known: SP always, r7 when captured or restored from the stack, others when restored. A return
-/// address comes only from LR as captured (frame 0, where the rules say LR is not saved yet) or
-/// from one of the sample's stack words. The chain stops at: a return address of 0 (unwound),
+/// address comes only from LR as captured (frame 0, where the rules say LR is not saved yet, or
+/// where it stopped on `bx lr`: the frame is gone, the caller's SP is SP, whatever the CFI says
+/// there, which the compiler's own helpers get wrong at that instruction) or from one of the
+/// sample's stack words. The chain stops at: a return address of 0 or of LR's
+/// reset value 0xFFFFFFFF, which the reset handler's frame holds (unwound),
 /// an EXC_RETURN value (partial, flagged), a PC without FDE ("no CFI for 0x..."; pc_lr_only for
 /// frame 0, as for unusable CFI there), a return address not among the sample's words, a CFA
 /// below SP (frame 0) or not above it (further frames: "CFA does not grow"), an unsupported rule,

@@ -277,6 +277,7 @@ const char* to_string(WarningKind kind) noexcept {
     case WarningKind::malformed_packet: return "malformed packet";
     case WarningKind::unknown_kind: return "unknown record kind";
     case WarningKind::orphan_evidence: return "evidence out of order";
+    case WarningKind::not_unwound: return "stacks not unwound";
     case WarningKind::box_discarded: return "crash box discarded";
     case WarningKind::count_: break;
   }

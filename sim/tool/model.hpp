@@ -29,6 +29,7 @@
 namespace loopcanary::tool {
 
 class DecodedRecord;  // packet_reader.hpp
+struct StackUnwind;   // packet_reader.hpp
 
 /// One frame of a sample: a scope name (the firmware's own label, LOOPCANARY_SCOPE) or a program
 /// counter with what the record says about it. Innermost first in Sample::frames: the scopes
@@ -327,13 +328,14 @@ enum class WarningKind : std::uint8_t {
   unknown_kind,     ///< a line whose "kind" is not one this reader knows ("health"; none: a block record)
   orphan_evidence,  ///< an evidence packet for a watch that has not started (its watch packet lost or dropped)
   box_discarded,    ///< a device found its evidence ring (crash box) damaged at boot and discarded it
+  not_unwound,      ///< device samples' stack evidence left partial or as PC and LR (why: no ELF, no CFI, missing words)
   count_            ///< number of kinds (not a kind)
 };
 constexpr std::size_t kWarningKinds = static_cast<std::size_t>(WarningKind::count_);
 /// A short name for summaries: "unreadable", "torn tail", "malformed JSON", "too deep",
 /// "too long", "wrong type", "missing field", "unknown format version", "garbage",
 /// "CRC mismatch", "unknown packet type", "unknown configuration", "malformed packet",
-/// "unknown record kind", "evidence out of order", "crash box discarded".
+/// "unknown record kind", "evidence out of order", "crash box discarded", "stacks not unwound".
 const char* to_string(WarningKind kind) noexcept;
 
 /// The format version this reader reads: the one the core writes (kJsonFormatVersion,
@@ -367,6 +369,9 @@ struct ReaderOptions {
   std::size_t max_line_bytes = std::size_t{1} << 20;
   /// false: stacks are validated but not stored (LogRecord::stacks stays empty); faster.
   bool want_stacks = true;
+  /// decode --elf: unwinds the stack evidence of device samples in binary captures
+  /// (packet_reader.hpp, StackUnwind); null: not unwound.
+  std::shared_ptr<const StackUnwind> unwind;
   /// Warnings printed per kind and per file; further ones are counted only, and one line says
   /// so. 0: no limit.
   std::uint32_t max_printed_per_kind = 20;

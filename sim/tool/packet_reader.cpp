@@ -188,12 +188,16 @@ struct Name {
 };
 
 // The configuration byte (bits 0..2 defined), shared by every packet type.
-bool read_configuration(Body& b, std::uint8_t& config) {
+// The configuration byte: bits 0..2 in every packet, bit 3 (stack evidence) in evidence packets
+// (`evidence`).
+bool read_configuration(Body& b, std::uint8_t& config, bool evidence = false) {
   const std::size_t at = b.offset();
   if (!b.u8("configuration", config)) return false;
-  if ((config & ~7u) != 0) {
+  const unsigned known = evidence ? 7u | detail::kConfigurationStackEvidence : 7u;
+  if ((config & ~known) != 0) {
     return b.fail(WarningKind::unknown_config, at, "configuration",
-                  "byte " + std::to_string(config) + " has bits other than 0, 1 and 2 set");
+                  "byte " + std::to_string(config) + " has bits other than " +
+                      (evidence ? "0 to 3" : "0, 1 and 2") + " set");
   }
   return true;
 }
@@ -862,10 +866,14 @@ struct EvidenceState {
     bool started = false;
     bool wide = false;            // 64-bit program counters (configuration bit 0)
     std::uint8_t max_frames = 0;  // the device's
+    std::uint8_t stack_words = 0; // the device's LOOPCANARY_STACK_WORDS (configuration bit 3; else 0)
     WatchSamples samples{};
+    UnwindSummary unwind;         // of its samples' stack evidence
   };
+  std::shared_ptr<const StackUnwind> unwind;  // null: samples are not unwound
   std::map<std::uint8_t, Watch> watches;
   std::shared_ptr<EvidencePool> pool = std::make_shared<EvidencePool>();
+  std::set<int> unwind_warned;  // ArmUnwindStatus values warned (once each)
   bool previous_boot = false;  // from a `boot` packet of kind 0 to the kind 1 of its boot number
   std::uint32_t until_boot = 0;
   ResetCause reset_cause = ResetCause::unknown;
@@ -883,6 +891,7 @@ struct EvidenceConfig {
   std::uint8_t max_frames = 0;
   std::uint8_t top_frames = 0;
   std::uint8_t max_stages = 0;
+  std::uint8_t stack_words = 0;  // with configuration bit 3: 1..255
 };
 
 bool read_capacity(Body& b, const char* field, std::uint8_t& v, unsigned least, std::size_t build, const char* limit) {
@@ -897,11 +906,16 @@ bool read_capacity(Body& b, const char* field, std::uint8_t& v, unsigned least, 
 }
 
 bool read_evidence_config(Body& b, EvidenceConfig& c) {
-  return read_configuration(b, c.config) &&
-         read_capacity(b, "max samples", c.max_samples, 1, kMaxSamples, "LOOPCANARY_MAX_SAMPLES") &&
-         read_capacity(b, "max frames", c.max_frames, 1, kMaxFrames, "LOOPCANARY_MAX_FRAMES") &&
-         read_capacity(b, "top frames", c.top_frames, 1, kTopFrames, "LOOPCANARY_TOP_FRAMES") &&
-         read_capacity(b, "max stages", c.max_stages, 0, kMaxStages, "LOOPCANARY_MAX_STAGES");
+  if (!(read_configuration(b, c.config, true) &&
+        read_capacity(b, "max samples", c.max_samples, 1, kMaxSamples, "LOOPCANARY_MAX_SAMPLES") &&
+        read_capacity(b, "max frames", c.max_frames, 1, kMaxFrames, "LOOPCANARY_MAX_FRAMES") &&
+        read_capacity(b, "top frames", c.top_frames, 1, kTopFrames, "LOOPCANARY_TOP_FRAMES") &&
+        read_capacity(b, "max stages", c.max_stages, 0, kMaxStages, "LOOPCANARY_MAX_STAGES"))) {
+    return false;
+  }
+  if ((c.config & detail::kConfigurationStackEvidence) == 0) return true;
+  // Any number of words: the decoder keeps none beyond the sample it reads.
+  return read_capacity(b, "stack words", c.stack_words, 1, 255, "stack words");
 }
 
 // A `str` (uv (L << 1) | cut, then L bytes, L at most `max`; a cut name gets "...").
@@ -1004,11 +1018,91 @@ bool decode_watch(Body& b, EvidenceState& st) {
   w.started = true;
   w.wide = (c.config & 1u) != 0;
   w.max_frames = c.max_frames;
+  w.stack_words = c.stack_words;
+  w.unwind = UnwindSummary{};
   watch_started(w.samples, c.max_samples, c.top_frames);
   return true;
 }
 
-// A `sample` packet: one stack sample of a watch.
+// A sample's stack part (configuration bit 3): the interrupted registers and the stack words.
+struct StackPart {
+  bool present = false;
+  bool has_fp = false;
+  std::uint64_t sp = 0, lr = 0, fp = 0;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> words;  // (word offset from sp, value)
+};
+
+bool read_stack_part(Body& b, const EvidenceState::Watch& w, StackPart& part) {
+  std::uint8_t presence = 0;
+  std::size_t at = b.offset();
+  if (!b.u8("stack presence", presence)) return false;
+  if (presence != 0 && presence != 1 && presence != 3) {
+    return b.malformed(at, "stack presence", std::to_string(presence) + " is not 0, 1 or 3");
+  }
+  if (presence == 0) return true;
+  part.present = true;
+  part.has_fp = presence == 3;
+  const unsigned bits = w.wide ? 64 : 32;
+  if (!b.uv("stack sp", bits, part.sp) || !b.uv("stack lr", bits, part.lr)) return false;
+  if (part.has_fp && !b.uv("stack fp", bits, part.fp)) return false;
+  std::uint8_t count = 0;
+  if (!b.count("stack word count", count, w.stack_words, "stack words", "stack words", 255, "stack words")) return false;
+  std::uint32_t next = 0;  // the lowest offset the next word may have
+  for (unsigned i = 0; i < count; ++i) {
+    std::uint32_t gap = 0;
+    std::uint64_t value = 0;
+    at = b.offset();
+    if (!b.uv("stack word offset", 16, gap)) return false;
+    if (next + gap > 0xFFFFu) return b.malformed(at, "stack word offset", "offset " + std::to_string(next + gap) + " is over 65535");
+    if (!b.uv("stack word", bits, value)) return false;
+    part.words.emplace_back(next + gap, value);
+    next += gap + 1;
+  }
+  return true;
+}
+
+// Counts one sample's unwind outcome in its watch; the first partial and the first pc_lr_only
+// sample of a capture are warned with their reason (the records count every sample by reason).
+void count_unwind(EvidenceState& st, EvidenceState::Watch& w, ArmUnwindStatus status, const std::string& reason,
+                  WarningKind& kind, std::string& warning) {
+  w.unwind.add(status, reason);
+  if (status == ArmUnwindStatus::unwound || !st.unwind_warned.insert(static_cast<int>(status)).second) return;
+  kind = WarningKind::not_unwound;
+  warning = std::string("sample stacks left ") + (status == ArmUnwindStatus::partial ? "partial" : "as PC and LR") +
+            ": " + reason + " (each record's \"unwind\" counts its samples by reason)";
+}
+
+// Unwinds a sample of `w` that carried stack evidence: its program counters become the chain the
+// firmware's CFI finds (unwound, partial), or stay the PC and LR the device sent (pc_lr_only).
+void unwind_sample(EvidenceState& st, EvidenceState::Watch& w, CoreSample& s, const StackPart& part,
+                   WarningKind& kind, std::string& warning) {
+  if (!part.present || s.pc_count == 0) return;
+  const StackUnwind* unwind = st.unwind.get();
+  if (unwind == nullptr || !unwind->cfi) {
+    const std::string why = unwind != nullptr ? unwind->missing : "no firmware ELF to unwind with (decode --elf)";
+    return count_unwind(st, w, ArmUnwindStatus::pc_lr_only, why, kind, warning);
+  }
+  if (w.wide) {
+    return count_unwind(st, w, ArmUnwindStatus::pc_lr_only,
+                        "64-bit program counters: the unwinder reads 32-bit Arm (Thumb) samples only", kind, warning);
+  }
+  ArmSample a;
+  a.pc = static_cast<std::uint32_t>(s.frames[s.scope_count]);
+  a.lr = static_cast<std::uint32_t>(part.lr);
+  a.sp = static_cast<std::uint32_t>(part.sp);
+  a.has_r7 = part.has_fp;
+  a.r7 = static_cast<std::uint32_t>(part.fp);
+  for (const auto& [offset, value] : part.words) a.stack.emplace_back(offset, static_cast<std::uint32_t>(value));
+  const ArmUnwindResult r = unwind_arm(*unwind->cfi, a, kMaxFrames - s.scope_count);
+  if (r.status != ArmUnwindStatus::pc_lr_only) {
+    s.pc_count = static_cast<std::uint8_t>(r.frames.size());
+    for (std::size_t f = 0; f < r.frames.size(); ++f) s.frames[s.scope_count + f] = r.frames[f].pc;
+  }
+  count_unwind(st, w, r.status, r.reason, kind, warning);
+}
+
+// A `sample` packet: one stack sample of a watch. The rest of a sample of a watch that has not
+// started is not read: its watch's configuration says whether a stack part follows.
 bool decode_sample(Body& b, EvidenceState& st, WarningKind& kind, std::string& warning) {
   std::uint8_t watch = 0;
   CoreSample s;
@@ -1034,13 +1128,17 @@ bool decode_sample(Body& b, EvidenceState& st, WarningKind& kind, std::string& w
     if (!b.uv("pc", wide ? 64 : 32, pc)) return false;
     s.frames[s.scope_count + f] = static_cast<CoreFrame>(pc);
   }
-  if (!at_end(b, "the last frame")) return false;
   if (found == st.watches.end() || !found->second.started) {
     orphan("sample", watch, kind, warning);
     return true;
   }
+  EvidenceState::Watch& w = found->second;
+  StackPart part;
+  if (w.stack_words > 0 && !read_stack_part(b, w, part)) return false;
+  if (!at_end(b, part.present ? "the last stack word" : "the last frame")) return false;
   if (s.scope_count + s.pc_count == 0) return b.malformed(at, "frame counts", "a sample without frames");
-  add_sample(found->second.samples, s);
+  unwind_sample(st, w, s, part, kind, warning);
+  add_sample(w.samples, s);
   return true;
 }
 
@@ -1121,10 +1219,12 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   const char* q = nullptr;
   if (!read_observation(b, st, o, rule, q)) return failed();
   const WatchSamples* samples = nullptr;
+  const UnwindSummary* unwind = nullptr;
   if (o.watch != kNoWatch) {
     const auto found = st.watches.find(o.watch);
     if (found != st.watches.end() && found->second.started) {
       samples = &found->second.samples;
+      unwind = &found->second.unwind;
     } else {
       orphan("observation", o.watch, kind, warning);
     }
@@ -1135,6 +1235,7 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
   out.previous_boot = st.previous_boot;
   out.top_innermost = false;  // assembled here, by stack
   out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
+  out.unwind = unwind != nullptr ? *unwind : UnwindSummary{};
   assemble(o, samples, q != nullptr ? q : "", rule, out.record);
   produced = true;
   return true;
@@ -1157,6 +1258,27 @@ void format_into(FormatResult (*format)(const Record&, char*, std::size_t, const
   while (!line.empty() && line.back() == '\n') line.pop_back();
 }
 
+// "unwind":{"unwound":N,"partial":N,"pc_lr_only":N,"reasons":[{"reason":TEXT,"samples":N}...]}
+void write_unwind(TextWriter& w, const UnwindSummary& u) noexcept {
+  w.puts(",\"unwind\":{\"unwound\":");
+  w.u64(u.unwound);
+  w.puts(",\"partial\":");
+  w.u64(u.partial);
+  w.puts(",\"pc_lr_only\":");
+  w.u64(u.pc_lr_only);
+  w.puts(",\"reasons\":[");
+  bool first = true;
+  for (const auto& [reason, samples] : u.reasons) {
+    w.puts(first ? "{\"reason\":" : ",{\"reason\":");
+    w.json_string(reason.c_str());
+    w.puts(",\"samples\":");
+    w.u64(samples);
+    w.puts("}");
+    first = false;
+  }
+  w.puts("]}");
+}
+
 // The decoder's members of a block record: where the packet came from (a previous boot, kept in
 // a crash box) and how to read its stack table (docs/tool.md).
 void decoder_members(void* context, TextWriter& w) noexcept {
@@ -1166,6 +1288,7 @@ void decoder_members(void* context, TextWriter& w) noexcept {
     w.json_string(to_string(decoded.reset_cause));
   }
   if (decoded.top_innermost) w.puts(",\"top_innermost\":true");
+  if (!decoded.unwind.empty()) write_unwind(w, decoded.unwind);
 }
 
 }  // namespace
@@ -1373,6 +1496,18 @@ PacketOutcome decode_whole(const std::uint8_t* packet, std::size_t length, std::
 }  // namespace
 
 CaptureReader::CaptureReader() = default;
+
+void CaptureReader::set_unwind(std::shared_ptr<const StackUnwind> unwind) {
+  if (!evidence_) evidence_ = make_evidence_state();
+  evidence_->unwind = std::move(unwind);
+}
+
+void UnwindSummary::add(ArmUnwindStatus status, const std::string& reason) {
+  (status == ArmUnwindStatus::unwound ? unwound : status == ArmUnwindStatus::partial ? partial : pc_lr_only) += 1;
+  if (reason.empty()) return;
+  const bool room = reasons.size() < kMaxReasons || reasons.count(reason) != 0;
+  reasons[room ? reason : kOtherReasons] += 1;
+}
 
 int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnProblem& on_problem) {
   ++stats_.captures;

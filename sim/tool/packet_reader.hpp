@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "loopcanary/event.hpp"
+#include "arm_unwind.hpp"
 #include "loopcanary/packet.hpp"
 #include "loopcanary/record.hpp"
 #include "model.hpp"
@@ -25,6 +26,30 @@ namespace loopcanary::tool {
 
 /// The state of the evidence packets a CaptureReader has read (packet_reader.cpp).
 struct EvidenceState;
+
+/// What the decoder unwinds device samples' stack evidence with (docs/tool.md, "Stack
+/// evidence"): the firmware's call-frame information, or why there is none.
+struct StackUnwind {
+  std::shared_ptr<const ArmCfi> cfi;  ///< null: samples keep the PC and LR the device sent
+  std::string missing;                ///< when `cfi` is null: why, e.g. "fw.elf: no section .debug_frame"
+};
+
+/// What the decoder made of the stack evidence of a record's samples: every sample of its watch
+/// that carried some, by outcome (arm_unwind.hpp, ArmUnwindStatus), and why chains end early.
+struct UnwindSummary {
+  std::uint32_t unwound = 0;     ///< chains to the outermost frame
+  std::uint32_t partial = 0;     ///< chains cut short (`reasons` says why)
+  std::uint32_t pc_lr_only = 0;  ///< samples left as the device sent them (PC and LR)
+  /// Samples per reason a chain ended early (partial, pc_lr_only); at most kMaxReasons distinct,
+  /// the rest under kOtherReasons.
+  std::map<std::string, std::uint32_t> reasons;
+  static constexpr std::size_t kMaxReasons = 8;
+  static constexpr const char* kOtherReasons = "(other reasons)";
+
+  bool empty() const noexcept { return unwound + partial + pc_lr_only == 0; }
+  /// Counts one sample's outcome (`reason` empty for unwound).
+  void add(ArmUnwindStatus status, const std::string& reason);
+};
 
 
 /// One record decoded from a packet. The name pointers of `record` (qualifier, loop, event and
@@ -52,6 +77,9 @@ class DecodedRecord {
   /// whole stack (the JSON form says so with "top_innermost":true; the culprit then comes from
   /// the kept samples).
   bool top_innermost = false;
+  /// An assembled record (evidence packets): how its samples' stack evidence was unwound (empty
+  /// when they carried none); the JSON form's "unwind" member.
+  UnwindSummary unwind;
   std::uint64_t offset = 0;          ///< byte offset of the packet's first magic byte in its capture
 
  private:
@@ -163,6 +191,10 @@ class CaptureReader {
   void read(const std::uint8_t* data, std::size_t size, const OnRecord& on_record, const OnProblem& on_problem);
 
   const CaptureStats& stats() const noexcept { return stats_; }
+
+  /// Unwinds the stack evidence of the samples that carry some with `unwind` (null: not unwound,
+  /// each such sample counted pc_lr_only with the reason "no firmware ELF"). Before read().
+  void set_unwind(std::shared_ptr<const StackUnwind> unwind);
 
  private:
   CaptureStats stats_;

@@ -1087,6 +1087,7 @@ void Reader::read_capture(const std::string& name, const Fill& fill, const Callb
   ++stats_.captures;
   const std::string source = log_source(name);
   CaptureReader capture;
+  capture.set_unwind(options_.unwind);
   const int error = capture.read(
       [&fill](std::uint8_t* to, std::size_t size) { return fill(reinterpret_cast<char*>(to), size); },
       [&](DecodedRecord& decoded) {

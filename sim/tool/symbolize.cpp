@@ -22,8 +22,10 @@
 #include <ostream>
 #include <set>
 
+#include "arm_unwind.hpp"
 #include "commands.hpp"
 #include "model.hpp"
+#include "packet_reader.hpp"
 
 extern char** environ;
 
@@ -233,7 +235,7 @@ bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error) {
 }
 
 bool read_elf_section(const std::string& path, const std::string& name, ElfInfo& info, std::vector<std::uint8_t>& bytes,
-                      std::string& error) {
+                      std::string& error, std::uint64_t* address) {
   bytes.clear();
   ElfFile f;
   ElfHeader h;
@@ -247,6 +249,7 @@ bool read_elf_section(const std::string& path, const std::string& name, ElfInfo&
   struct Section {
     std::uint64_t name = 0;
     std::uint64_t type = 0;
+    std::uint64_t addr = 0;
     std::uint64_t offset = 0;
     std::uint64_t size = 0;
     std::uint64_t link = 0;
@@ -257,6 +260,7 @@ bool read_elf_section(const std::string& path, const std::string& name, ElfInfo&
     if (!f.read(h.shoff + index * h.shentsize, sh_size, sh)) return false;
     s.name = f.get(sh, 4);
     s.type = f.get(sh + 4, 4);
+    s.addr = info.is64 ? f.get(sh + 16, 8) : f.get(sh + 12, 4);
     s.offset = info.is64 ? f.get(sh + 24, 8) : f.get(sh + 16, 4);
     s.size = info.is64 ? f.get(sh + 32, 8) : f.get(sh + 20, 4);
     s.link = info.is64 ? f.get(sh + 40, 4) : f.get(sh + 24, 4);
@@ -306,6 +310,7 @@ bool read_elf_section(const std::string& path, const std::string& name, ElfInfo&
       error = "section " + name + " is truncated";
       return false;
     }
+    if (address != nullptr) *address = s.addr;
     return true;
   }
   error = "no section " + name;
@@ -930,6 +935,19 @@ class Symbolizer {
   Counts counts_;
 };
 
+// The call-frame information of the firmware ELF `path`, or why there is none.
+std::shared_ptr<const StackUnwind> load_unwind(const std::string& path) {
+  auto unwind = std::make_shared<StackUnwind>();
+  auto cfi = std::make_shared<ArmCfi>();
+  std::string error;
+  if (read_arm_cfi(path, *cfi, error)) {
+    unwind->cfi = std::move(cfi);
+  } else {
+    unwind->missing = "--elf " + path + ": " + error;
+  }
+  return unwind;
+}
+
 // symbolize and decode: every record the reader accepts from `options.paths` (logs and binary
 // captures), in input order, as a JSON line; with `symbolize`, its program counters looked up
 // first (two passes: the addresses of every record, one addr2line run per file, then the output).
@@ -952,8 +970,10 @@ int write_records(const Options& options, bool symbolize, std::ostream& out, std
     sink = &file;
   }
 
-  // Pass 1 (symbolize): read (warnings and counts come from here) and queue the addresses.
-  const ReaderOptions reader_options;
+  // Pass 1 (symbolize): read (warnings and counts come from here) and queue the addresses. With
+  // --elf, device samples' stack evidence is unwound with the ELF's call-frame information.
+  ReaderOptions reader_options;
+  if (!options.elf.empty()) reader_options.unwind = load_unwind(options.elf);
   Reader reader(err, reader_options);
   if (symbolize) {
     for (const std::string& path : options.paths) {

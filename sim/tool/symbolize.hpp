@@ -46,9 +46,10 @@ bool read_elf_info(const std::string& path, ElfInfo& out, std::string& error);
 /// reason in `error`: whatever read_elf_info reports, "no section headers", "no section NAME",
 /// "section NAME has no bytes in the file" (SHT_NOBITS), "section NAME is truncated" (it runs
 /// past the end of the file), "section NAME is too large" (over 256 MiB). Every offset is
-/// checked; a damaged file never crashes the reader.
+/// checked; a damaged file never crashes the reader. `address`, when not null, gets the section's
+/// address in the image (sh_addr).
 bool read_elf_section(const std::string& path, const std::string& name, ElfInfo& info, std::vector<std::uint8_t>& bytes,
-                      std::string& error);
+                      std::string& error, std::uint64_t* address = nullptr);
 
 /// The addr2line program for an image of `machine`: "arm-none-eabi-addr2line" for EM_ARM
 /// (device firmware), "addr2line" (the host's binutils) for anything else.

@@ -502,6 +502,13 @@ TEST(ArmUnwind, StopsAtZeroExcReturnNoCfiAndNoProgress) {
   EXPECT_TRUE(r.exception_return);
   EXPECT_EQ(r.frames.size(), 1u);
   EXPECT_NE(r.reason.find("EXC_RETURN 0xfffffff9"), std::string::npos) << r.reason;
+  // LR's reset value, which the reset handler saves: the outermost frame, not an exception frame.
+  s.stack = {{1, 0xffffffff}};
+  r = lt::unwind_arm(cfi, s, 16);
+  EXPECT_EQ(r.status, lt::ArmUnwindStatus::unwound);
+  EXPECT_FALSE(r.exception_return);
+  EXPECT_EQ(r.frames.size(), 1u);
+  EXPECT_EQ(r.reason, "");
   // A leaf (B before its push) whose LR is EXC_RETURN.
   s.pc = 0x2000;
   s.lr = 0xfffffffd;
@@ -541,6 +548,35 @@ TEST(ArmUnwind, LrOnlyInTheInnermostFrame) {
   EXPECT_EQ(r.frames[1].pc, 0x4004u);
   EXPECT_EQ(r.frames[1].cfa, kSp + 8);
   EXPECT_EQ(r.reason, "return address of 0x00004004 is in r14 (not saved), known only in the innermost frame");
+}
+
+// Frame 0 stopped on `bx lr` after its epilogue gave back the stack (libgcc's __aeabi_uldivmod:
+// `add sp, #16; bx lr`, whose CFI still says CFA = SP + 16 there): the frame is gone, the caller
+// resumes at LR with this SP. Without the code the CFI's stale rule is followed (here its word is
+// missing: partial, never a frame read from the wrong slot).
+TEST(ArmUnwind, AReturnInstructionEndsTheFrameWhateverItsCfiSays) {
+  lt::ArmCfi cfi = three_functions();
+  lt::ArmSample s;
+  s.pc = 0x200e;  // in B, CFA = SP + 12 by its rules
+  s.lr = 0x3005;  // into C, the outermost
+  s.sp = kSp;
+  s.stack = {{5, 0x1001}};  // a stale code word where the stale rule would look (SP + 12 - 4 + ...)
+  lt::ArmUnwindResult r = lt::unwind_arm(cfi, s, 16);
+  EXPECT_EQ(r.status, lt::ArmUnwindStatus::partial) << r.reason;
+  cfi.code_address = 0x2000;
+  cfi.code.assign(16, 0);
+  cfi.code[14] = 0x70;  // 0x4770: bx lr at 0x200e
+  cfi.code[15] = 0x47;
+  EXPECT_TRUE(cfi.returns_at(0x200e));
+  EXPECT_FALSE(cfi.returns_at(0x200c));
+  EXPECT_FALSE(cfi.returns_at(0x200f));  // the last byte: no whole instruction there
+  EXPECT_FALSE(cfi.returns_at(0x1ffe));
+  r = lt::unwind_arm(cfi, s, 16);
+  EXPECT_EQ(r.status, lt::ArmUnwindStatus::unwound) << r.reason;
+  ASSERT_EQ(r.frames.size(), 2u);
+  EXPECT_EQ(r.frames[0].cfa, kSp);
+  EXPECT_EQ(r.frames[1].pc, 0x3004u);
+  EXPECT_TRUE(r.frames[1].from_lr);
 }
 
 TEST(ArmCfiRead, RefusesOtherFiles) {

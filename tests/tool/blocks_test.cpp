@@ -161,6 +161,18 @@ TEST(ToolCulprit, TheDefaultSkipsTheRuntimeAndTheCLibraries) {
   EXPECT_EQ(*at, 4u);
 }
 
+// A firmware links the C library and the compiler's helpers into its own image: no module says
+// whose they are, their names do (whole names for the C library, so a user's memcpy_fast stays
+// the user's).
+TEST(ToolCulprit, TheDefaultSkipsAFirmwaresLibraryLeaves) {
+  const Sample s = sample({function("__aeabi_uldivmod", ""), function("__udivmoddi4", ""), function("memcpy", ""),
+                           function("lc_chain_6(unsigned int)", ""), function("lc_chain_5(unsigned int)", "")});
+  EXPECT_EQ(sample_culprit(s, {}), std::optional<std::size_t>(3));
+  EXPECT_EQ(sample_culprit(sample({function("memcpy_fast(void*)", ""), function("memcpy", "")}), {}),
+            std::optional<std::size_t>(0));
+  EXPECT_EQ(sample_culprit(sample({function("strlen", ""), function("__aeabi_memcpy", "")}), {}), std::nullopt);
+}
+
 // A function template's demangled name starts with its return type: the rule reads the
 // qualified name after it ("void std::this_thread::sleep_for<...>" is the C++ library's).
 TEST(ToolCulprit, AReturnTypeBeforeATemplatesNameHidesNoRuntimeFrame) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,10 +44,12 @@ struct Decoded {
   lt::CaptureStats stats;
 };
 
-// Decodes a capture in memory, or streamed in `chunk`-byte reads when chunk > 0.
-Decoded decode(const Bytes& capture, std::size_t chunk = 0) {
+// Decodes a capture in memory, or streamed in `chunk`-byte reads when chunk > 0; device samples'
+// stack evidence unwound with `unwind` (null: none).
+Decoded decode(const Bytes& capture, std::size_t chunk = 0, std::shared_ptr<const lt::StackUnwind> unwind = nullptr) {
   Decoded d;
   lt::CaptureReader reader;
+  reader.set_unwind(std::move(unwind));
   const auto on_record = [&d](lt::DecodedRecord& r) { d.records.push_back(std::move(r)); };
   const auto on_problem = [&d](WarningKind kind, std::uint64_t offset, const std::string& what) {
     d.problems.push_back(Problem{kind, offset, what});
@@ -1686,6 +1689,203 @@ TEST(EvidenceReader, ADiscardedBoxIsWarnedUnlessThatBootWasAPowerOn) {
   const Decoded p = decode(boot_packet(1, 1, 1, 1));  // power-on: no ring could have survived
   EXPECT_TRUE(p.problems.empty()) << p.problems[0].what;
   EXPECT_TRUE(p.records.empty());
+}
+
+// ---- Stack evidence (configuration bit 3): samples unwound on the host --------------------------
+
+namespace {
+
+constexpr std::uint32_t kEvidenceSp = 0x20000100;
+
+// Configuration `config` | 8 (stack evidence), capacities as put_evidence_config, 4 stack words.
+void put_stack_config(Bytes& b, unsigned config = 0) {
+  for (unsigned v : {config | 8u, 8u, 4u, 8u, 2u, 4u}) put_u8(b, v);
+}
+
+Bytes stack_watch_packet(unsigned config = 0) {
+  Bytes b;
+  put_stack_config(b, config);
+  put_u8(b, 0);
+  return make_packet(b, 4);
+}
+
+// A sample of watch 0 at `pc` with the device's LR frame `lr_frame` (0: none), and the stack part
+// `part` as its bytes.
+Bytes stack_sample_packet(std::uint64_t pc, std::uint64_t lr_frame, const Bytes& part) {
+  Bytes b;
+  put_u8(b, 0);
+  put_uv(b, 12000);
+  put_uv(b, 1);
+  put_u8(b, 0);
+  put_u8(b, lr_frame != 0 ? 2 : 1);
+  put_uv(b, pc);
+  if (lr_frame != 0) put_uv(b, lr_frame);
+  return make_packet(b + part, 5);
+}
+
+// A stack part: SP kEvidenceSp, LR `lr`, no frame pointer, the words (offset, value) in order.
+Bytes stack_part(std::uint32_t lr, std::initializer_list<std::pair<unsigned, std::uint32_t>> words) {
+  Bytes b;
+  put_u8(b, 1);
+  put_uv(b, kEvidenceSp);
+  put_uv(b, lr);
+  put_u8(b, static_cast<unsigned>(words.size()));
+  unsigned next = 0;
+  for (const auto& [offset, value] : words) {
+    put_uv(b, offset - next);
+    put_uv(b, value);
+    next = offset + 1;
+  }
+  return b;
+}
+
+// The observation_packet of watch 0 with the stack evidence configuration.
+Bytes stack_observation_packet() {
+  const Bytes plain = observation_packet(0);
+  Bytes body(plain.begin() + 6, plain.end() - 4);
+  body[0] = 8;                        // configuration: stack evidence
+  body.insert(body.begin() + 5, 4);   // stack words, after max stages
+  return make_packet(body, 6);
+}
+
+// CFI of two functions: A [0x1000, 0x1100) push {r4, lr} (CFA sp+8 from 0x1002), C [0x3000,
+// 0x3010) the outermost (lr undefined).
+std::shared_ptr<const lt::StackUnwind> two_functions() {
+  auto cfi = std::make_shared<lt::ArmCfi>();
+  lt::ArmCie cie;
+  cie.version = 1;
+  cie.code_alignment = 2;
+  cie.data_alignment = -4;
+  cie.return_column = 14;
+  cie.instructions = {0x0c, 13, 0};  // def_cfa sp + 0
+  cfi->cies.push_back(cie);
+  lt::ArmFde a;
+  a.begin = 0x1000;
+  a.end = 0x1100;
+  a.instructions = {0x41, 0x0e, 8, 0x84, 2, 0x8e, 1};
+  lt::ArmFde c;
+  c.begin = 0x3000;
+  c.end = 0x3010;
+  c.instructions = {0x07, 14};
+  cfi->fdes = {a, c};
+  cfi->reach = {0x1100, 0x3010};
+  auto unwind = std::make_shared<lt::StackUnwind>();
+  unwind->cfi = std::move(cfi);
+  return unwind;
+}
+
+// One sample in A at 0x1010 (its LR stale: 0x9999, sent as the frame 0x9998), its return address
+// into C at SP + 4: the chain A <- C, unwound.
+Bytes chain_capture(const Bytes& part) {
+  return stack_watch_packet() + stack_sample_packet(0x1010, 0x9998, part) + stack_observation_packet();
+}
+
+std::string json_of(const lt::DecodedRecord& r) {
+  std::string line;
+  lt::format_record_json(r, line);
+  return line;
+}
+
+}  // namespace
+
+TEST(EvidenceReader, SamplesWithStackEvidenceUnwindWithTheFirmwaresCfi) {
+  const Decoded d = decode(chain_capture(stack_part(0x9999, {{0, 0x1041}, {1, 0x3005}})), 0, two_functions());
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  ASSERT_EQ(r.sample_count, 1u);
+  ASSERT_EQ(r.samples[0].pc_count, 2u);
+  EXPECT_EQ(r.samples[0].frames[0], 0x1010u);
+  EXPECT_EQ(r.samples[0].frames[1], 0x3004u);  // from the stack, not the stale LR
+  ASSERT_EQ(r.top_count, 1u);
+  EXPECT_EQ(r.top[0].frames[1], 0x3004u);
+  const lt::UnwindSummary& u = d.records[0].unwind;
+  EXPECT_EQ(u.unwound, 1u);
+  EXPECT_EQ(u.partial + u.pc_lr_only, 0u);
+  EXPECT_NE(json_of(d.records[0]).find(R"("unwind":{"unwound":1,"partial":0,"pc_lr_only":0,"reasons":[]})"),
+            std::string::npos)
+      << json_of(d.records[0]);
+}
+
+TEST(EvidenceReader, WithoutAnElfSamplesKeepThePcAndLrAndSaySo) {
+  const Decoded d = decode(chain_capture(stack_part(0x9999, {{1, 0x3005}})));
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::not_unwound);
+  EXPECT_NE(d.problems[0].what.find("no firmware ELF"), std::string::npos) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::Sample& s = d.records[0].record.samples[0];
+  ASSERT_EQ(s.pc_count, 2u);
+  EXPECT_EQ(s.frames[1], 0x9998u);  // as the device sent it
+  EXPECT_EQ(d.records[0].unwind.pc_lr_only, 1u);
+  EXPECT_EQ(d.records[0].unwind.reasons.count("no firmware ELF to unwind with (decode --elf)"), 1u);
+  // An ELF without call-frame information: its reason.
+  auto missing = std::make_shared<lt::StackUnwind>();
+  missing->missing = "--elf fw.elf: no section .debug_frame";
+  const Decoded e = decode(chain_capture(stack_part(0x9999, {{1, 0x3005}})), 0, missing);
+  ASSERT_EQ(e.problems.size(), 1u);
+  EXPECT_NE(e.problems[0].what.find("no section .debug_frame"), std::string::npos) << e.problems[0].what;
+}
+
+TEST(EvidenceReader, BadStackEvidenceEndsTheChainWithItsReasonNeverAWrongFrame) {
+  // The return address's word missing (a slice cut short, or outside the budget): A only, partial.
+  const Decoded cut = decode(chain_capture(stack_part(0x9999, {{0, 0x1041}})), 0, two_functions());
+  ASSERT_EQ(cut.records.size(), 1u);
+  ASSERT_EQ(cut.problems.size(), 1u);
+  EXPECT_EQ(cut.problems[0].kind, WarningKind::not_unwound);
+  EXPECT_EQ(cut.records[0].record.samples[0].pc_count, 1u);
+  EXPECT_EQ(cut.records[0].unwind.partial, 1u);
+  EXPECT_EQ(cut.records[0].unwind.reasons.begin()->first,
+            "return address of 0x00001010 at 0x20000104 is not among the sample's stack words");
+  // A PC the CFI does not cover (an ELF of another build): the PC and LR as sent.
+  const Decoded other = decode(stack_watch_packet() + stack_sample_packet(0x5010, 0x9998, stack_part(0x9999, {})) +
+                                   stack_observation_packet(),
+                               0, two_functions());
+  ASSERT_EQ(other.records.size(), 1u);
+  EXPECT_EQ(other.records[0].record.samples[0].frames[1], 0x9998u);
+  EXPECT_EQ(other.records[0].unwind.pc_lr_only, 1u);
+  EXPECT_EQ(other.records[0].unwind.reasons.begin()->first, "no CFI for 0x00005010");
+  // 64-bit program counters: no unwinder for them.
+  const Decoded wide = decode(stack_watch_packet(1) + stack_sample_packet(0x1010, 0, stack_part(0x9999, {{1, 0x3005}})),
+                              0, two_functions());
+  ASSERT_EQ(wide.problems.size(), 1u);
+  EXPECT_NE(wide.problems[0].what.find("64-bit program counters"), std::string::npos) << wide.problems[0].what;
+}
+
+TEST(EvidenceReader, AMalformedStackPartNamesItsField) {
+  struct Case {
+    Bytes part;
+    const char* field;
+  };
+  Bytes over;  // 5 words, over the watch's 4 stack words
+  put_u8(over, 1);
+  put_uv(over, kEvidenceSp);
+  put_uv(over, 0);
+  put_u8(over, 5);
+  for (unsigned i = 0; i < 5; ++i) over = over + Bytes{0, 0x11};
+  Bytes far;
+  put_u8(far, 1);
+  put_uv(far, kEvidenceSp);
+  put_uv(far, 0);
+  put_u8(far, 2);
+  put_uv(far, 0xFFFF);
+  put_uv(far, 0x3005);
+  put_uv(far, 0);  // the second word's offset: 65536
+  put_uv(far, 0x3005);
+  const Case cases[] = {{Bytes{2}, "stack presence"}, {over, "stack word count"}, {far, "stack word offset"},
+                        {Bytes{1}, "stack sp"}, {stack_part(0x9999, {}) + Bytes{0}, "end"}};
+  for (const Case& c : cases) {
+    const Decoded d = decode(chain_capture(c.part), 0, two_functions());
+    ASSERT_EQ(d.problems.size(), 1u) << c.field;
+    EXPECT_EQ(d.problems[0].kind, WarningKind::malformed_packet) << c.field;
+    EXPECT_NE(d.problems[0].what.find(std::string("(") + c.field + ")"), std::string::npos) << d.problems[0].what;
+    ASSERT_EQ(d.records.size(), 1u);
+    EXPECT_EQ(d.records[0].record.sample_count, 0u) << c.field;  // the sample not read, the record still made
+  }
+  // A sample without its stack part (presence 0) is read as sent.
+  const Decoded none = decode(chain_capture(Bytes{0}), 0, two_functions());
+  ASSERT_TRUE(none.problems.empty()) << none.problems[0].what;
+  EXPECT_EQ(none.records[0].record.samples[0].frames[1], 0x9998u);
+  EXPECT_TRUE(none.records[0].unwind.empty());
 }
 
 TEST(EvidenceReader, RecordsOutliveTheReader) {

@@ -55,7 +55,21 @@ inline constexpr std::string_view kRuntimeModules[] = {
 inline constexpr std::string_view kRuntimeFunctions[] = {
     "loopcanary::", "std::",    "__gnu_cxx::", "__cxa",    "__cxxabiv1::", "asio::",       "boost::asio::",
     "__interceptor_", "__asan_", "__asan::",   "__tsan_",  "__tsan::",     "__ubsan_",     "__ubsan::",
-    "__lsan::",     "__sanitizer_", "__sanitizer::", "__interception::"};
+    "__lsan::",     "__sanitizer_", "__sanitizer::", "__interception::",
+    // The compiler's run-time helpers a firmware links statically (libgcc; the Arm run-time ABI):
+    // 64-bit division, soft floating point, switch tables.
+    "__aeabi_",     "__gnu_",       "__udivmod",     "__divmod",   "__udivdi3",    "__divdi3",     "__umoddi3",
+    "__moddi3",     "__udivsi3",    "__divsi3",      "__umodsi3",  "__modsi3"};
+// Functions of the C library that a statically linked program (a firmware) has in its own image,
+// where no module says they are the library's: whole names, not prefixes.
+inline constexpr std::string_view kRuntimeExactFunctions[] = {
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "strlen", "strcmp", "strncmp", "strcpy", "strncpy", "strchr"};
+
+// The name of a symbolised function without its parameter list: "memcpy(void*, ...)" -> "memcpy".
+inline std::string_view bare_name(std::string_view name) noexcept {
+  const std::size_t paren = name.find('(');
+  return paren == std::string_view::npos ? name : name.substr(0, paren);
+}
 
 }  // namespace detail
 
@@ -101,7 +115,8 @@ inline bool matches(const FrameFacts& f, const std::vector<std::string>& prefixe
 
 /// The default rule's "not the user's code": a frame in a runtime module (the C and C++
 /// libraries, the dynamic loader, the vDSO, libuv, GLib) or a runtime function (loopcanary::,
-/// std::, __gnu_cxx::, __cxa, asio::). A scope frame is the user's code (the firmware
+/// std::, __gnu_cxx::, __cxa, asio::, the compiler's helpers such as __aeabi_uldivmod, and the
+/// C library's memcpy, memset, str* ... that a firmware links into its own image). A scope frame is the user's code (the firmware
 /// names it), and so is a PC with neither module nor function (a device record before it is
 /// symbolised).
 inline bool is_runtime(const FrameFacts& f) {
@@ -116,6 +131,9 @@ inline bool is_runtime(const FrameFacts& f) {
   const std::string_view nearest = qualified_name(f.nearest_symbol);
   for (const std::string_view fn : detail::kRuntimeFunctions) {
     if (detail::starts_with(function, fn) || detail::starts_with(nearest, fn)) return true;
+  }
+  for (const std::string_view fn : detail::kRuntimeExactFunctions) {
+    if (detail::bare_name(function) == fn || detail::bare_name(nearest) == fn) return true;
   }
   return false;
 }
