@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// Device test: whole call chains from stack evidence. A StaticEvidenceWatchdog in the SysTick
+// interrupt sends each sample with its stack evidence (the interrupted SP, LR, r7 and the stack
+// words that may be return addresses: LOOPCANARY_STACK_WORDS); the host tool decodes the capture
+// with the firmware's ELF, unwinds every sample with its call-frame information and symbolises
+// the chains. check_firmware.cmake then requires, over every sample of the block (its stack
+// table), the chain the firmware is in: lc_unwind_handler -> lc_chain_1 -> ... -> lc_chain_6,
+// root to leaf, in at least MIN_CHAIN_PERCENT % of them; and the block's culprit (`loopcanary
+// report`) is lc_chain_6, the user's innermost function, although most samples land in the
+// compiler's 64-bit division helper (__aeabi_uldivmod, __udivmoddi4) that it calls.
+//
+// The chain's functions have frames of several shapes (callee-saved registers only, locals,
+// an array on the stack), and lc_leaf_tiny, called in every round, is mostly prologue and
+// epilogue (three registers pushed and popped around two instructions): samples land there on
+// purpose and must unwind as well as any other. Built at -Os and at -O2 (device.unwind_o2), with
+// LTO in the cortex-m4f workflow: noipa keeps every function of the chain a function of its own.
+#include <cstddef>
+#include <cstdint>
+
+#include "device_report.hpp"
+#include "device_test.hpp"
+#include "loopcanary/board.hpp"
+#include "loopcanary/evidence.hpp"
+#include "loopcanary/loopcanary.hpp"
+#include "loopcanary/port/cortex_m.hpp"
+
+#ifndef LC_CAPTURE
+#define LC_CAPTURE "unwind_test.lcb"
+#endif
+
+namespace lc = loopcanary;
+namespace cm = loopcanary::cortex_m;
+namespace board = loopcanary::board;
+using lc::device_report::check;
+
+#define LC_CHAIN __attribute__((noipa))
+
+namespace {
+
+constexpr lc::Event kShort{"short_handler"};
+constexpr lc::Event kSlow{"slow_handler"};
+
+// Plain RAM (not the crash box): room for every sample of the block, which nothing drains while
+// the handler runs.
+lc::StaticEvidenceRing<32768> g_ring;
+lc::StaticEvidenceWatchdog<1> g_watchdog;
+cm::PortMonitor g_monitor;
+
+volatile std::uint64_t g_dividend = 0x0123456789ABCDEFull;
+volatile std::uint64_t g_divisor = 0x00000000FEDCBA98ull;
+volatile std::uint32_t g_sink = 0;
+
+}  // namespace
+
+// Outside the anonymous namespace: addr2line names them plainly ("lc_chain_6(unsigned int)").
+LC_CHAIN std::uint32_t lc_leaf_tiny(std::uint32_t x) {
+  __asm__ volatile("" ::: "r4", "r5", "r6");  // a prologue and an epilogue of their own
+  return x * 3u + 1u;
+}
+
+// The innermost user function: a round of its own arithmetic, the tiny leaf, a 64-bit division
+// (a library call on every Cortex-M), until the clock passes `until`.
+LC_CHAIN std::uint32_t lc_chain_6(lc::tick_t until) {
+  std::uint32_t acc = 0;
+  while (static_cast<std::int32_t>(until - cm::Clock::now()) > 0) {
+    acc += lc_leaf_tiny(acc);
+    acc ^= static_cast<std::uint32_t>(g_dividend / (g_divisor + acc));
+  }
+  return acc;
+}
+
+LC_CHAIN std::uint32_t lc_chain_5(lc::tick_t until) { return lc_chain_6(until) + 5u; }
+
+LC_CHAIN std::uint32_t lc_chain_4(lc::tick_t until) {
+  volatile std::uint32_t local[6] = {1, 2, 3, 4, 5, 6};  // a frame with an array in it
+  const std::uint32_t r = lc_chain_5(until);
+  return r ^ local[static_cast<std::size_t>(r % 6u)];
+}
+
+LC_CHAIN std::uint32_t lc_chain_3(lc::tick_t until) {
+  const std::uint32_t r = lc_chain_4(until);
+  return r * 7u + g_sink;
+}
+
+LC_CHAIN std::uint32_t lc_chain_2(lc::tick_t until, std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  const std::uint32_t r = lc_chain_3(until);
+  return r + a * b + c;  // values live across the call: callee-saved registers pushed
+}
+
+LC_CHAIN std::uint32_t lc_chain_1(lc::tick_t until) { return lc_chain_2(until, g_sink, 3u, 4u) - 1u; }
+
+LC_CHAIN void lc_unwind_handler(lc::tick_t length) {
+  g_sink = lc_chain_1(cm::Clock::now() + length);
+}
+
+int main() {
+  lc::device_report::start("unwind_test");
+  check(g_ring.open(board::reset_cause()) == lc::CrashBoxStatus::discarded, "a fresh ring");
+  lc::device_report::init_port(0);
+  lc::MonitorConfig config = lc::device_report::loop_config(20'000);
+  config.arm_permille = 250;
+  config.sample_interval_us = 1'000;
+  check(g_monitor.init(config) == lc::Status::ok, "monitor init");
+  lc::WatchdogConfig dog;
+  dog.qualifier = board::name();
+  check(g_watchdog.init(dog, cm::make_hal(), g_ring) == lc::Status::ok, "evidence watchdog init");
+  check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
+  cm::attach(&g_watchdog);
+
+  for (int i = 0; i < 3; ++i) {
+    LOOPCANARY_DISPATCH(g_monitor, kShort);
+    g_sink = lc_leaf_tiny(g_sink);
+  }
+  {
+    LOOPCANARY_DISPATCH(g_monitor, kSlow);
+    lc_unwind_handler(250u * (cm::tick_hz() / 1000u));  // 250 ms
+  }
+  for (int i = 0; i < 5; ++i) cm::idle_wait();  // the watchdog sees the end
+  cm::attach(nullptr);
+
+  const lc::EvidenceRingStats ring = g_ring.stats();
+  const cm::PortStats port = cm::stats();
+  check(ring.dropped == 0, "the ring kept every packet");
+  check(g_monitor.stats().blocks == 1, "one block");
+  check(port.captures > 150 && port.stack_words >= 6u * port.captures,
+        "every sample carries at least the chain's six return addresses");
+  lc::device_test::print("lc-unwind samples=");
+  lc::device_test::print_u64(port.captures);
+  lc::device_test::print(" stack_words=");
+  lc::device_test::print_u64(port.stack_words);
+  lc::device_test::print(" packets=");
+  lc::device_test::print_u64(ring.pushed);
+  lc::device_test::print("\n");
+  lc::device_report::send_capture(g_ring, LC_CAPTURE);
+  board::exit(lc::device_report::finish());
+}
