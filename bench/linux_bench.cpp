@@ -11,7 +11,7 @@
 //   BM_LinuxBackToBack        one dispatch of a back-to-back stream (next() on a PortMonitor):
 //                             one clock read and the stamps; target: median <= 1.10 x median of
 //                             BM_LinuxClockRead
-//   BM_LinuxZone              a peer: a zone of a trace profiler written here (two raw TSC reads
+//   BM_LinuxZone              a peer: a zone of a trace profiler written here (two raw counter reads
 //                             and a 16-byte record into a ring, as Tracy-style profilers do)
 //   BM_LinuxPairHistogramAtOnce / BM_LinuxPairHistogramLater
 //                             two clock reads and their difference counted in a log2 histogram
@@ -19,7 +19,7 @@
 //   BM_LinuxPostedPairWithoutHealth / BM_LinuxPostedPairWithHealth
 //                             a clock read, begin_at(event, now, posted) and end() for an event
 //                             without / with EventHealth storage (queue latency counted at once)
-//   BM_LinuxTscRead           the raw TSC (x86-64), for reference
+//   BM_LinuxCounterRead       the raw CPU counter (x86-64 TSC, AArch64 CNTVCT_EL0), for reference
 //   BM_LinuxMonotonicRead     clock_gettime(CLOCK_MONOTONIC) in microseconds (the vDSO fallback)
 //   BM_StackSample            one signal round trip sampling a thread 32 frames deep (target
 //                             <= 20 us wall); counter loop_us: the sampled thread's own loss per
@@ -191,16 +191,16 @@ BENCHMARK(BM_LinuxPostedPairWithoutHealth);
 void BM_LinuxPostedPairWithHealth(benchmark::State& state) { posted_pair(state, kLinuxEventWithHealth); }
 BENCHMARK(BM_LinuxPostedPairWithHealth);
 
-#if LOOPCANARY_LINUX_HAS_TSC
+#if LOOPCANARY_LINUX_HAS_COUNTER
 // The peer: what a zone of a trace profiler costs (written here, after the way Tracy-style
-// profilers instrument a scope): a raw TSC read at the start and at the end and one 16-byte
-// record (site, start, duration) into a ring a consumer thread would drain, the write index
-// published with a release store. No statistics, no threshold, no reader protocol: the work
-// is left to the consumer.
+// profilers instrument a scope): a raw counter read (the TSC, CNTVCT_EL0) at the start and at
+// the end and one 16-byte record (site, start, duration) into a ring a consumer thread would
+// drain, the write index published with a release store. No statistics, no threshold, no
+// reader protocol: the work is left to the consumer.
 struct ZoneRecord {
   const char* site;
-  std::uint32_t start;     // low 32 bits of the TSC
-  std::uint32_t duration;  // TSC ticks
+  std::uint32_t start;     // low 32 bits of the counter
+  std::uint32_t duration;  // counter ticks
 };
 static_assert(sizeof(ZoneRecord) == 16, "a 16-byte record");
 
@@ -214,8 +214,8 @@ void BM_LinuxZone(benchmark::State& state) {
   auto ring = std::make_unique<ZoneRing>();
   static const char kSite[] = "sensor_read";
   for (auto _ : state) {
-    const std::uint64_t start = lx::detail::read_tsc();
-    const std::uint64_t end = lx::detail::read_tsc();
+    const std::uint64_t start = lx::detail::read_counter();
+    const std::uint64_t end = lx::detail::read_counter();
     const std::uint32_t i = ring->written.load(std::memory_order_relaxed);
     ring->records[i & (ZoneRing::kSize - 1u)] =
         ZoneRecord{kSite, static_cast<std::uint32_t>(start), static_cast<std::uint32_t>(end - start)};
@@ -228,13 +228,14 @@ void BM_LinuxZone(benchmark::State& state) {
 }
 BENCHMARK(BM_LinuxZone);
 
-void BM_LinuxTscRead(benchmark::State& state) {
+// One raw read of the CPU's counter: `rdtsc` (x86-64), `isb; mrs cntvct_el0` (AArch64).
+void BM_LinuxCounterRead(benchmark::State& state) {
   for (auto _ : state) {
-    std::uint64_t t = lx::detail::read_tsc();
+    std::uint64_t t = lx::detail::read_counter();
     benchmark::DoNotOptimize(t);
   }
 }
-BENCHMARK(BM_LinuxTscRead);
+BENCHMARK(BM_LinuxCounterRead);
 #endif
 
 void BM_LinuxMonotonicRead(benchmark::State& state) {
@@ -249,20 +250,20 @@ BENCHMARK(BM_LinuxMonotonicRead);
 // kernel's delivery, the handler and the return. Written by the spinning thread only.
 struct SpinGaps {
   static constexpr std::size_t kMax = 1u << 16;
-  std::uint64_t gaps[kMax];  // TSC cycles, each over 1 us
+  std::uint64_t gaps[kMax];  // counter ticks (TSC cycles, CNTVCT_EL0 counts), each over 1 us
   std::size_t count = 0;
 };
 
 // A thread 32 frames deep, spinning at the bottom until told to stop, noting the gaps over 1 us
-// in its spin (x86-64: none elsewhere, where read_tsc() is 0).
+// in its spin (none on an architecture without a counter, where read_counter() is 0).
 __attribute__((noinline)) int deep_spin(int depth, const std::atomic<bool>& stop, std::atomic<bool>& ready,
                                         SpinGaps& gaps) {
   if (depth == 0) {
     ready.store(true);
-    std::uint64_t last = lx::detail::read_tsc();
-    const std::uint64_t min_gap = lx::clock_info().tsc_hz / 1'000'000u;
+    std::uint64_t last = lx::detail::read_counter();
+    const std::uint64_t min_gap = lx::clock_info().counter_hz / 1'000'000u;
     while (!stop.load(std::memory_order_relaxed)) {
-      const std::uint64_t now = lx::detail::read_tsc();
+      const std::uint64_t now = lx::detail::read_counter();
       if (now - last > min_gap && gaps.count < SpinGaps::kMax) gaps.gaps[gaps.count++] = now - last;
       last = now;
     }
@@ -311,11 +312,11 @@ void stack_sample(benchmark::State& state, bool spin) {
   state.counters["frames"] = static_cast<double>(fewest);
   state.counters["missed"] = static_cast<double>(s.samples_requested - s.samples_answered);
   // The sampled thread's own loss per sample: the median gap in its spin (preemptions by other
-  // work are the rare long gaps the median leaves out). TSC cycles to microseconds.
+  // work are the rare long gaps the median leaves out). Counter ticks to microseconds.
   const lx::ClockInfo& clock = lx::clock_info();
-  if (gaps->count != 0 && clock.source == lx::ClockSource::tsc) {
+  if (gaps->count != 0 && clock.source == lx::ClockSource::counter) {
     std::nth_element(gaps->gaps, gaps->gaps + gaps->count / 2, gaps->gaps + gaps->count);
-    state.counters["loop_us"] = static_cast<double>(gaps->gaps[gaps->count / 2]) * 1e6 / static_cast<double>(clock.tsc_hz);
+    state.counters["loop_us"] = static_cast<double>(gaps->gaps[gaps->count / 2]) * 1e6 / static_cast<double>(clock.counter_hz);
     state.counters["gaps"] = static_cast<double>(gaps->count);
   }
   if (s.samples_answered == 0 || fewest < 33) state.SkipWithError("no sample walked all 32 frames");

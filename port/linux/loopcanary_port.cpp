@@ -48,14 +48,14 @@ std::mutex g_clock_mutex;
 ClockInfo g_clock_info;                 // written once, under g_clock_mutex, before g_clock_ready
 std::atomic<bool> g_clock_ready{false};
 
-// Calibration: the TSC is read on both sides of a CLOCK_MONOTONIC read; the pair with the
+// Calibration: the counter is read on both sides of a CLOCK_MONOTONIC read; the pair with the
 // tightest bracket of a few tries pins the two clocks together. Two pairs 10 ms apart give the
 // rate to about 10 ppm (a bracket of ~100 ns over 10 ms).
 constexpr long kCalibrationNs = 10'000'000;
 constexpr int kPairTries = 7;
 
 struct ClockPair {
-  std::uint64_t tsc = 0;
+  std::uint64_t counter = 0;
   std::uint64_t ns = 0;
 };
 
@@ -64,29 +64,42 @@ ClockPair read_pair() noexcept {
   std::uint64_t best_width = ~std::uint64_t{0};
   for (int i = 0; i < kPairTries; ++i) {
     timespec ts{};
-    const std::uint64_t t0 = detail::read_tsc();
+    const std::uint64_t t0 = detail::read_counter();
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    const std::uint64_t t1 = detail::read_tsc();
+    const std::uint64_t t1 = detail::read_counter();
     if (t1 - t0 < best_width) {
       best_width = t1 - t0;
-      best.tsc = t0 + (t1 - t0) / 2u;
+      best.counter = t0 + (t1 - t0) / 2u;
       best.ns = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
     }
   }
   return best;
 }
 
-// The TSC rate in Hz, or 0 when the measurement is implausible.
-std::uint64_t calibrate_tsc() noexcept {
+// The counter's rate in Hz as measured against CLOCK_MONOTONIC over ~10 ms; 0 when either did
+// not advance. Judged by detail::counter_refusal().
+std::uint64_t measure_counter_hz() noexcept {
   const ClockPair a = read_pair();
   timespec wait{0, kCalibrationNs};
   while (clock_nanosleep(CLOCK_MONOTONIC, 0, &wait, &wait) == EINTR) {
   }
   const ClockPair b = read_pair();
-  if (b.ns <= a.ns || b.tsc <= a.tsc) return 0;
-  const double hz = static_cast<double>(b.tsc - a.tsc) * 1e9 / static_cast<double>(b.ns - a.ns);
-  if (hz < 5e7 || hz > 1e10) return 0;  // 50 MHz .. 10 GHz
+  if (b.ns <= a.ns || b.counter <= a.counter) return 0;
+  const double hz = static_cast<double>(b.counter - a.counter) * 1e9 / static_cast<double>(b.ns - a.ns);
+  if (hz >= 1e18) return std::uint64_t{1'000'000'000'000'000'000u};  // absurd, refused as out of range
   return static_cast<std::uint64_t>(hz + 0.5);
+}
+
+// CNTFRQ_EL0 (AArch64): the counter's rate as the firmware set it; 0 elsewhere. Bits 63:32 are
+// reserved (zero).
+std::uint64_t reported_counter_hz() noexcept {
+#if LOOPCANARY_LINUX_HAS_CNTVCT
+  std::uint64_t value = 0;
+  asm volatile("mrs %0, cntfrq_el0" : "=r"(value));
+  return value & 0xFFFF'FFFFu;
+#else
+  return 0;
+#endif
 }
 
 bool cpuid_invariant_tsc() noexcept {
@@ -131,6 +144,15 @@ bool invariant_tsc() noexcept {
   return cpuinfo_has_flag(cpuinfo, length, "constant_tsc") && cpuinfo_has_flag(cpuinfo, length, "nonstop_tsc");
 }
 
+// Why this CPU's counter cannot serve at all, before any measurement; nullptr when it can. The
+// architecture requires CNTVCT_EL0 to run at a constant rate, so only the TSC has a condition.
+const char* counter_unusable() noexcept {
+  if (detail::kCounterKind == detail::CounterKind::tsc && !invariant_tsc()) {
+    return LOOPCANARY_REASON("the TSC is not invariant (no constant_tsc + nonstop_tsc)");
+  }
+  return nullptr;
+}
+
 void read_kernel_clocksource(ClockInfo& info) noexcept {
   char buffer[sizeof info.kernel_clocksource];
   std::size_t length = 0;
@@ -148,38 +170,124 @@ void set_monotonic(ClockInfo& info, const char* reason) noexcept {
   info.source = ClockSource::monotonic;
   info.name = "clock_monotonic";
   info.tick_hz = 1'000'000;
-  info.tsc_shift = 0;
-  info.tsc_hz = 0;
+  info.counter_shift = 0;
+  info.counter_hz = 0;
   info.reason = reason;
 }
 
-// Fills `info` for the TSC at `tsc_hz`: the smallest shift that brings the tick rate below
-// 2 MHz, so a tick is 0.5..1 us and 2^32 ticks span 36..72 minutes.
-void set_tsc(ClockInfo& info, std::uint64_t tsc_hz, const char* reason) noexcept {
-  std::uint8_t shift = 0;
-  while ((tsc_hz >> shift) >= 2'000'000u) ++shift;
-  info.source = ClockSource::tsc;
-  info.name = "tsc";
-  info.tsc_shift = shift;
-  info.tsc_hz = tsc_hz;
-  info.tick_hz = static_cast<std::uint32_t>((tsc_hz + (std::uint64_t{1} << shift) / 2u) >> shift);
+// Fills `info` for the counter at `counter_hz` (at least 1 MHz): the smallest shift that brings
+// the tick rate below 2 MHz, so a tick is 0.5..1 us and 2^32 ticks span 36..72 minutes.
+void set_counter(ClockInfo& info, std::uint64_t counter_hz, const char* reason) noexcept {
+  const std::uint8_t shift = detail::counter_shift_for(counter_hz);
+  info.source = ClockSource::counter;
+  info.name = detail::kCounterKind == detail::CounterKind::cntvct ? "cntvct" : "tsc";
+  info.counter_shift = shift;
+  info.counter_hz = counter_hz;
+  info.tick_hz = static_cast<std::uint32_t>((counter_hz + (std::uint64_t{1} << shift) / 2u) >> shift);
   info.reason = reason;
 }
 
-ClockChoice choice_from_environment() noexcept {
-  const char* value = std::getenv("LOOPCANARY_CLOCK");
-  if (value == nullptr) return ClockChoice::automatic;
-  if (std::strcmp(value, "tsc") == 0) return ClockChoice::tsc;
-  if (std::strcmp(value, "monotonic") == 0) return ClockChoice::monotonic;
-  return ClockChoice::automatic;
+// What was asked for: select_clock's choice, and for `automatic` the environment's.
+enum class Request : std::uint8_t { automatic, monotonic_call, monotonic_env, counter_call, counter_env, tsc_env, cntvct_env };
+
+Request request_of(ClockChoice choice, const char* environment) noexcept {
+  if (choice == ClockChoice::monotonic) return Request::monotonic_call;
+  if (choice == ClockChoice::counter) return Request::counter_call;
+  if (environment == nullptr) return Request::automatic;
+  if (std::strcmp(environment, "monotonic") == 0) return Request::monotonic_env;
+  if (std::strcmp(environment, "counter") == 0) return Request::counter_env;
+  if (std::strcmp(environment, "tsc") == 0) return Request::tsc_env;
+  if (std::strcmp(environment, "cntvct") == 0) return Request::cntvct_env;
+  return Request::automatic;  // "auto", or a value the port does not know
+}
+
+// The reason the counter is in use, when its measurement passes.
+const char* counter_reason(detail::CounterKind kind, Request request) noexcept {
+  const bool tsc = kind == detail::CounterKind::tsc;
+  switch (request) {
+    case Request::counter_call:
+      return tsc ? LOOPCANARY_REASON("selected by select_clock(counter) (invariant TSC)")
+                 : LOOPCANARY_REASON("selected by select_clock(counter) (CNTVCT_EL0, CNTFRQ_EL0 checked against CLOCK_MONOTONIC)");
+    case Request::counter_env:
+      return tsc ? LOOPCANARY_REASON("LOOPCANARY_CLOCK=counter (invariant TSC)")
+                 : LOOPCANARY_REASON("LOOPCANARY_CLOCK=counter (CNTVCT_EL0, CNTFRQ_EL0 checked against CLOCK_MONOTONIC)");
+    case Request::tsc_env:
+      return LOOPCANARY_REASON("LOOPCANARY_CLOCK=tsc (invariant TSC)");
+    case Request::cntvct_env:
+      return LOOPCANARY_REASON("LOOPCANARY_CLOCK=cntvct (CNTVCT_EL0, CNTFRQ_EL0 checked against CLOCK_MONOTONIC)");
+    default:
+      return tsc ? LOOPCANARY_REASON("invariant TSC, and the kernel uses it as its clocksource")
+                 : LOOPCANARY_REASON(
+                       "CNTVCT_EL0 at CNTFRQ_EL0 (checked against CLOCK_MONOTONIC), and the kernel uses the counter as its "
+                       "clocksource (arch_sys_counter)");
+  }
 }
 
 bool matches(ClockChoice choice, ClockSource source) noexcept {
-  return choice == ClockChoice::automatic || (choice == ClockChoice::tsc && source == ClockSource::tsc) ||
+  return choice == ClockChoice::automatic || (choice == ClockChoice::counter && source == ClockSource::counter) ||
          (choice == ClockChoice::monotonic && source == ClockSource::monotonic);
 }
 
 }  // namespace
+
+detail::ClockPlan detail::plan_clock(ClockChoice choice, const char* environment, CounterKind kind,
+                                     const char* counter_unusable, const char* kernel_clocksource) noexcept {
+  const Request request = request_of(choice, environment);
+  ClockPlan plan;
+  plan.fail_if_refused = request == Request::counter_call;
+  if (request == Request::monotonic_call) {
+    plan.reason = LOOPCANARY_REASON("selected by select_clock(monotonic)");
+  } else if (request == Request::monotonic_env) {
+    plan.reason = LOOPCANARY_REASON("LOOPCANARY_CLOCK=monotonic");
+  } else if (request == Request::tsc_env && kind != CounterKind::tsc) {
+    plan.reason = LOOPCANARY_REASON("LOOPCANARY_CLOCK=tsc names x86-64's TSC, which this CPU does not have");
+  } else if (request == Request::cntvct_env && kind != CounterKind::cntvct) {
+    plan.reason = LOOPCANARY_REASON("LOOPCANARY_CLOCK=cntvct names AArch64's CNTVCT_EL0, which this CPU does not have");
+  } else if (kind == CounterKind::none) {
+    plan.reason = LOOPCANARY_REASON("no CPU counter on this architecture (the port reads the TSC and CNTVCT_EL0)");
+  } else if (counter_unusable != nullptr) {
+    plan.reason = counter_unusable;
+  } else if (request == Request::automatic && kind == CounterKind::tsc && std::strcmp(kernel_clocksource, "tsc") != 0) {
+    plan.reason =
+        LOOPCANARY_REASON("the kernel's clocksource is not tsc, so the TSCs of all CPUs are not known to agree");
+  } else if (request == Request::automatic && kind == CounterKind::cntvct &&
+             std::strcmp(kernel_clocksource, "arch_sys_counter") != 0) {
+    plan.reason = LOOPCANARY_REASON(
+        "the kernel's clocksource is not arch_sys_counter, so the kernel does not vouch for CNTVCT_EL0");
+  } else {
+    plan.try_counter = true;
+    plan.reason = counter_reason(kind, request);
+  }
+  return plan;
+}
+
+static_assert(detail::kCounterRateTolerancePercent == 2, "counter_refusal's sentence names the tolerance: 2 %");
+
+const char* detail::counter_refusal(CounterKind kind, std::uint64_t measured_hz, std::uint64_t reported_hz) noexcept {
+  constexpr std::uint64_t kMinHz = 1'000'000;
+  switch (kind) {
+    case CounterKind::tsc:
+      if (measured_hz < 50'000'000u || measured_hz > 10'000'000'000u) {
+        return LOOPCANARY_REASON("TSC calibration against CLOCK_MONOTONIC gave an implausible rate (outside 50 MHz..10 GHz)");
+      }
+      return nullptr;
+    case CounterKind::cntvct: {
+      if (reported_hz == 0) return LOOPCANARY_REASON("CNTFRQ_EL0 is 0: the firmware did not set the counter's rate");
+      if (reported_hz < kMinHz) return LOOPCANARY_REASON("CNTFRQ_EL0 is under 1 MHz: a tick would be longer than 1 us");
+      if (measured_hz == 0) return LOOPCANARY_REASON("CNTVCT_EL0 did not advance against CLOCK_MONOTONIC");
+      if (measured_hz < kMinHz) return LOOPCANARY_REASON("CNTVCT_EL0 measured against CLOCK_MONOTONIC runs under 1 MHz");
+      const std::uint64_t difference = measured_hz > reported_hz ? measured_hz - reported_hz : reported_hz - measured_hz;
+      const std::uint64_t limit = reported_hz / 100u * kCounterRateTolerancePercent +
+                                  reported_hz % 100u * kCounterRateTolerancePercent / 100u;
+      if (difference > limit) {
+        return LOOPCANARY_REASON("CNTVCT_EL0 measured against CLOCK_MONOTONIC disagrees with CNTFRQ_EL0 by more than 2 %");
+      }
+      return nullptr;
+    }
+    default:
+      return LOOPCANARY_REASON("no CPU counter on this architecture (the port reads the TSC and CNTVCT_EL0)");
+  }
+}
 
 bool select_clock(ClockChoice choice) noexcept {
   std::lock_guard<std::mutex> lock(g_clock_mutex);
@@ -187,43 +295,31 @@ bool select_clock(ClockChoice choice) noexcept {
 
   ClockInfo info;
   read_kernel_clocksource(info);
-  bool from_environment = false;
-  ClockChoice wanted = choice;
-  if (wanted == ClockChoice::automatic) {
-    wanted = choice_from_environment();
-    from_environment = wanted != ClockChoice::automatic;
-  }
-
-  if (wanted == ClockChoice::monotonic) {
-    set_monotonic(info, from_environment ? LOOPCANARY_REASON("LOOPCANARY_CLOCK=monotonic")
-                                         : LOOPCANARY_REASON("selected by select_clock(monotonic)"));
-  } else if (!LOOPCANARY_LINUX_HAS_TSC) {
-    if (!from_environment && wanted == ClockChoice::tsc) return false;
-    set_monotonic(info, LOOPCANARY_REASON("no TSC on this architecture"));
-  } else if (!invariant_tsc()) {
-    if (!from_environment && wanted == ClockChoice::tsc) return false;
-    set_monotonic(info, LOOPCANARY_REASON("the TSC is not invariant (no constant_tsc + nonstop_tsc)"));
-  } else if (wanted == ClockChoice::automatic && std::strcmp(info.kernel_clocksource, "tsc") != 0) {
-    set_monotonic(info, LOOPCANARY_REASON(
-                            "the kernel's clocksource is not tsc, so the TSCs of all CPUs are not known to agree"));
-  } else {
-    const std::uint64_t hz = calibrate_tsc();
-    if (hz == 0) {
-      if (!from_environment && wanted == ClockChoice::tsc) return false;
-      set_monotonic(info, LOOPCANARY_REASON("TSC calibration against CLOCK_MONOTONIC gave an implausible rate"));
+  info.counter_reported_hz = reported_counter_hz();
+  const detail::ClockPlan plan = detail::plan_clock(choice, std::getenv("LOOPCANARY_CLOCK"), detail::kCounterKind,
+                                                    counter_unusable(), info.kernel_clocksource);
+  if (plan.try_counter) {
+    info.counter_measured_hz = measure_counter_hz();
+    const char* refusal = detail::counter_refusal(detail::kCounterKind, info.counter_measured_hz, info.counter_reported_hz);
+    if (refusal != nullptr) {
+      if (plan.fail_if_refused) return false;
+      set_monotonic(info, refusal);
     } else {
-      set_tsc(info, hz,
-              wanted == ClockChoice::tsc
-                  ? (from_environment ? LOOPCANARY_REASON("LOOPCANARY_CLOCK=tsc (invariant TSC)")
-                                      : LOOPCANARY_REASON("selected by select_clock(tsc) (invariant TSC)"))
-                  : LOOPCANARY_REASON("invariant TSC, and the kernel uses it as its clocksource"));
+      // The TSC's rate is its calibration; CNTVCT_EL0's is CNTFRQ_EL0, the rate the kernel's
+      // own timekeeping uses, which the measurement only checks.
+      const bool cntvct = detail::kCounterKind == detail::CounterKind::cntvct;
+      set_counter(info, cntvct ? info.counter_reported_hz : info.counter_measured_hz, plan.reason);
     }
+  } else {
+    if (plan.fail_if_refused) return false;
+    set_monotonic(info, plan.reason);
   }
   info.wrap_seconds = static_cast<std::uint32_t>((std::uint64_t{1} << 32) / info.tick_hz);
   info.tick_offset_hook = LOOPCANARY_LINUX_TICK_OFFSET_HOOK != 0;
   g_clock_info = info;
   g_clock_ready.store(true, std::memory_order_release);
-  const std::uint32_t word = info.source == ClockSource::tsc ? (detail::kClockTsc | info.tsc_shift) : detail::kClockMonotonic;
+  const std::uint32_t word = info.source == ClockSource::counter ? (detail::kClockCounter | info.counter_shift)
+                                                                 : detail::kClockMonotonic;
   detail::g_clock_word.store(word, std::memory_order_release);
   return matches(choice, info.source);
 }
