@@ -51,6 +51,15 @@ struct DecodedRecord::Storage {
 };
 
 DecodedRecord::DecodedRecord() : storage_(std::make_unique<Storage>()) {}
+
+void DecodedRecord::begin(bool is_health_record, bool previous) {
+  if (!storage_) storage_ = std::make_unique<Storage>();  // moved from
+  is_health = is_health_record;
+  previous_boot = previous;
+  reset_cause = ResetCause::unknown;
+  top_innermost = false;
+  unwind = UnwindSummary{};
+}
 DecodedRecord::~DecodedRecord() = default;
 DecodedRecord::DecodedRecord(DecodedRecord&&) noexcept = default;
 DecodedRecord& DecodedRecord::operator=(DecodedRecord&&) noexcept = default;
@@ -794,12 +803,8 @@ bool read_event_health(Body& b, std::uint8_t version, EventHealthWindow& r) {
 
 bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t version, bool previous_boot,
                         DecodedRecord& out, WarningKind& kind, std::string& what) {
-  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
-  out.is_health = false;
+  out.begin(false, previous_boot);
   out.record = BlockRecord{};
-  out.previous_boot = previous_boot;
-  out.top_innermost = false;
-  out.reset_cause = ResetCause::unknown;
   DecodedRecord::Storage& storage = *out.storage_;
   BlockDecoder decoder(data, size, version, out, NameStorage{storage.names, storage.event, storage.delayed_by, storage.owner_loops});
   if (decoder.decode(previous_boot)) return true;
@@ -810,11 +815,7 @@ bool decode_health_body(const std::uint8_t* data, std::size_t size, std::uint8_t
                         WarningKind& kind, std::string& what) {
   Body b(data, size);
   const Failed failed{b, kind, what};
-  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
-  out.is_health = true;
-  out.previous_boot = false;
-  out.top_innermost = false;
-  out.reset_cause = ResetCause::unknown;
+  out.begin(true, false);
   out.health = HealthRecord{};
   HealthRecord& h = out.health;
   if (version < 2) {  // health packets exist from version 2 on, unchanged since
@@ -1229,13 +1230,10 @@ bool decode_evidence(const std::uint8_t* data, std::size_t size, std::uint8_t ty
       orphan("observation", o.watch, kind, warning);
     }
   }
-  if (!out.storage_) out.storage_ = std::make_unique<DecodedRecord::Storage>();  // moved from
+  out.begin(false, st.previous_boot);  // top_innermost false: assembled here, by stack
   out.storage_->pool = st.pool;
-  out.is_health = false;
-  out.previous_boot = st.previous_boot;
-  out.top_innermost = false;  // assembled here, by stack
-  out.reset_cause = st.previous_boot ? st.reset_cause : ResetCause::unknown;
-  out.unwind = unwind != nullptr ? *unwind : UnwindSummary{};
+  if (st.previous_boot) out.reset_cause = st.reset_cause;
+  if (unwind != nullptr) out.unwind = *unwind;
   assemble(o, samples, q != nullptr ? q : "", rule, out.record);
   produced = true;
   return true;

@@ -89,6 +89,10 @@ class DecodedRecord {
                               WarningKind&, std::string&, std::string&);
   friend bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version,
                                  DecodedRecord& out, WarningKind& kind, std::string& what);
+  // Every decoder member above (is_health, previous_boot, reset_cause, top_innermost, unwind) to
+  // its value for a new record of that kind, and the storage made when moved from: the one place
+  // a decoder starts a record, so nothing of the record decoded before into this object remains.
+  void begin(bool is_health_record, bool previous);
   struct Storage;
   std::unique_ptr<Storage> storage_;
 };

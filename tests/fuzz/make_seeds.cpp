@@ -281,6 +281,83 @@ Bytes evidence(bool reset) {
   return sent;
 }
 
+// `packet` (a whole packet) sealed again with `body` as its body.
+Bytes resealed(const Bytes& packet, const Bytes& body) {
+  Bytes out(lc::kPacketHeaderBytes + body.size() + lc::kPacketTrailerBytes);
+  std::memcpy(out.data() + lc::kPacketHeaderBytes, body.data(), body.size());
+  out.resize(lc::detail::seal_packet(out.data(), static_cast<lc::PacketType>(packet[3]), body.size()));
+  return out;
+}
+
+// A sample of watch 0 at `pc` (and the LR frame `lr_frame`, 0: none) with a stack part as
+// docs/report-format.md lays it out: `presence` (0, 1, or 3 with a frame pointer), SP, LR and the
+// words (offset, value).
+Bytes stack_sample(std::uint32_t pc, std::uint32_t lr_frame, unsigned presence, std::uint32_t lr,
+                   std::initializer_list<std::pair<unsigned, std::uint32_t>> words) {
+  std::uint8_t body[96];
+  lc::detail::ByteWriter w{body, sizeof body, 0};
+  w.u8(0);
+  w.uv(12000);
+  w.uv(1);
+  w.u8(0);
+  w.u8(lr_frame != 0 ? 2 : 1);
+  w.uv(pc);
+  if (lr_frame != 0) w.uv(lr_frame);
+  w.u8(presence);
+  if (presence != 0) {
+    w.uv(0x20000100u);
+    w.uv(lr);
+    if (presence == 3) w.uv(0x20000180u);
+    w.u8(static_cast<unsigned>(words.size()));
+    unsigned next = 0;
+    for (const auto& [offset, value] : words) {
+      w.uv(offset - next);
+      w.uv(value);
+      next = offset + 1;
+    }
+  }
+  Bytes packet(lc::kPacketHeaderBytes);
+  packet[3] = static_cast<std::uint8_t>(lc::PacketType::sample);
+  return resealed(packet, Bytes(body, body + w.pos));
+}
+
+// The sim scenario's evidence as a device with stack evidence sends it (configuration bit 3, 4
+// stack words): its `watch` and `observation` packets with that configuration, its samples
+// replaced by samples whose chains the fuzz target's CFI (fuzz_capture.cpp: A at 0x1000, C at
+// 0x3000) unwinds whole, cuts short, cannot start, and one without a stack part.
+Bytes stack_evidence(const Bytes& evidence) {
+  Bytes out;
+  bool samples_sent = false;
+  for (std::size_t at = 0; at + lc::kPacketHeaderBytes <= evidence.size();) {
+    const std::size_t n = lc::packet_size(&evidence[at]);
+    const Bytes packet(evidence.begin() + static_cast<std::ptrdiff_t>(at),
+                       evidence.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    Bytes body(packet.begin() + lc::kPacketHeaderBytes, packet.end() - lc::kPacketTrailerBytes);
+    const auto type = static_cast<lc::PacketType>(packet[3]);
+    if (type == lc::PacketType::sample) {
+      if (samples_sent) continue;
+      samples_sent = true;
+      for (const Bytes& sample : {stack_sample(0x1010, 0x9998, 1, 0x9999, {{0, 0x1041}, {1, 0x3005}}),
+                                  stack_sample(0x1010, 0x9998, 3, 0x9999, {{0, 0x1041}}),
+                                  stack_sample(0x5010, 0x9998, 1, 0x9999, {{2, 0x3005}}),
+                                  stack_sample(0x1000, 0, 1, 0x3005, {}), stack_sample(0x1010, 0, 0, 0, {})}) {
+        out.insert(out.end(), sample.begin(), sample.end());
+      }
+      continue;
+    }
+    if (type == lc::PacketType::watch || type == lc::PacketType::observation) {
+      body[0] = static_cast<std::uint8_t>(body[0] | lc::detail::kConfigurationStackEvidence);
+      body.insert(body.begin() + 5, 4);  // stack words, after the five capacities
+      const Bytes sealed = resealed(packet, body);
+      out.insert(out.end(), sealed.begin(), sealed.end());
+      continue;
+    }
+    out.insert(out.end(), packet.begin(), packet.end());
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -328,6 +405,8 @@ int main(int argc, char** argv) {
     }
     ok = ok && write_file(capture + (reset ? "evidence_previous_boot.lcb" : "evidence.lcb"), e.data(), e.size());
   }
+  const Bytes stack = stack_evidence(evidence_packets);
+  ok = ok && write_file(capture + "evidence_stack.lcb", stack.data(), stack.size());
   ok = ok && write_file(capture + "damaged.lcb", damaged.data(), damaged.size());
 
   // Crash-box memory as a board finds it at boot: empty, with records stored before the reset

@@ -1851,6 +1851,21 @@ TEST(EvidenceReader, BadStackEvidenceEndsTheChainWithItsReasonNeverAWrongFrame) 
   EXPECT_NE(wide.problems[0].what.find("64-bit program counters"), std::string::npos) << wide.problems[0].what;
 }
 
+// The reader decodes every record into one DecodedRecord: a record packet after an assembled
+// record must not keep its "unwind" (found by fuzz.capture).
+TEST(EvidenceReader, ARecordPacketAfterAnAssembledRecordHasNoUnwindSummary) {
+  std::vector<std::string> lines;
+  lt::CaptureReader reader;
+  reader.set_unwind(two_functions());
+  Bytes block(loopcanary::kMaxPacketBytes);
+  block.resize(loopcanary::encode_packet(hang_record(), block.data(), block.size()));
+  const Bytes capture = chain_capture(stack_part(0x9999, {{1, 0x3005}})) + block;
+  reader.read(capture.data(), capture.size(), [&](lt::DecodedRecord& r) { lines.push_back(json_of(r)); }, nullptr);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("\"unwind\""), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1].find("\"unwind\""), std::string::npos) << lines[1];
+}
+
 TEST(EvidenceReader, AMalformedStackPartNamesItsField) {
   struct Case {
     Bytes part;
