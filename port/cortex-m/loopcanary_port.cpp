@@ -194,13 +194,17 @@ bool capture_words(void* /*context*/, const Monitor& loop, StackEvidence* out) {
                        : (s.exc_return & kExcReturnPsp) != 0 ? 0  // a stack whose top is not known
                                                               : s.msp_top;
   if (top > sp && top - sp > s.budget_bytes) top = sp + s.budget_bytes;
+  // The hot loop of the scan: most words are even (saved registers, pointers), rejected by one
+  // test; an odd one by one range compare (unsigned: below code_begin wraps high).
   const std::uintptr_t code_begin = s.code_begin;
-  const std::uintptr_t code_end = s.code_end;
-  std::uint16_t at = 0;
-  for (std::uintptr_t address = sp; address < top; address += 4u, ++at) {
+  const std::uintptr_t code_size = s.code_end - code_begin;
+  for (std::uintptr_t address = sp; address < top; address += 4u) {
     const std::uint32_t word = *reinterpret_cast<const volatile std::uint32_t*>(address);
-    const bool code = word >= code_begin && word < code_end;
-    if ((word & 1u) != 0 && (code || word >= kLrEndMarkers) && !out->add(at, word)) break;
+    if ((word & 1u) == 0) continue;
+    if ((word - code_begin < code_size || word >= kLrEndMarkers) &&
+        !out->add(static_cast<std::uint16_t>((address - sp) / 4u), word)) {
+      break;
+    }
   }
   s.count[kStackWordsCaptured].store(s.count[kStackWordsCaptured].load(std::memory_order_relaxed) + out->count,
                                      std::memory_order_relaxed);

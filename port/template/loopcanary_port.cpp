@@ -33,6 +33,8 @@ Hal make_hal() noexcept {
   Hal hal{};
   hal.context = nullptr;  // TODO(port): state your callbacks need
   hal.capture_stack = &capture_stack;
+  // Optional: hal.capture_words, the stack evidence the host unwinds whole chains from (builds
+  // with LOOPCANARY_STACK_WORDS > 0 sending the evidence stream; docs/porting.md).
   hal.read_cpu = &read_cpu;
   hal.debugger_attached = &debugger_attached;
   hal.read_memory = &read_memory;

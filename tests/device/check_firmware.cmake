@@ -27,8 +27,9 @@
 # EVENT, the samples of its stack table (every sample of the dispatch) whose symbolised stack
 # (functions inlined into others are frames of their own) holds CHAIN as consecutive frames, read
 # from the root, must be at least MIN_CHAIN_PERCENT %
-# (default 95) of its samples taken. With CULPRIT: `TOOL report` of the decoded records names
-# CULPRIT as the culprit of EVENT's block.
+# (default 95) of its samples taken. With CULPRIT: `TOOL report --event EVENT` of the decoded
+# records names CULPRIT as the culprit of EVENT's block, of at least CULPRIT_PERCENT % (default
+# 80) of its samples.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -173,14 +174,30 @@ function(check_chain)
   endforeach()
 endfunction()
 
-# CULPRIT: the culprit `TOOL report` names for EVENT's block (its group line).
+# CULPRIT: the culprit `TOOL report --event EVENT` names for EVENT's block (its group line), of
+# at least CULPRIT_PERCENT % of its samples.
 function(check_culprit)
+  if(NOT DEFINED CULPRIT_PERCENT)
+    set(CULPRIT_PERCENT 80)
+  endif()
   set(decoded_file "${CAPTURE}.jsonl")
   file(WRITE "${decoded_file}" "${decoded}\n")
-  execute_process(COMMAND ${TOOL} report "${decoded_file}" OUTPUT_VARIABLE report RESULT_VARIABLE report_code)
+  execute_process(COMMAND ${TOOL} report "${decoded_file}" --event ${EVENT} OUTPUT_VARIABLE report
+    RESULT_VARIABLE report_code)
   message("${TOOL} report:\n${report}")
   if(NOT report_code EQUAL 0 OR NOT report MATCHES "\n  ${CULPRIT}(\\([^)]*\\))? +1 +")
     message(FATAL_ERROR "${TOOL} report does not name ${CULPRIT} as the culprit of the block")
+  endif()
+  # Its share: the samples whose culprit it is, of all (those that never reach the user's code,
+  # a library leaf with no caller known, have none).
+  if(NOT report MATCHES "culprit share: ([0-9]+)/([0-9]+) samples")
+    message(FATAL_ERROR "${TOOL} report prints no culprit share")
+  endif()
+  math(EXPR scaled_share "100 * ${CMAKE_MATCH_1}")
+  math(EXPR scaled_required "${CULPRIT_PERCENT} * ${CMAKE_MATCH_2}")
+  if(scaled_share LESS scaled_required)
+    message(FATAL_ERROR "${CULPRIT} is the culprit of ${CMAKE_MATCH_1} of ${CMAKE_MATCH_2} samples only "
+                        "(required ${CULPRIT_PERCENT} %)")
   endif()
 endfunction()
 
