@@ -5,7 +5,7 @@
 // length field says, cut at the input's end) is given to decode_packet_body (decode_health_body
 // for a type 3 header, decode_evidence with a fresh state for types 4 to 7) with its CRC not
 // checked, so that mutated bodies reach the decoder. The reads unwind samples that carry stack
-// evidence with a small CFI of their own (two_functions). Asserts: a record's unwound samples are
+// evidence with a small CFI (arm_cfi_fixture.hpp). Asserts: a record's unwound samples are
 // among its samples taken; every problem names a byte offset
 // inside the capture; the decoded packets and the skipped bytes add up to the capture, and the
 // records' packets are among the decoded ones (evidence packets make no record of their own); split
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "arm_cfi_fixture.hpp"
 #include "fuzz_check.hpp"
 #include "model.hpp"
 #include "packet_reader.hpp"
@@ -71,40 +72,10 @@ void check_reads_back(const lt::DecodedRecord& decoded, const std::string& line)
              difference.c_str(), line.c_str());
 }
 
-// The call-frame information the reads unwind samples with (the seeds' chains use it: make_seeds.cpp,
-// stack_evidence): A [0x1000, 0x1100) push {r4, lr} (CFA sp+8 from 0x1002), C [0x3000, 0x3010)
-// the outermost (lr undefined); its code has `bx lr` at 0x1020.
-std::shared_ptr<const lt::StackUnwind> two_functions() {
-  auto cfi = std::make_shared<lt::ArmCfi>();
-  lt::ArmCie cie;
-  cie.version = 1;
-  cie.code_alignment = 2;
-  cie.data_alignment = -4;
-  cie.return_column = 14;
-  cie.instructions = {0x0c, 13, 0};
-  cfi->cies.push_back(cie);
-  lt::ArmFde a;
-  a.begin = 0x1000;
-  a.end = 0x1100;
-  a.instructions = {0x41, 0x0e, 8, 0x84, 2, 0x8e, 1};
-  lt::ArmFde c;
-  c.begin = 0x3000;
-  c.end = 0x3010;
-  c.instructions = {0x07, 14};
-  cfi->fdes = {a, c};
-  cfi->reach = {0x1100, 0x3010};
-  cfi->code_address = 0x1000;
-  cfi->code.assign(0x100, 0);
-  cfi->code[0x20] = 0x70;
-  cfi->code[0x21] = 0x47;
-  auto unwind = std::make_shared<lt::StackUnwind>();
-  unwind->cfi = std::move(cfi);
-  return unwind;
-}
-
 template <class Read>
 Result read_with(const std::uint8_t* data, std::size_t size, Read&& read) {
-  static const std::shared_ptr<const lt::StackUnwind> unwind = two_functions();
+  // The seeds' chains unwind with it (make_seeds.cpp, stack_evidence).
+  static const std::shared_ptr<const lt::StackUnwind> unwind = lt::test::two_functions();
   Result r;
   std::string line;
   lt::CaptureReader reader;

@@ -323,8 +323,8 @@ Bytes stack_sample(std::uint32_t pc, std::uint32_t lr_frame, unsigned presence, 
 
 // The sim scenario's evidence as a device with stack evidence sends it (configuration bit 3, 4
 // stack words): its `watch` and `observation` packets with that configuration, its samples
-// replaced by samples whose chains the fuzz target's CFI (fuzz_capture.cpp: A at 0x1000, C at
-// 0x3000) unwinds whole, cuts short, cannot start, and one without a stack part.
+// replaced by samples whose chains the fuzz target's CFI (tests/tool/arm_cfi_fixture.hpp: A at
+// 0x1000, C at 0x3000) unwinds whole, cuts short, cannot start, and one without a stack part.
 Bytes stack_evidence(const Bytes& evidence) {
   Bytes out;
   bool samples_sent = false;

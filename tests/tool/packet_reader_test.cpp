@@ -19,6 +19,7 @@
 #include "packet_builder.hpp"
 #include "packet_reader.hpp"
 #include "test_util.hpp"
+#include "arm_cfi_fixture.hpp"
 #include "../record_fixtures.hpp"
 #include "../top_stack.hpp"
 
@@ -1748,31 +1749,7 @@ Bytes stack_observation_packet() {
   return make_packet(body, 6);
 }
 
-// CFI of two functions: A [0x1000, 0x1100) push {r4, lr} (CFA sp+8 from 0x1002), C [0x3000,
-// 0x3010) the outermost (lr undefined).
-std::shared_ptr<const lt::StackUnwind> two_functions() {
-  auto cfi = std::make_shared<lt::ArmCfi>();
-  lt::ArmCie cie;
-  cie.version = 1;
-  cie.code_alignment = 2;
-  cie.data_alignment = -4;
-  cie.return_column = 14;
-  cie.instructions = {0x0c, 13, 0};  // def_cfa sp + 0
-  cfi->cies.push_back(cie);
-  lt::ArmFde a;
-  a.begin = 0x1000;
-  a.end = 0x1100;
-  a.instructions = {0x41, 0x0e, 8, 0x84, 2, 0x8e, 1};
-  lt::ArmFde c;
-  c.begin = 0x3000;
-  c.end = 0x3010;
-  c.instructions = {0x07, 14};
-  cfi->fdes = {a, c};
-  cfi->reach = {0x1100, 0x3010};
-  auto unwind = std::make_shared<lt::StackUnwind>();
-  unwind->cfi = std::move(cfi);
-  return unwind;
-}
+using lt::test::two_functions;  // arm_cfi_fixture.hpp
 
 // One sample in A at 0x1010 (its LR stale: 0x9999, sent as the frame 0x9998), its return address
 // into C at SP + 4: the chain A <- C, unwound.
