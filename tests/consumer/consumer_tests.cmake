@@ -51,10 +51,13 @@ endfunction()
 
 # consumer.<name>: the project in tests/consumer/<folder> configured with this build's
 # compiler, build type and flags plus ARGS, built, and RUN (if given) run, under EMULATOR (if
-# given). INSTALLED: it uses the installed package (needs consumer.install). EXPECT_ERROR: its
+# given; in a cross build, CMAKE_CROSSCOMPILING_EMULATOR otherwise). INSTALLED: it uses the installed package (needs consumer.install). EXPECT_ERROR: its
 # configure step must fail with that message. CTEST: the project's own tests run (ctest).
 function(loopcanary_consumer_test name folder)
   cmake_parse_arguments(ARG "INSTALLED;CTEST" "RUN;EXPECT_ERROR" "ARGS;EMULATOR" ${ARGN})
+  if(ARG_RUN AND NOT ARG_EMULATOR AND CMAKE_CROSSCOMPILING_EMULATOR)
+    set(ARG_EMULATOR ${CMAKE_CROSSCOMPILING_EMULATOR})  # a cross build's program, e.g. under qemu-aarch64
+  endif()
   set(args -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE} "-DCMAKE_CXX_FLAGS=${CMAKE_CXX_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
     -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=${CMAKE_INTERPROCEDURAL_OPTIMIZATION})
