@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "emulation.hpp"
 #include "linux_rig.hpp"
 #include "workloads.hpp"
 
@@ -148,6 +149,7 @@ void block_on_held_lock(Rig& rig, const char* holder_name, void (*workload)(), l
   holder.join();
   loop.join();
   ASSERT_TRUE(rig.collector.wait_for_phase(lc::Phase::final, final));
+  LCTEST_SKIP_WITHOUT(proc_syscall);  // the lock, its holder and the holder's stack come from there
   ASSERT_GE(final.wait.count, 1u) << evidence(final);
   const lc::WaitSeen& lock = final.wait.objects[0];
   EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
@@ -195,6 +197,7 @@ TEST(LinuxBlock, HandlerBlockedOnALockHeldByARunningThreadNamesItsStack) {
 // and waits on B. The hang record names both locks and holders and says deadlock; then each side
 // gives up (timed locks), and everything shuts down.
 TEST(LinuxBlock, DeadlockOfTwoThreadsIsNamedInTheHangRecord) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   RigConfig config;
   config.hang_limit_us = 300'000;
   Rig rig;
@@ -368,6 +371,7 @@ TEST(LinuxBlock, LoopThreadThatExitsWhileSampledIsAMissedSample) {
 
 // Test 5b: a loop thread that blocks the sampling signal.
 TEST(LinuxBlock, LoopThreadBlockingTheSignalIsAMissedSampleNeverAHang) {
+  LCTEST_SKIP_WITHOUT(proc_signals);
   Rig rig;
   rig.start();
   std::thread loop([&] {

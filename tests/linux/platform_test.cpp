@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "emulation.hpp"
 #include "linux_rig.hpp"
 #include "loopcanary/linux/file_sink.hpp"
 #include "loopcanary/port/linux/proc.hpp"
@@ -152,6 +153,7 @@ TEST(LinuxPlatform, CapturesAThread32FramesDeep) {
 // recursion it runs, without counting a loop sample. A thread that blocks the signal is not sent
 // one (it would wait, pending): 0 frames, nothing pending.
 TEST(LinuxPlatform, SampleThreadTakesAnUnattachedRunningThreadsStackBySignal) {
+  LCTEST_SKIP_WITHOUT(process_vm_readv);
   lx::Platform platform;
   lc::Frame pcs[32] = {};
   EXPECT_EQ(platform.sample_thread(static_cast<pid_t>(syscall(SYS_gettid)), pcs, 32), 0u) << "before init";

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "emulation.hpp"
 #include "linux_rig.hpp"
 
 using namespace lctest;
@@ -198,6 +199,7 @@ TEST(LinuxThreads, LoopThreadThatExitsMidDispatchWhileSampled) {
 // /proc and is refused without sending another signal. Every attempt is counted as blocked, one
 // signal is queued in all, and sampling resumes once the thread unblocks it.
 TEST(LinuxThreads, LoopThreadBlockingTheSignalHasEveryAttemptCounted) {
+  LCTEST_SKIP_WITHOUT(proc_signals);
   constexpr std::uint32_t kDispatches = 3;
   constexpr std::uint32_t kAttempts = 8;  // per blocked dispatch, at least
   Rig rig;
@@ -428,6 +430,7 @@ namespace {
 // (3b) The application resets the sample signal to SIG_DFL (whose action for a real-time signal
 // ends the process) while its loop is monitored: the process lives on, every attempt counted.
 TEST(LinuxThreadsDeathTest, SampleSignalResetToTheDefaultActionDoesNotEndTheProcess) {
+  LCTEST_SKIP_WITHOUT(exec_self);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(sample_with_default_action(), ::testing::ExitedWithCode(0), "");
 }
@@ -558,6 +561,7 @@ __attribute__((noinline)) void lc_test_wait_parked(pthread_mutex_t& mutex, pthre
 // samples taken, the samples name the waiting function, each sample ends with the
 // without-signal marker frame, one signal is sent in all, and the attempts add up.
 TEST(LinuxThreads, LoopThreadParkedWithAllSignalsBlockedIsSampledFromItsSystemCall) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   constexpr std::uint32_t kSamples = 5;
   Rig rig;
   std::atomic<std::uint32_t> in_progress{0};

@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "emulation.hpp"
 #include "loopcanary/port/linux/wait.hpp"
 
 namespace loopcanary::port_linux {
@@ -97,6 +98,7 @@ bool lock_unless(pthread_mutex_t& m, const Flag& give_up) {
 // a holder (lock_still_held): true while the lock names that holder, false for another owner, for
 // a reading that is no lock, for an address that cannot be read, and once another thread had it.
 TEST(LinuxWait, StdMutexNamesItsHolder) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   std::mutex m;
   Flag held, release;
   NamedThread holder("journal", [&] {
@@ -149,6 +151,7 @@ __attribute__((noinline)) void hold_while_reading(std::mutex& m, int fd, Flag& h
 // The holder named by the waiter's wait is sampled from its parked system call: its frames
 // include the function that holds the lock.
 TEST(LinuxWait, ParkedHolderIsSampledDownToTheFunctionHoldingTheLock) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   std::mutex m;
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
@@ -184,6 +187,7 @@ TEST(LinuxWait, ParkedHolderIsSampledDownToTheFunctionHoldingTheLock) {
 }
 
 TEST(LinuxWait, RecursiveMutexNamesItsHolder) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   std::recursive_mutex m;
   Flag held, release;
   NamedThread holder("flusher", [&] {
@@ -202,6 +206,7 @@ TEST(LinuxWait, RecursiveMutexNamesItsHolder) {
 }
 
 TEST(LinuxWait, PriorityInheritanceMutexNamesItsHolderFromTheLockWord) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   ASSERT_EQ(pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT), 0);
@@ -231,6 +236,7 @@ TEST(LinuxWait, PriorityInheritanceMutexNamesItsHolderFromTheLockWord) {
 }
 
 TEST(LinuxWait, ConditionVariableHasNoOwner) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   std::mutex m;
   std::condition_variable cv;
   bool go = false;
@@ -251,6 +257,7 @@ TEST(LinuxWait, ConditionVariableHasNoOwner) {
 }
 
 TEST(LinuxWait, PipeReadNamesThePipe) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   NamedThread waiter("ui-loop", [&] {
@@ -274,6 +281,7 @@ std::uint16_t port_of(int fd) {
 }
 
 TEST(LinuxWait, TcpRecvNamesBothEnds) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(listener, 0);
   sockaddr_in a{};
@@ -302,6 +310,7 @@ TEST(LinuxWait, TcpRecvNamesBothEnds) {
 }
 
 TEST(LinuxWait, PollOnSeveralDescriptorsCountsThem) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   int a[2], b[2];
   ASSERT_EQ(pipe(a), 0);
   ASSERT_EQ(pipe(b), 0);
@@ -322,6 +331,7 @@ void no_op(int) {}
 
 // A sleep of 30 s, cut short by a signal once it has been read.
 TEST(LinuxWait, NanosleepGivesItsRequestedLength) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   struct sigaction action {};
   action.sa_handler = no_op;  // no SA_RESTART: the sleep returns EINTR
   struct sigaction before {};
@@ -339,6 +349,7 @@ TEST(LinuxWait, NanosleepGivesItsRequestedLength) {
 }
 
 TEST(LinuxWait, AbsoluteSleepGivesTheTimeLeft) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   struct sigaction action {};
   action.sa_handler = no_op;
   struct sigaction before {};
@@ -357,6 +368,7 @@ TEST(LinuxWait, AbsoluteSleepGivesTheTimeLeft) {
 
 // Two threads each holding the lock the other waits for: each names the other.
 TEST(LinuxWait, DeadlockedThreadsNameEachOther) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   pthread_mutex_t first = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_t second = PTHREAD_MUTEX_INITIALIZER;
   Flag a_holds, b_holds, give_up;
@@ -424,6 +436,7 @@ class HandMadeLock {
 
 // The holder exits with the lock held: its id names no thread any more, so the owner is unknown.
 TEST(LinuxWait, HolderThatExitedIsUnknown) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   pid_t gone = 0;
   { NamedThread holder("short-lived", [] {}); gone = holder.tid(); }
   HandMadeLock lock(gone);
@@ -438,6 +451,7 @@ TEST(LinuxWait, HolderThatExitedIsUnknown) {
 
 // A thread waits on a lock whose memory then holds something else: no owner is invented.
 TEST(LinuxWait, LockMemoryReusedGivesNoOwner) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   Flag release;
   NamedThread holder("journal", [&] { release.wait(); });
   HandMadeLock lock(holder.tid());
@@ -492,6 +506,7 @@ TEST(LinuxWait, AThreadThatIsGoneCannotBeRead) {
 }
 
 TEST(LinuxWait, OtherSystemCallsByName) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   EXPECT_STREQ(syscall_name(SYS_read), "read");
   EXPECT_STREQ(syscall_name(SYS_futex), "futex");
   EXPECT_EQ(syscall_name(-1), nullptr);

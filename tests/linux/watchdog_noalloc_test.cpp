@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 
+#include "emulation.hpp"
 #include "../temp_dir.hpp"
 #include "loopcanary/linux/file_sink.hpp"
 #include "loopcanary/linux/watchdog_thread.hpp"
@@ -178,6 +179,7 @@ testing::AssertionResult round(Loop& loop, const lx::Platform& platform, const l
 }  // namespace
 
 TEST(LinuxWatchdogNoAlloc, SamplingProcReadsAndTheFileSinkAllocateNothing) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   loopcanary::test::TempDir dir;
   lx::Platform platform;
   lx::PlatformConfig pc;
@@ -255,6 +257,7 @@ TEST(LinuxWatchdogNoAlloc, SamplingProcReadsAndTheFileSinkAllocateNothing) {
 // Reading what a thread waits on allocates nothing: a lock with its holder named (the longest
 // path: the lock's memory, the holder's name, the confirming second reading) and a socket.
 TEST(LinuxWatchdogNoAlloc, ReadingAWaitObjectAllocatesNothing) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   std::atomic<bool> held{false}, release{false};
   std::thread holder([&] {

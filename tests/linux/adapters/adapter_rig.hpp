@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "emulation.hpp"
 #include "linux_rig.hpp"
 #include "loopcanary/linux/setup.hpp"
 #include "workloads.hpp"
@@ -51,6 +52,7 @@ inline bool event_named(const lc::BlockRecord& record, const char* name) {
 /// which sleeps in lc_test_sleep_until meanwhile), names the lock, its holder and the holder's
 /// stack: the main wait object is the mutex, held by this thread, whose stack reaches the sleep.
 inline void expect_names_this_thread_as_holder(const lc::BlockRecord& final, const std::mutex& mutex) {
+  LCTEST_SKIP_WITHOUT(proc_syscall);  // the lock, its holder and the holder's stack come from there
   ASSERT_GE(final.wait.count, 1u) << evidence(final);
   const lc::WaitSeen& lock = final.wait.objects[0];
   EXPECT_EQ(lock.object.kind, lc::WaitKind::mutex);
