@@ -40,6 +40,12 @@ std::size_t count_entries(const char* path) {
 
 }  // namespace
 
+#if defined(__aarch64__)
+constexpr bool kAarch64 = true;
+#else
+constexpr bool kAarch64 = false;
+#endif
+
 __attribute__((noinline)) int lc_test_deep(int depth, std::atomic<bool>& stop, std::atomic<bool>& ready) {
   if (depth == 0) {
     ready = true;
@@ -137,10 +143,16 @@ TEST(LinuxPlatform, CapturesAThread32FramesDeep) {
   if (!kInstrumentedBuild) {
     EXPECT_TRUE(in_deep(0)) << "the spin loop calls nothing: the sample interrupted it";
   }
+  // On AArch64 the deepest level's spin loop runs without a frame record (shrink-wrapped: the
+  // record is made only on the recursive path), so its return address is only in the link
+  // register, and the call it returns to is the same `bl` as the first record's: a recursion the
+  // walk cannot tell from a stale link register, left out by design (docs/porting-linux.md,
+  // Stack capture). The chain gives the other 31.
+  constexpr int kLeafReturnLeftOut = kAarch64 ? 1 : 0;
   if (kThreadSanitizer) {
-    EXPECT_GE(returns_in_deep, 32);
+    EXPECT_GE(returns_in_deep, 32 - kLeafReturnLeftOut);
   } else {
-    EXPECT_EQ(returns_in_deep, in_deep(0) ? 32 : 33);
+    EXPECT_EQ(returns_in_deep, in_deep(0) ? 32 - kLeafReturnLeftOut : 33);
   }
   const lx::PlatformStats s = platform.stats();
   EXPECT_EQ(s.samples_requested, attempts);
