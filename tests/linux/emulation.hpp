@@ -174,6 +174,18 @@ inline const std::string& broken_premise(Premise premise) {
   return why;
 }
 
+/// Waits (at most 2 s) until `tid` has left /proc/self/task: true once it has. A joined thread
+/// has left on a kernel that runs the program; under QEMU's user mode the join returns when the
+/// emulator clears the thread's tid word, a moment before its host thread exits.
+inline bool left_proc(pid_t tid) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid);
+  for (int i = 0; i < 2000; ++i) {
+    if (access(path.c_str(), F_OK) != 0) return true;
+    usleep(1000);
+  }
+  return false;
+}
+
 }  // namespace lctest
 
 /// Skips the calling test (or, in a helper, marks it skipped and returns from the helper) when

@@ -496,6 +496,7 @@ TEST(LinuxWait, RunningThreadIsNotWaiting) {
 TEST(LinuxWait, AThreadThatIsGoneCannotBeRead) {
   pid_t gone = 0;
   { NamedThread t("brief", [] {}); gone = t.tid(); }
+  ASSERT_TRUE(lctest::left_proc(gone));
   WaitObject w;
   w.kind = WaitKind::sleep;
   EXPECT_FALSE(read_wait_object(gone, w));
