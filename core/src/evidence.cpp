@@ -42,11 +42,16 @@ void configuration(ByteWriter& w) noexcept {
   }
 }
 
+// Without CPU readings (LOOPCANARY_CPU_READINGS 0) every reading is empty: no value present.
 void cpu_reading(ByteWriter& w, const TimedCpuReading& r) noexcept {
   w.uv(r.elapsed);
-  w.u8(r.counters.valid);
-  for (unsigned i = 0; i < kCpuValues; ++i) {
-    if (r.counters.has(static_cast<CpuValue>(i))) w.uv(r.counters.value[i]);
+  if constexpr (!kCpuReadings) {
+    w.u8(0);
+  } else {
+    w.u8(r.counters.valid);
+    for (unsigned i = 0; i < kCpuValues; ++i) {
+      if (r.counters.has(static_cast<CpuValue>(i))) w.uv(r.counters.value[i]);
+    }
   }
 }
 

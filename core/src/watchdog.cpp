@@ -226,7 +226,9 @@ void Watchdog::emit_health(Track& track, tick_t now) noexcept {
   r.hangs = s.hangs - window.hangs;
   r.max_duration = s.max_duration;
   std::memcpy(r.histogram, s.histogram, sizeof r.histogram);
-  if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &r.memory);
+  if constexpr (kMemoryContext) {
+    if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &r.memory);
+  }
   std::size_t count = 0;
   const Event* const* events = monitor.health_events(count);
   for (std::size_t i = 0; i < count && i < kHealthEvents; ++i) {
@@ -386,7 +388,9 @@ void Watchdog::step(Track& track, tick_t now, bool suppressed) noexcept {
 void Watchdog::read_cpu(const Track& track, TimedCpuReading& reading) const noexcept {
   reading.elapsed = track.watch->elapsed;
   reading.counters.valid = 0;
-  if (hal_.read_cpu != nullptr) hal_.read_cpu(hal_.context, *track.monitor, &reading.counters);
+  if constexpr (kCpuReadings) {
+    if (hal_.read_cpu != nullptr) hal_.read_cpu(hal_.context, *track.monitor, &reading.counters);
+  }
 }
 
 // The cause rule's running share applied to one poll interval: the thread's CPU time from
@@ -505,7 +509,9 @@ Observation& Watchdog::observe(const Track& track, const BlockNote& note, Phase 
   o.delayed_by = nullptr;
   o.notes_dropped = notes_dropped();  // all loops: the next record shows any loop's loss
   o.memory.valid = 0;
-  if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &o.memory);
+  if constexpr (kMemoryContext) {
+    if (hal_.read_memory != nullptr) hal_.read_memory(hal_.context, monitor, &o.memory);
+  }
   o.samples_missed = 0;
   o.watch = kNoWatch;
   return o;

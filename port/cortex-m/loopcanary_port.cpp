@@ -438,7 +438,7 @@ Hal make_hal() noexcept {
   hal.context = nullptr;  // the callbacks keep their state in g_state
   hal.capture_stack = &capture_stack;
   hal.capture_words = kStackWords > 0 ? &capture_words : nullptr;
-  hal.read_cpu = &read_cpu;
+  hal.read_cpu = kCpuReadings ? &read_cpu : nullptr;  // none in a build without CPU readings
 #if LOOPCANARY_CORTEX_M_HAS_DWT
   hal.debugger_attached = &debugger;
 #else

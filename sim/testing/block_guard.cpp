@@ -120,7 +120,7 @@ void BlockGuard::on_time(void* self, tick_t ticks) noexcept {
   if (guard.config_.scopes.empty()) return;
   StampSnapshot snap;
   if (!guard.monitor_.snapshot(snap) || !snap.in_dispatch()) return;
-  const char* names[kScopeDepth];
+  const char* names[detail::kScopeSlots];
   std::size_t count = 0;
   if (!guard.monitor_.scope_snapshot(names, kScopeDepth, count)) return;  // the loop thread: never torn
   ScopeTicks& dispatch = guard.scope_ticks_[(snap.seq + 1u) / 2u];

@@ -23,7 +23,9 @@
 #endif
 
 /// Depth of the per-loop named-scope shadow stack. Deeper pushes are counted, not stored.
-/// Range 1..64.
+/// Range 0..64; 0 leaves named scopes out (no RAM, no code): push_scope() and pop_scope() do
+/// nothing, LOOPCANARY_SCOPE still type-checks its arguments, and samples carry program counters
+/// only.
 #ifndef LOOPCANARY_SCOPE_DEPTH
 #define LOOPCANARY_SCOPE_DEPTH 8
 #endif
@@ -77,6 +79,22 @@
 #define LOOPCANARY_STACK_WORDS 0
 #endif
 
+/// 1 (default): the watchdog reads the CPU counters of a watched dispatch (Hal::read_cpu) when it
+/// arms and at every poll after, and a record's cause comes from them (cause.hpp). 0 leaves CPU
+/// readings out (no code): Hal::read_cpu is never called (a port's make_hal() leaves it null),
+/// every reading is empty, so a record has no CPU values and its cause is `unknown`; the packets
+/// say so with their presence bits (docs/report-format.md).
+#ifndef LOOPCANARY_CPU_READINGS
+#define LOOPCANARY_CPU_READINGS 1
+#endif
+
+/// 1 (default): the watchdog reads the memory context (Hal::read_memory) into every record and
+/// health record. 0 leaves it out (no code): Hal::read_memory is never called and every record's
+/// memory values are absent (the packets' presence byte 0).
+#ifndef LOOPCANARY_MEMORY_CONTEXT
+#define LOOPCANARY_MEMORY_CONTEXT 1
+#endif
+
 /// Interceptors a watchdog can call per report. Range 1..64.
 #ifndef LOOPCANARY_MAX_INTERCEPTORS
 #define LOOPCANARY_MAX_INTERCEPTORS 4
@@ -123,6 +141,8 @@ inline constexpr std::size_t kWaitObjects = LOOPCANARY_WAIT_OBJECTS;
 inline constexpr std::size_t kStackWords = LOOPCANARY_STACK_WORDS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
+inline constexpr bool kCpuReadings = LOOPCANARY_CPU_READINGS != 0;
+inline constexpr bool kMemoryContext = LOOPCANARY_MEMORY_CONTEXT != 0;
 
 /// Buckets of the per-loop dispatch-duration histogram: bucket i counts durations d (ticks)
 /// with floor(log2(d)) == i (bucket 0 also holds d == 0), so 32 buckets cover every tick_t.
@@ -131,7 +151,7 @@ inline constexpr std::size_t kHistogramBuckets = 32;
 static_assert(kMaxSamples >= 1 && kMaxSamples <= 128 && (kMaxSamples & (kMaxSamples - 1)) == 0,
               "LOOPCANARY_MAX_SAMPLES must be a power of two, 1..128");
 static_assert(kMaxFrames >= 1 && kMaxFrames <= 64, "LOOPCANARY_MAX_FRAMES must be 1..64");
-static_assert(kScopeDepth >= 1 && kScopeDepth <= 64, "LOOPCANARY_SCOPE_DEPTH must be 1..64");
+static_assert(kScopeDepth <= 64, "LOOPCANARY_SCOPE_DEPTH must be 0..64");
 static_assert(kNoteCapacity >= 2 && (kNoteCapacity & (kNoteCapacity - 1)) == 0,
               "LOOPCANARY_NOTE_CAPACITY must be a power of two >= 2");
 static_assert(kTopFrames >= 1 && kTopFrames <= 64, "LOOPCANARY_TOP_FRAMES must be 1..64");
@@ -142,6 +162,7 @@ static_assert(kStackWords <= 255, "LOOPCANARY_STACK_WORDS must be 0..255");
 namespace detail {
 // The size of arrays that hold stages: kMaxStages, but at least 1 (C++ has no empty arrays).
 inline constexpr std::size_t kStageSlots = kMaxStages > 0 ? kMaxStages : 1;
+inline constexpr std::size_t kScopeSlots = kScopeDepth > 0 ? kScopeDepth : 1;
 inline constexpr std::size_t kHealthEventSlots = kHealthEvents > 0 ? kHealthEvents : 1;
 inline constexpr std::size_t kStackWordSlots = kStackWords > 0 ? kStackWords : 1;
 }  // namespace detail

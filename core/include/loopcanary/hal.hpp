@@ -140,7 +140,8 @@ struct Hal {
   /// Reads the CPU counters of `loop` (its thread) and of the machine into `*out`, whose
   /// `valid` is 0 on entry: CpuReading::set() each value the platform has, leave out the rest
   /// (nothing set: nothing read this time). Called at the arming poll of a watched
-  /// dispatch and at every poll after it while the dispatch runs.
+  /// dispatch and at every poll after it while the dispatch runs; never in a build without CPU
+  /// readings (LOOPCANARY_CPU_READINGS 0).
   void (*read_cpu)(void* context, const Monitor& loop, CpuReading* out);
 
   /// True while a debugger is attached (reports are then suppressed and counted when
@@ -151,7 +152,8 @@ struct Hal {
   /// whose `valid` is 0 on entry: MemoryReading::set() each value the platform has, in bytes,
   /// leave out the rest (nothing set: no memory evidence for this reading; nothing is counted
   /// by the watchdog). Watchdog context, like the others: a port whose readings take a lock the
-  /// loop may hold says so (docs/porting.md). Null: no memory values.
+  /// loop may hold says so (docs/porting.md). Null: no memory values. Never called in a build
+  /// without memory context (LOOPCANARY_MEMORY_CONTEXT 0).
   void (*read_memory)(void* context, const Monitor& loop, MemoryReading* out);
 
   /// Reads what `loop`'s thread waits on now into `*out` (a default WaitReading on entry: kind

@@ -463,29 +463,35 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
 
   /// Pushes `name` (static, NUL-terminated) onto the loop's shadow stack. Loop context only.
   /// Deeper than LOOPCANARY_SCOPE_DEPTH: counted in scope_overflows and not stored, but still
-  /// balanced by its pop.
+  /// balanced by its pop. Nothing at all in a build without scopes (LOOPCANARY_SCOPE_DEPTH 0).
   LOOPCANARY_INLINE void push_scope(const char* name) noexcept {
-    const std::uint32_t w = detail::load_relaxed(scope_word_);
-    const std::uint32_t depth = w & kScopeDepthMask;
-    if (depth < kScopeDepth) {
-      detail::fence_release();  // the previous pop is ordered before the name it overwrites
-      detail::store_relaxed(scopes_[depth], name);
+    if constexpr (kScopeDepth == 0) {
+      static_cast<void>(name);
     } else {
-      detail::bump(scope_overflows_);
-      if (depth == kScopeDepthMask) return;  // 255 deep: the depth saturates (unbalanced)
+      const std::uint32_t w = detail::load_relaxed(scope_word_);
+      const std::uint32_t depth = w & kScopeDepthMask;
+      if (depth < kScopeDepth) {
+        detail::fence_release();  // the previous pop is ordered before the name it overwrites
+        detail::store_relaxed(scopes_[depth], name);
+      } else {
+        detail::bump(scope_overflows_);
+        if (depth == kScopeDepthMask) return;  // 255 deep: the depth saturates (unbalanced)
+      }
+      detail::store_release(scope_word_, w + kScopeGeneration + 1u);
     }
-    detail::store_release(scope_word_, w + kScopeGeneration + 1u);
   }
 
   /// Pops the innermost scope. Loop context only. A pop with nothing pushed is counted in
-  /// scope_underflows and ignored.
+  /// scope_underflows and ignored. Nothing at all in a build without scopes.
   LOOPCANARY_INLINE void pop_scope() noexcept {
-    const std::uint32_t w = detail::load_relaxed(scope_word_);
-    if ((w & kScopeDepthMask) == 0) {
-      detail::bump(scope_underflows_);
-      return;
+    if constexpr (kScopeDepth > 0) {
+      const std::uint32_t w = detail::load_relaxed(scope_word_);
+      if ((w & kScopeDepthMask) == 0) {
+        detail::bump(scope_underflows_);
+        return;
+      }
+      detail::store_release(scope_word_, w + kScopeGeneration - 1u);
     }
-    detail::store_release(scope_word_, w + kScopeGeneration - 1u);
   }
 
   // ---- Stages: loop context only -----------------------------------------------------------
@@ -526,7 +532,7 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
   /// `out`. Sets `count` to the number written (the stack may be deeper: pushes beyond
   /// LOOPCANARY_SCOPE_DEPTH are not stored, and then the innermost name read is the deepest
   /// stored one). Never waits: false when the loop pushed or popped during the read (`count`
-  /// is then left as it was).
+  /// is then left as it was). A build without scopes (LOOPCANARY_SCOPE_DEPTH 0) reads none.
   bool scope_snapshot(const char** out, std::size_t max, std::size_t& count) const noexcept;
 
   /// One attempt at reading the stage marks of the dispatch whose odd sequence is `seq`, at most
@@ -634,7 +640,7 @@ class Monitor : private detail::HistogramCounters<kHistogram>,
 
   // Named-scope stack: (generation << 8) | depth, and the names.
   std::atomic<std::uint32_t> scope_word_{0};
-  std::atomic<const char*> scopes_[kScopeDepth] = {};
+  std::atomic<const char*> scopes_[detail::kScopeSlots] = {};
 
   // Blocks for the watchdog: the loop produces, the watchdog consumes. init() binds the slots.
   detail::LateBoundSpscRing<BlockNote> notes_;

@@ -182,9 +182,14 @@ struct ByteWriter {
   }
   /// Memory presence byte, then each known value.
   void memory(const MemoryReading& m) noexcept {
-    u8(m.valid & ((1u << kMemoryValues) - 1u));
-    for (unsigned i = 0; i < kMemoryValues; ++i) {
-      if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
+    if constexpr (!kMemoryContext) {  // a build without memory context: no value known
+      static_cast<void>(m);
+      u8(0);
+    } else {
+      u8(m.valid & ((1u << kMemoryValues) - 1u));
+      for (unsigned i = 0; i < kMemoryValues; ++i) {
+        if (m.has(static_cast<MemoryValue>(i))) uv(m.value[i]);
+      }
     }
   }
   /// str: uv (L << 1) | cut, then L bytes (at most Max, 1..63); a null name is length 0.
