@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// A build without the optional per-loop features (LOOPCANARY_HISTOGRAM=0, LOOPCANARY_MAX_STAGES=0;
-// this test compiles the core's monitor on its own with them, see tests/CMakeLists.txt): neither
-// takes a byte, statistics and blocks work as before, the histogram reads as all zero and every
-// stage mark is counted as dropped.
+// A build without the optional per-loop features (LOOPCANARY_HISTOGRAM=0, LOOPCANARY_MAX_STAGES=0,
+// LOOPCANARY_SCOPE_DEPTH=0, as the minimal profile has them; this test compiles the core's monitor
+// on its own with them, see tests/CMakeLists.txt): neither histogram nor stages take a byte,
+// statistics and blocks work as they do with them, the histogram reads as all zero, every stage
+// mark is counted as dropped, and scope pushes and pops do nothing.
 #include <cstdint>
 #include <type_traits>
 
@@ -12,6 +13,7 @@
 
 static_assert(LOOPCANARY_HISTOGRAM == 0, "this test must be built with LOOPCANARY_HISTOGRAM=0");
 static_assert(LOOPCANARY_MAX_STAGES == 0, "this test must be built with LOOPCANARY_MAX_STAGES=0");
+static_assert(LOOPCANARY_SCOPE_DEPTH == 0, "this test must be built with LOOPCANARY_SCOPE_DEPTH=0");
 
 namespace {
 
@@ -61,6 +63,26 @@ TEST(NoStages, MarksAreCountedAsDroppedAndNotesCarryNone) {
   monitor.end_at(5'000);  // a block: its note has no marks
   EXPECT_EQ(monitor.stats().stages_dropped, 2u);
   EXPECT_EQ(monitor.stats().blocks, 1u);
+}
+
+TEST(NoScopes, PushAndPopDoNothingAndSamplesReadNone) {
+  lc::Monitor monitor;
+  ASSERT_EQ(monitor.init(monitor_config()), lc::Status::ok);
+  monitor.begin_at(kWork, 0);
+  monitor.push_scope("outer");
+  monitor.push_scope("inner");
+  const char* names[1] = {"unset"};
+  std::size_t count = 99;
+  EXPECT_TRUE(monitor.scope_snapshot(names, 1, count));
+  EXPECT_EQ(count, 0u);
+  monitor.pop_scope();
+  monitor.pop_scope();
+  monitor.pop_scope();  // one more than pushed: nothing counted either
+  monitor.end_at(5'000);
+  const lc::LoopStats s = monitor.stats();
+  EXPECT_EQ(s.scope_overflows, 0u);
+  EXPECT_EQ(s.scope_underflows, 0u);
+  EXPECT_EQ(s.blocks, 1u);
 }
 
 TEST(NoHistogram, StatisticsAndBlocksWithoutTheHistogram) {
