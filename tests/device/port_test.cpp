@@ -65,6 +65,21 @@ DT_TEST(PortInit, refuses_each_invalid_field) {
   c.poll_hz = 1;  // 25'000'000 cycles: more than SysTick's 24 bits
   DT_EXPECT_EQ(cm::init(c), cm::PortStatus::poll_period_too_long);
   DT_EXPECT(contains(cm::describe(cm::PortStatus::poll_period_too_long), "24-bit"));
+  if (lc::kStackWords > 0) {  // stack evidence: its budget and its code range
+    for (const std::uint32_t budget : {0u, 6u, 65540u}) {
+      c = port_config();
+      c.stack_words.budget_bytes = budget;
+      DT_EXPECT_EQ(cm::init(c), cm::PortStatus::stack_budget_out_of_range);
+    }
+    DT_EXPECT(contains(cm::describe(cm::PortStatus::stack_budget_out_of_range), "stack_words.budget_bytes"));
+    c = port_config();
+    c.stack_words.code_begin = c.stack_words.code_end;
+    DT_EXPECT_EQ(cm::init(c), cm::PortStatus::code_range_empty);
+    DT_EXPECT(contains(cm::describe(cm::PortStatus::code_range_empty), "stack_words.code_begin"));
+    c = port_config();
+    c.stack_words.budget_bytes = 65536;  // the largest
+    DT_EXPECT_EQ(cm::init(c), cm::PortStatus::ok);
+  }
   DT_EXPECT_EQ(cm::init(port_config()), cm::PortStatus::ok);
   DT_EXPECT_EQ(cm::tick_hz(), lc::board::kCoreHz);
   DT_EXPECT_EQ(cm::poll_period(), kPeriod);
