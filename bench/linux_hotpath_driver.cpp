@@ -30,6 +30,7 @@
 
 #include "loopcanary/loopcanary.hpp"
 #include "loopcanary/port/linux.hpp"
+#include "clock_floor.hpp"
 
 extern char** environ;
 
@@ -63,13 +64,6 @@ __attribute__((noinline)) void lc_run_begin_end(lx::PortMonitor& monitor, unsign
   for (unsigned long i = 0; i < pairs; ++i) {
     monitor.begin(kEvent);
     monitor.end();
-  }
-}
-
-__attribute__((noinline)) void lc_run_clock_reads(unsigned long reads) {
-  for (unsigned long i = 0; i < reads; ++i) {
-    const lc::tick_t a = lx::Clock::now();
-    asm volatile("" : : "r"(a));
   }
 }
 
