@@ -363,11 +363,12 @@ LOOPCANARY_NO_SANITIZE std::size_t scan_for_returns(Slot& s, std::uintptr_t from
   return n;
 }
 
-// SIGNAL CONTEXT. True when `a` and `b` lie in loaded modules and not in the same one.
-bool other_modules(const CodeMap& map, std::uintptr_t a, std::uintptr_t b) noexcept {
-  const CodeRange* ra = code_range_of(map, a);
-  const CodeRange* rb = code_range_of(map, b);
-  return ra != nullptr && rb != nullptr && ra->module != rb->module;
+// SIGNAL CONTEXT. The code range holding `address`, or nullptr: `hint` when it holds it (one
+// bounds check; a frame's range is most often its neighbour's), else code_range_of's search.
+// The ranges do not overlap, so the answer is the same either way.
+const CodeRange* code_range_near(const CodeMap& map, const CodeRange* hint, std::uintptr_t address) noexcept {
+  if (hint != nullptr && address >= hint->low && address < hint->high) return hint;
+  return code_range_of(map, address);
 }
 
 // SIGNAL CONTEXT. The interrupted PC, frames recovered by the scan, then the frame-pointer
@@ -398,10 +399,12 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
   const bool scan = s.scan.load(std::memory_order_relaxed);
   std::uintptr_t fp = r.fp;
   bool chain = frame_ok(fp, r.sp, high);
+  const CodeRange* last_range = nullptr;  // the range of the frame looked up last: the next one's hint
   if (scan) {
     // The innermost code may lack a frame pointer (libc, the vDSO): then the first record of
     // the chain belongs to an outer module, and the frames in between are only on the stack.
     const CodeRange* pc_range = code_range_of(s.code, r.pc);
+    last_range = pc_range;
     const CodeRange* ret_range = chain ? code_range_of(s.code, load_word(fp + sizeof(std::uintptr_t))) : nullptr;
     const bool skipped = !chain || pc_range == nullptr || ret_range == nullptr || pc_range->module != ret_range->module;
     if (skipped) {
@@ -422,7 +425,15 @@ LOOPCANARY_NO_SANITIZE std::size_t walk(const ucontext_t* uc, Slot& s) noexcept 
     if (next <= fp) break;
     const std::uintptr_t lowest = fp + 2 * sizeof(std::uintptr_t);
     chain = frame_ok(next, lowest, high);
-    if (scan && chain && other_modules(s.code, owner, ret)) n = scan_for_returns(s, lowest, next, n, max);
+    if (scan && chain) {
+      // Each frame's range is looked up once: the record's owner is most often the return
+      // address of the record before, whose range is last_range.
+      const CodeRange* owner_range = code_range_near(s.code, last_range, owner);
+      last_range = code_range_near(s.code, owner_range, ret);
+      if (owner_range != nullptr && last_range != nullptr && owner_range->module != last_range->module) {
+        n = scan_for_returns(s, lowest, next, n, max);  // the record crosses into another module
+      }
+    }
     fp = next;
   }
   return n;
