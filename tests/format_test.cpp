@@ -950,15 +950,56 @@ TEST(FormatJson, NamesAreEscaped) {
   EXPECT_EQ(strings_of(doc["top"].at(0)["scopes"]), std::vector<std::string>{kScopeName});
 }
 
-TEST(FormatJson, BytesOutsideAsciiAreEscapedOneByOneSoTheLineIsValidJson) {
-  static constexpr lc::Event kUtf8{"caf\xc3\xa9"};
+TEST(Utf8Sequence, GivesTheLengthOfAWellFormedSequenceAndZeroForAnythingElse) {
+  EXPECT_EQ(lc::utf8_sequence("\xC3\xA9"), 2u);          // U+00E9
+  EXPECT_EQ(lc::utf8_sequence("\xE2\x82\xAC"), 3u);      // U+20AC
+  EXPECT_EQ(lc::utf8_sequence("\xF0\x9F\x98\x80"), 4u);  // U+1F600
+  EXPECT_EQ(lc::utf8_sequence("\xF4\x8F\xBF\xBF"), 4u);  // U+10FFFF, the last
+  EXPECT_EQ(lc::utf8_sequence("a"), 0u);                  // ASCII starts no multi-byte sequence
+  EXPECT_EQ(lc::utf8_sequence(""), 0u);
+  EXPECT_EQ(lc::utf8_sequence("\xA9"), 0u);               // a continuation byte
+  EXPECT_EQ(lc::utf8_sequence("\xC0\xAF"), 0u);           // overlong '/'
+  EXPECT_EQ(lc::utf8_sequence("\xE0\x80\xAF"), 0u);       // overlong, 3 bytes
+  EXPECT_EQ(lc::utf8_sequence("\xED\xA0\x80"), 0u);       // U+D800, a surrogate
+  EXPECT_EQ(lc::utf8_sequence("\xF4\x90\x80\x80"), 0u);   // above U+10FFFF
+  EXPECT_EQ(lc::utf8_sequence("\xFF"), 0u);
+  EXPECT_EQ(lc::utf8_sequence("\xE2\x82"), 0u);           // cut short by the NUL
+  EXPECT_EQ(lc::utf8_sequence("\xE2\x82x"), 0u);          // cut short by another byte
+}
+
+// Names are UTF-8 in every form: JSON carries them as they are (a JSON reader reads what was
+// written), each byte that is not part of a well-formed sequence as \ufffd; the text form the
+// same, U+FFFD in UTF-8.
+TEST(FormatJson, Utf8NamesAreWrittenAsTheyAreOtherBytesAsReplacementCharacters) {
+  static constexpr lc::Event kUtf8{"caf\xc3\xa9 \xf0\x9f\x98\x80"};
   BlockRecord r = hand_block();
   r.event = &kUtf8;
-  const std::string text = format_whole(&lc::format_json, r);
-  EXPECT_NE(text.find(R"("event":"caf\u00c3\u00a9")"), std::string::npos) << text;
-  for (const char c : text) EXPECT_LT(static_cast<unsigned char>(c), 0x80u);
-  // Decoded, each escaped byte is the code point of the same value (here U+00C3 U+00A9).
-  EXPECT_EQ(string_of(json_of(r)["event"]), "caf\xc3\x83\xc2\xa9");
+  std::string text = format_whole(&lc::format_json, r);
+  EXPECT_NE(text.find("\"event\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\""), std::string::npos) << text;
+  EXPECT_EQ(string_of(json_of(r)["event"]), "caf\xc3\xa9 \xf0\x9f\x98\x80");
+
+  // A stray byte, a lead byte without its continuation, an overlong form, a surrogate, a code
+  // point past U+10FFFF, a sequence cut by the end: one U+FFFD per byte not taken.
+  static constexpr lc::Event kBroken{"a\xff b\xc3 c\xc0\xaf d\xed\xa0\x80 e\xf4\x90\x80\x80 f\xe2\x82"};
+  r.event = &kBroken;
+  text = format_whole(&lc::format_json, r);
+  const std::string r1 = "\\ufffd";
+  const std::string expected = "\"event\":\"a" + r1 + " b" + r1 + " c" + r1 + r1 + " d" + r1 + r1 + r1 + " e" +
+                               r1 + r1 + r1 + r1 + " f" + r1 + r1 + "\"";
+  EXPECT_NE(text.find(expected), std::string::npos) << text;
+  for (const char c : text) EXPECT_LT(static_cast<unsigned char>(c), 0x80u);  // nothing else left
+
+  const std::string u = "\xEF\xBF\xBD";
+  EXPECT_EQ(string_of(json_of(r)["event"]),
+            "a" + u + " b" + u + " c" + u + u + " d" + u + u + u + " e" + u + u + u + u + " f" + u + u);
+  text = format_whole(&lc::format_text, r);
+  EXPECT_NE(text.find("\nevent = a" + u + " b" + u + " c" + u + u + " d" + u + u + u + " e" + u + u + u + u + " f" +
+                          u + u + "\n"),
+            std::string::npos)
+      << text;
+  r.event = &kUtf8;
+  text = format_whole(&lc::format_text, r);
+  EXPECT_NE(text.find("\nevent = caf\xc3\xa9 \xf0\x9f\x98\x80\n"), std::string::npos) << text;
 }
 
 TEST(FormatText, ControlCharactersInNamesCannotBreakTheLines) {

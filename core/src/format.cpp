@@ -265,8 +265,55 @@ void TextWriter::puts(const char* s) noexcept {
   for (; *s != '\0'; ++s) put(*s);
 }
 
+std::size_t utf8_sequence(const char* s) noexcept {
+  const auto byte = [s](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  std::uint32_t lowest = 0;  // below it, an overlong form
+  std::uint32_t code = 0;
+  if (lead >= 0xC2u && lead <= 0xDFu) {
+    length = 2;
+    code = lead & 0x1Fu;
+    lowest = 0x80u;
+  } else if (lead >= 0xE0u && lead <= 0xEFu) {
+    length = 3;
+    code = lead & 0x0Fu;
+    lowest = 0x800u;
+  } else if (lead >= 0xF0u && lead <= 0xF4u) {
+    length = 4;
+    code = lead & 0x07u;
+    lowest = 0x10000u;
+  } else {
+    return 0;
+  }
+  for (std::size_t k = 1; k < length; ++k) {  // a NUL is not a continuation byte: reading stops
+    if ((byte(k) & 0xC0u) != 0x80u) return 0;
+    code = (code << 6) | (byte(k) & 0x3Fu);
+  }
+  if (code < lowest || code > 0x10FFFFu || (code >= 0xD800u && code <= 0xDFFFu)) return 0;
+  return length;
+}
+
+std::size_t TextWriter::non_ascii(const char* s, const char* replacement) noexcept {
+  const std::size_t length = utf8_sequence(s);
+  if (length == 0) {
+    puts(replacement);
+    return 1;
+  }
+  for (std::size_t k = 0; k < length; ++k) put(s[k]);
+  return length;
+}
+
 void TextWriter::name(const char* s) noexcept {
-  for (; *s != '\0'; ++s) put(static_cast<unsigned char>(*s) < 0x20 ? '?' : *s);
+  while (*s != '\0') {
+    const auto c = static_cast<unsigned char>(*s);
+    if (c >= 0x80u) {
+      s += non_ascii(s, "\xEF\xBF\xBD");  // U+FFFD in UTF-8
+    } else {
+      put(c < 0x20u ? '?' : *s);
+      ++s;
+    }
+  }
 }
 
 void TextWriter::u64(std::uint64_t v) noexcept {
@@ -310,18 +357,23 @@ void TextWriter::percent(std::uint32_t permille) noexcept {
 
 void TextWriter::json_string(const char* s) noexcept {
   put('"');
-  for (; *s != '\0'; ++s) {
+  while (*s != '\0') {
     const auto c = static_cast<unsigned char>(*s);
+    if (c >= 0x80u) {
+      s += non_ascii(s, "\\ufffd");
+      continue;
+    }
     if (c == '"' || c == '\\') {
       put('\\');
       put(static_cast<char>(c));
-    } else if (c < 0x20 || c >= 0x80) {
+    } else if (c < 0x20u) {
       puts("\\u00");
       put("0123456789abcdef"[c >> 4]);
       put("0123456789abcdef"[c & 0xFu]);
     } else {
       put(static_cast<char>(c));
     }
+    ++s;
   }
   put('"');
 }

@@ -158,21 +158,15 @@ bool parse_wait_kind(std::string_view text, WaitKind& out) noexcept {
 
 namespace {
 
-// `text` into the core's fixed buffer `to` (NUL-terminated, cut to fit): a character from
-// U+0080 to U+00FF back to the one byte the core's JSON writer escaped as \u00XX.
+// `text` (UTF-8, as the model holds names) into the core's fixed buffer `to`, NUL-terminated,
+// cut to fit at a character boundary.
 template <std::size_t N>
 void bytes_into(char (&to)[N], const std::string& text) noexcept {
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < text.size() && n + 1 < N; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0u;
-    if ((c == 0xC2 || c == 0xC3) && (next & 0xC0u) == 0x80u) {
-      to[n++] = static_cast<char>(((c & 0x03u) << 6) | (next & 0x3Fu));
-      ++i;
-    } else {
-      to[n++] = static_cast<char>(c);
-    }
+  std::size_t n = std::min(text.size(), N - 1);
+  if (n < text.size()) {
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0u) == 0x80u) --n;  // not inside one
   }
+  std::memcpy(to, text.data(), n);
   to[n] = '\0';
 }
 
@@ -368,35 +362,6 @@ std::string format_utc_time(std::int64_t ms) {
   return text;
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence at text[i], 0 when the byte there does not start one.
-std::size_t utf8_sequence(const std::string& text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  std::size_t length = 0;
-  std::uint32_t min = 0;
-  std::uint32_t cp = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    length = 2, cp = b0 & 0x1Fu, min = 0x80;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    length = 3, cp = b0 & 0x0Fu, min = 0x800;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    length = 4, cp = b0 & 0x07u, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0u) != 0x80u) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3Fu);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return length;
-}
-
-}  // namespace
-
 void write_json_string(std::ostream& out, const std::string& text, bool html_safe) {
   out.put('"');
   char hex[8];
@@ -404,7 +369,7 @@ void write_json_string(std::ostream& out, const std::string& text, bool html_saf
     const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
     if (byte >= 0x80) {
-      const std::size_t n = utf8_sequence(text, i);
+      const std::size_t n = loopcanary::utf8_sequence(text.c_str() + i);
       if (n == 0) {
         out << "\\ufffd";
         ++i;
@@ -426,6 +391,21 @@ void write_json_string(std::ostream& out, const std::string& text, bool html_saf
     }
   }
   out.put('"');
+}
+
+std::string name_text(const char* bytes) {
+  std::string text;
+  while (*bytes != '\0') {
+    const std::size_t n = static_cast<unsigned char>(*bytes) < 0x80u ? 1 : loopcanary::utf8_sequence(bytes);
+    if (n == 0) {
+      text += "\xEF\xBF\xBD";  // U+FFFD, as the core's writers show the byte
+      ++bytes;
+    } else {
+      text.append(bytes, n);
+      bytes += n;
+    }
+  }
+  return text;
 }
 
 std::string json_string(const std::string& text) {

@@ -160,9 +160,8 @@ struct WaitSummary {
 };
 
 /// `entry` as the core's formatters take it: the object, its holder's loop (pointing into
-/// `entry`, valid while it lives) and its holder's PCs (up to kMaxFrames). Texts are the bytes
-/// the record carried (a character from U+0080 to U+00FF back to its byte, as the core's JSON
-/// writer escapes a byte), cut to the core's sizes.
+/// `entry`, valid while it lives) and its holder's PCs (up to kMaxFrames). Texts are the
+/// model's (UTF-8), cut to the core's sizes at a character boundary.
 loopcanary::WaitReading wait_reading(const WaitEntry& entry) noexcept;
 /// The one description of a wait object (loopcanary::format_wait of wait_reading()), e.g.
 /// "mutex 0x7f00a0 held by 'journal' (tid 4242, loop 'journal')".
@@ -669,5 +668,9 @@ std::string format_utc_time(std::int64_t ms);
 void write_json_string(std::ostream& out, const std::string& text, bool html_safe = false);
 /// The same as a std::string.
 std::string json_string(const std::string& text);
+/// A name of a core record (NUL-terminated bytes) as the model holds it: what a JSON reader
+/// reads from the core's format_json of it (UTF-8 as it is, each byte that is not part of a
+/// well-formed sequence as U+FFFD: loopcanary::utf8_sequence).
+std::string name_text(const char* bytes);
 
 }  // namespace loopcanary::tool

@@ -763,20 +763,8 @@ void take_value(std::optional<std::uint64_t>& to, Maybe value) {
     to.reset();
   }
 }
-// A name as its JSON line carries it (the core's TextWriter::json_string): bytes below 0x80 as
-// they are, each byte from 0x80 as \u00XX, which the JSON reader decodes to U+00XX in UTF-8.
-void take_value(std::string& to, const char* value) {
-  to.clear();
-  for (; *value != '\0'; ++value) {
-    const auto c = static_cast<unsigned char>(*value);
-    if (c < 0x80) {
-      to.push_back(static_cast<char>(c));
-    } else {
-      to.push_back(static_cast<char>(0xC0u | c >> 6));
-      to.push_back(static_cast<char>(0x80u | (c & 0x3Fu)));
-    }
-  }
-}
+// A name as its JSON line carries it (name_text).
+void take_value(std::string& to, const char* value) { to = name_text(value); }
 #define LOOPCANARY_TAKE_FIELD(name, kind, value, unit) take_value(out.name, value);
 #define LOOPCANARY_TAKE_EVENT_FIELD(name, kind, value, unit) take_value(to.name, value);
 

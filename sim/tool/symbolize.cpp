@@ -512,25 +512,6 @@ std::string DebugDirectory::find(const std::string& build_id) {
 
 namespace {
 
-void append_json_string(std::string& out, const std::string& text) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  out += '"';
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c >= 0x7f) {  // as the core's format_json: every line stays ASCII
-      out += "\\u00";
-      out += kDigits[c >> 4];
-      out += kDigits[c & 0xFu];
-    } else {
-      out += ch;
-    }
-  }
-  out += '"';
-}
-
 void append_hex(std::string& out, std::uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof text, "\"0x%llx\"", static_cast<unsigned long long>(value));
@@ -843,11 +824,11 @@ class Symbolizer {
     const SourceFrame& outer = chain.back();
     if (!has_function && !outer.function.empty()) {
       out += ",\"function\":";
-      append_json_string(out, outer.function);
+      out += json_string(outer.function);
     }
     if (!outer.file.empty()) {
       out += ",\"file\":";
-      append_json_string(out, outer.file);
+      out += json_string(outer.file);
       if (outer.line != 0) out += ",\"line\":" + std::to_string(outer.line);
     }
     if (chain.size() > 1) {
@@ -855,10 +836,10 @@ class Symbolizer {
       for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
         if (i != 0) out += ',';
         out += "{\"function\":";
-        append_json_string(out, chain[i].function);
+        out += json_string(chain[i].function);
         if (!chain[i].file.empty()) {
           out += ",\"file\":";
-          append_json_string(out, chain[i].file);
+          out += json_string(chain[i].file);
           if (chain[i].line != 0) out += ",\"line\":" + std::to_string(chain[i].line);
         }
         out += '}';
@@ -906,9 +887,9 @@ class Symbolizer {
       if (l.target >= 0) {
         const Target& t = targets_[static_cast<std::size_t>(l.target)];
         frames += ",\"module\":";
-        append_json_string(frames, t.path);
+        frames += json_string(t.path);
         frames += ",\"build_id\":";
-        append_json_string(frames, t.info.build_id);
+        frames += json_string(t.info.build_id);
         frames += ",\"offset\":";
         append_hex(frames, pc);
       }

@@ -231,9 +231,10 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
   EXPECT_EQ(direct.stacks[1].at_us, 3'814'697u);  // 125000 ticks at 32768 Hz
   EXPECT_EQ(direct.top[0].frames[0].scope, "?");
   EXPECT_EQ(direct.stages[1].name, "?");
+  EXPECT_EQ(direct.stacks[0].frames[0].scope, "compute\xC3\xA9");  // UTF-8 as the record has it
 
   // What the loop waited on (record_fixtures.hpp): a lock whose holder runs a watched loop, a
-  // pipe, and a lock whose holder has a name of a byte from 0x80, no loop and no stack.
+  // pipe, and a lock whose holder has a name with a byte that is not UTF-8, no loop and no stack.
   if constexpr (kWaitObjects >= 3) {
     d.record.wait = loopcanary::test::hand_waiting_block().wait;
     WaitSeen& lock = d.record.wait.objects[d.record.wait.count++];
@@ -257,7 +258,7 @@ TEST(RecordFields, ABlockPacketGoesIntoTheModelAsItsJsonLineReads) {
     EXPECT_EQ(direct.wait.objects[0].owner->frames[1].pc, 0x401234u);
     EXPECT_FALSE(direct.wait.objects[1].owner.has_value());
     EXPECT_EQ(direct.wait.objects[1].fd, std::optional<std::uint64_t>(5));
-    EXPECT_EQ(direct.wait.objects[2].owner->name, "log\xC3\xA9");  // as the JSON reader decodes \u00e9
+    EXPECT_EQ(direct.wait.objects[2].owner->name, "log\xEF\xBF\xBD");  // not UTF-8: U+FFFD, as JSON has it
     EXPECT_FALSE(direct.wait.objects[2].owner->loop.has_value());
     ASSERT_EQ(direct.wait.objects[2].chain.size(), 1u);
     EXPECT_EQ(direct.wait.objects[2].chain[0].tid, 4242u);

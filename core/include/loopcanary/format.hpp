@@ -20,6 +20,14 @@ struct FormatResult {
                             ///< the buffer can hold it
 };
 
+/// Names are UTF-8 in every form: the length in bytes (2 to 4) of the well-formed UTF-8 sequence
+/// of one code point from U+0080 that starts at `s`, or 0 when none starts there (an ASCII byte,
+/// a continuation byte, an overlong form, a surrogate, a code point above U+10FFFF, a sequence
+/// cut short by any other byte or the NUL). Reads at most 4 bytes, none past a NUL. The writers
+/// below show a byte for which it gives 0 as U+FFFD; the host tool reads names by the same rule.
+/// Any context; reentrant.
+std::size_t utf8_sequence(const char* s) noexcept;
+
 /// Appends text to a fixed buffer, never past its end, and counts what did not fit so the caller
 /// learns the size the whole text needs. One byte is kept for the NUL that finish() writes.
 /// The building block of format_text/format_json, public so a port's sink can write its own
@@ -33,7 +41,8 @@ class TextWriter {
     ++needed_;
   }
   void puts(const char* s) noexcept;
-  /// A name for the text form: control characters print as '?' so a name cannot forge lines.
+  /// A name for the text form: control characters print as '?' so a name cannot forge lines;
+  /// UTF-8 as it is, each byte that is not part of a well-formed UTF-8 sequence as U+FFFD.
   void name(const char* s) noexcept;
   /// Unsigned decimal.
   void u64(std::uint64_t v) noexcept;
@@ -43,8 +52,9 @@ class TextWriter {
   void ms(std::uint64_t us) noexcept;
   /// Per mille as a percentage with one decimal: 923 -> "92.3".
   void percent(std::uint32_t permille) noexcept;
-  /// A JSON string: quotes and backslashes escaped, control characters and every byte outside
-  /// ASCII as \u00XX, so the output is valid JSON whatever the input holds.
+  /// A JSON string: quotes and backslashes escaped, control characters as \u00XX, UTF-8 as it
+  /// is, each byte that is not part of a well-formed UTF-8 sequence as \ufffd (U+FFFD), so the
+  /// output is valid JSON whatever the input holds and a JSON reader reads the name as written.
   void json_string(const char* s) noexcept;
 
   /// Characters written so far (excluding the NUL).
@@ -59,6 +69,10 @@ class TextWriter {
   FormatResult finish() noexcept;
 
  private:
+  // The UTF-8 sequence at `s` (its first byte from 0x80) or, when none starts there, `replacement`;
+  // returns the bytes of `s` consumed (the sequence's length, or 1).
+  std::size_t non_ascii(const char* s, const char* replacement) noexcept;
+
   char* buffer_;
   std::size_t size_;
   std::size_t used_ = 0;
