@@ -479,6 +479,27 @@ TEST(Packet, NamesUpTo31BytesAreWholeLongerOnesAreCut) {
   EXPECT_NE(std::search(p.begin(), p.end(), cut.begin(), cut.end()), p.end());
 }
 
+// The device cuts at a byte count; the decoder drops what the cut left of a UTF-8 character.
+TEST(Packet, ACutNameEndsAfterItsLastWholeUtf8Character) {
+  const std::string euro = "\xE2\x82\xAC";                      // U+20AC, 3 bytes
+  const std::string n = std::string(30, 'e') + euro + "tail";   // the euro at bytes 30..32: cut
+  const std::string n2 = std::string(29, 'f') + euro + "tail";  // at 29..31: cut after 2 bytes
+  const std::string whole = std::string(28, 'w') + euro + "z";  // at 28..30: whole
+  const lc::Event event{n.c_str()};
+  BlockRecord r;
+  r.qualifier = n2.c_str();
+  r.loop = whole.c_str();
+  r.event = &event;
+  const Bytes p = encode(r);
+  const Bytes sent = {0x3F, 'e'};  // (31 << 1) | 1: the device sends 31 bytes, half a euro
+  EXPECT_NE(std::search(p.begin(), p.end(), sent.begin(), sent.end()), p.end());
+  const lt::DecodedRecord d = decoded(r);
+  ASSERT_NE(d.record.event, nullptr);
+  EXPECT_EQ(std::string(d.record.event->name), std::string(30, 'e') + "...");
+  EXPECT_EQ(std::string(d.record.qualifier), std::string(29, 'f') + "...");
+  EXPECT_EQ(std::string(d.record.loop), std::string(28, 'w') + euro + "...");
+}
+
 TEST(Packet, NullNamesAreLengthZeroNotCut) {
   static const lc::Event kNameless{nullptr};
   BlockRecord r;

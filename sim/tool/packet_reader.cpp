@@ -66,6 +66,18 @@ DecodedRecord& DecodedRecord::operator=(DecodedRecord&&) noexcept = default;
 
 namespace {
 
+// The length of `s[0, length)` without a UTF-8 character its end cuts short: a device cuts a
+// long name at a byte count (kPacketNameMax), which may fall inside a character; what is left
+// of that character is dropped (the name is shown with "..." after it).
+std::size_t whole_characters(const char* s, std::size_t length) noexcept {
+  std::size_t lead = length;
+  for (int k = 0; k < 3 && lead > 0 && (static_cast<unsigned char>(s[lead - 1]) & 0xC0u) == 0x80u; ++k) --lead;
+  if (lead == 0) return length;
+  const auto b = static_cast<unsigned char>(s[lead - 1]);
+  const std::size_t needs = b >= 0xF0u ? 4 : b >= 0xE0u ? 3 : b >= 0xC0u ? 2 : 1;
+  return needs > 1 && length - (lead - 1) < needs ? lead - 1 : length;
+}
+
 // Every byte of a name or a number in the body is read through this cursor: it never reads
 // past the end and records the first fault.
 class Body {
@@ -268,8 +280,10 @@ bool read_strings(Body& b, const std::uint8_t* data, std::uint32_t minimum, std:
     const Name& n = names[i];
     if (n.length == 0 && !n.cut) continue;
     char* s = text.data() + used;
-    std::memcpy(s, data + n.at, n.length);
-    if (n.cut) std::memcpy(s + n.length, "...", 3);
+    const char* name = reinterpret_cast<const char*>(data + n.at);
+    const std::size_t kept = n.cut ? whole_characters(name, n.length) : n.length;
+    std::memcpy(s, name, kept);
+    if (n.cut) std::memcpy(s + kept, "...", 3);
     used += n.length + (n.cut ? 3 : 0) + 1;
     pointers[i] = s;
   }
@@ -346,12 +360,12 @@ struct NameStorage {
 bool read_name(Body& b, const char* field, std::string& out, std::size_t max = kPacketNameMax);
 
 // A `str` of at most N - 1 bytes into a fixed array `to` (a wait's text or thread name); a cut
-// one ends in "..." within them.
+// one ends in "..." within them, after its last whole character.
 template <std::size_t N>
 bool fixed_text(Body& b, const char* field, char (&to)[N]) {
   std::string text;
   if (!read_name(b, field, text, N - 1)) return false;
-  if (text.size() > N - 1) text.replace(N - 4, std::string::npos, "...");
+  if (text.size() > N - 1) text.replace(whole_characters(text.data(), N - 4), std::string::npos, "...");
   std::memcpy(to, text.c_str(), text.size() + 1);
   return true;
 }
@@ -919,7 +933,8 @@ bool read_evidence_config(Body& b, EvidenceConfig& c) {
   return read_capacity(b, "stack words", c.stack_words, 1, 255, "stack words");
 }
 
-// A `str` (uv (L << 1) | cut, then L bytes, L at most `max`; a cut name gets "...").
+// A `str` (uv (L << 1) | cut, then L bytes, L at most `max`; a cut name gets "...", after its
+// last whole character).
 bool read_name(Body& b, const char* field, std::string& out, std::size_t max) {
   std::uint32_t header = 0;
   const std::size_t at = b.offset();
@@ -935,7 +950,10 @@ bool read_name(Body& b, const char* field, std::string& out, std::size_t max) {
   if (std::memchr(b.here(), '\0', length) != nullptr) return b.malformed(b.offset(), field, "a NUL byte inside a name");
   out.assign(reinterpret_cast<const char*>(b.here()), length);
   b.skip(length);
-  if ((header & 1u) != 0) out += "...";
+  if ((header & 1u) != 0) {
+    out.resize(whole_characters(out.data(), length));
+    out += "...";
+  }
   return true;
 }
 
