@@ -506,32 +506,26 @@ PortStats stats() noexcept {
 }
 
 namespace {
-// Pops every record of one of the watchdog's rings, encodes and sends it (drain).
-template <class Record, bool (Watchdog::*Pop)(Record&), std::size_t (*Encode)(const Record&, std::uint8_t*, std::size_t)>
-std::uint32_t drain_ring(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
-  if (sink.write == nullptr || buffer == nullptr) return 0;
-  std::uint32_t sent = 0;
-  loopcanary::detail::Slot<Record> record;  // written by pop() before it is read: not constructed
-  while ((watchdog.*Pop)(record.value)) {
-    const std::size_t length = Encode(record.value, buffer, size);
-    if (length == 0) {
-      bump(state().count[kPacketsRefused]);
-      continue;
-    }
-    sink.write(sink.context, buffer, length);
-    ++sent;
-  }
-  return sent;
+// The records' one consumer adds the records it refused to the port's counter.
+void count_refused(std::uint32_t refused) noexcept {
+  std::atomic<std::uint32_t>& count = state().count[kPacketsRefused];
+  count.store(count.load(std::memory_order_relaxed) + refused, std::memory_order_relaxed);
 }
 }  // namespace
 
 std::uint32_t drain(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
-  return drain_ring<BlockRecord, &Watchdog::pop, &encode_packet>(watchdog, sink, buffer, size);
+  std::uint32_t refused = 0;
+  const std::uint32_t sent = drain_packets(watchdog, sink, buffer, size, &refused);
+  count_refused(refused);
+  return sent;
 }
 
 std::uint32_t drain_health(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
                                    std::size_t size) noexcept {
-  return drain_ring<HealthRecord, &Watchdog::pop_health, &encode_health_packet>(watchdog, sink, buffer, size);
+  std::uint32_t refused = 0;
+  const std::uint32_t sent = drain_health_packets(watchdog, sink, buffer, size, &refused);
+  count_refused(refused);
+  return sent;
 }
 
 }  // namespace loopcanary::cortex_m
