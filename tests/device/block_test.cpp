@@ -16,7 +16,7 @@
 #include "device_report.hpp"
 #include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary/port/cortex_m.hpp"
+#include "device_port.hpp"
 
 #ifndef LC_TEST_START
 #define LC_TEST_START 0u
@@ -29,7 +29,7 @@
 #endif
 
 namespace lc = loopcanary;
-namespace cm = loopcanary::cortex_m;
+namespace dp = loopcanary::device_port;
 using lc::device_report::check;
 
 namespace {
@@ -41,7 +41,7 @@ constexpr std::uint32_t kIntervalUs = 2'000;
 constexpr std::uint32_t kBlockMs = 50;
 
 lc::StaticWatchdog<1, 8> g_watchdog;
-cm::PortMonitor g_monitor;
+dp::PortMonitor g_monitor;
 volatile std::uint32_t g_in_slow_handler = 0;
 volatile std::uint32_t g_reports = 0;
 volatile std::uint32_t g_in_progress_reports = 0;
@@ -68,7 +68,7 @@ void on_report(void* /*context*/, const lc::BlockRecord& record) {
 // read otherwise.
 void spend_ms(std::uint32_t ms) {
   constexpr std::uint32_t kChunk = LC_TEST_REALTIME ? 100'000u : 1'000u;
-  lc::device_test::spend_ticks(cm::Clock::now(), ms * (cm::tick_hz() / 1000u), kChunk);
+  lc::device_test::spend_ticks(dp::Clock::now(), ms * (dp::tick_hz() / 1000u), kChunk);
 }
 
 int main() {
@@ -81,7 +81,7 @@ int main() {
   check(g_monitor.init(config) == lc::Status::ok, "monitor init");
   lc::WatchdogConfig dog;
   dog.qualifier = lc::board::name();
-  check(g_watchdog.init(dog, cm::make_hal()) == lc::Status::ok, "watchdog init");
+  check(g_watchdog.init(dog, dp::make_hal()) == lc::Status::ok, "watchdog init");
   lc::device_report::watch(g_watchdog, g_monitor, &on_report);
 
   for (int i = 0; i < 10; ++i) {
@@ -95,8 +95,8 @@ int main() {
   }
   g_in_slow_handler = 0;
   // The final record comes at the next poll; sleep until it is there.
-  for (int i = 0; i < 20 && g_watchdog.pending() < 2; ++i) cm::idle_wait();
-  cm::attach(nullptr);
+  for (int i = 0; i < 20 && g_watchdog.pending() < 2; ++i) dp::idle_wait();
+  dp::attach(nullptr);
 
   const lc::BlockRecord& in_progress = g_in_progress;
   const lc::BlockRecord& final_record = g_final;
@@ -104,7 +104,7 @@ int main() {
   lc::device_report::print_record(final_record);
   const std::uint32_t records = lc::device_report::send_capture(g_watchdog, LC_CAPTURE);
 
-  const std::uint32_t ticks_per_ms = cm::tick_hz() / 1000u;
+  const std::uint32_t ticks_per_ms = dp::tick_hz() / 1000u;
   const lc::LoopStats stats = g_monitor.stats();
   check(stats.dispatches == 11, "11 dispatches");
   check(stats.blocks == 1, "exactly one block (the short events are not blocks)");
@@ -131,7 +131,7 @@ int main() {
   check(final_record.samples_taken >= 20 && final_record.samples_taken <= 24, "20..24 samples");
   check(final_record.samples_missed == 0, "no missed samples");
   check(final_record.cause == lc::Cause::running, "cause: running");
-  const std::uint64_t window_us = lc::us_from_ticks(final_record.window_ticks, cm::tick_hz());
+  const std::uint64_t window_us = lc::us_from_ticks(final_record.window_ticks, dp::tick_hz());
   check(final_record.has_thread_cpu && final_record.thread_cpu_us * 10u >= 9u * window_us,
         "thread CPU >= 90 % of the window");
 #endif

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "busy.hpp"
 
-#include "loopcanary/port/cortex_m.hpp"
+#include "device_port.hpp"
 
 // Floating point on FPU builds, so the SysTick interrupt sees extended exception frames.
 __attribute__((noinline)) std::uint32_t busy_compute(std::uint32_t iterations) {
@@ -27,7 +27,7 @@ __attribute__((noinline)) std::uint32_t busy_compute(std::uint32_t iterations) {
 namespace loopcanary::device_test {
 
 void spend_ticks(tick_t begin, tick_t length, std::uint32_t chunk) {
-  while (ticks_between(begin, cortex_m::Clock::now()) < length) busy_compute(chunk);
+  while (ticks_between(begin, device_port::Clock::now()) < length) busy_compute(chunk);
 }
 
 }  // namespace loopcanary::device_test

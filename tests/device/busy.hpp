@@ -14,10 +14,10 @@ std::uint32_t busy_compute(std::uint32_t iterations);
 namespace loopcanary::device_test {
 
 /// Computes in busy_compute(), `chunk` iterations at a time, until the port clock
-/// (cortex_m::Clock) reads at least `length` ticks after `begin`: the few clock reads are here,
-/// nearly all the time is in busy_compute. Timed by the clock rather than by an iteration count,
-/// so it holds when host load upsets QEMU's timing in a real-time run. Thread mode, after
-/// cortex_m::init().
+/// (device_port::Clock, device_port.hpp) reads at least `length` ticks after `begin`: the few
+/// clock reads are here, nearly all the time is in busy_compute. Timed by the clock rather than
+/// by an iteration count, so it holds when host load upsets QEMU's timing in a real-time run.
+/// Loop context, after the port's init().
 void spend_ticks(tick_t begin, tick_t length, std::uint32_t chunk);
 
 }  // namespace loopcanary::device_test

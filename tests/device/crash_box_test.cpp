@@ -23,7 +23,7 @@
 #include "loopcanary/board.hpp"
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary/port/cortex_m.hpp"
+#include "device_port.hpp"
 
 #ifndef LC_TEST_CORRUPT
 #define LC_TEST_CORRUPT 0
@@ -33,7 +33,7 @@
 #endif
 
 namespace lc = loopcanary;
-namespace cm = loopcanary::cortex_m;
+namespace dp = loopcanary::device_port;
 namespace board = loopcanary::board;
 using lc::device_report::check;
 using lc::device_test::print;
@@ -48,7 +48,7 @@ constexpr lc::Event kStuck{"wait_for_ack"};
 LOOPCANARY_BOARD_NOINIT lc::StaticCrashBox<1024> g_box;
 
 lc::StaticWatchdog<1, 4> g_watchdog;
-cm::PortMonitor g_monitor;
+dp::PortMonitor g_monitor;
 volatile std::uint32_t g_ack = 0;  // never set: the handler waits forever
 
 void print_stats(const lc::CrashBoxStats& s) {
@@ -89,12 +89,12 @@ void on_report(void* /*context*/, const lc::BlockRecord& record) {
 }
 
 __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) {
-  const lc::tick_t begin = cm::Clock::now();
-  const lc::tick_t give_up = 2u * cm::tick_hz();
+  const lc::tick_t begin = dp::Clock::now();
+  const lc::tick_t give_up = 2u * dp::tick_hz();
   while (*ack == 0) {
     for (int spin = 0; spin < 1000 && *ack == 0; ++spin) {
     }
-    if (lc::ticks_between(begin, cm::Clock::now()) > give_up) return;
+    if (lc::ticks_between(begin, dp::Clock::now()) > give_up) return;
   }
 }
 
@@ -105,11 +105,11 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
   config.sample_interval_us = 2'000;
   config.hang_limit_us = 100'000;
   check(g_monitor.init(config) == lc::Status::ok, "monitor init");
-  check(g_watchdog.init(lc::WatchdogConfig{}, cm::make_hal()) == lc::Status::ok, "watchdog init");
+  check(g_watchdog.init(lc::WatchdogConfig{}, dp::make_hal()) == lc::Status::ok, "watchdog init");
   lc::device_report::watch(g_watchdog, g_monitor, &on_report);
   for (int i = 0; i < 5; ++i) {
     LOOPCANARY_DISPATCH(g_monitor, kTick);
-    cm::idle_wait();
+    dp::idle_wait();
   }
   {
     LOOPCANARY_DISPATCH(g_monitor, kStuck);

@@ -5,7 +5,7 @@
 #include "loopcanary/board.hpp"
 #include "loopcanary/format.hpp"
 #include "loopcanary/packet.hpp"
-#include "loopcanary/port/cortex_m.hpp"
+#include "device_port.hpp"
 
 namespace loopcanary::device_report {
 namespace {
@@ -53,6 +53,16 @@ std::uint32_t count_boot() noexcept {
 }
 
 void init_port(tick_t start) noexcept {
+#if defined(__riscv)
+  riscv::Config port;
+  port.timer_hz = board::kTimerHz;
+  port.stack.stack_top = board::stack_top();
+  port.stack.code_begin = board::code_begin();  // the stack sample: this firmware's code only
+  port.stack.code_end = board::code_end();
+  port.poll_hz = 1000;
+  port.start = start;
+  check(riscv::init(port) == riscv::PortStatus::ok, "port init");
+#else
   cortex_m::Config port;
   port.core_hz = board::kCoreHz;
   port.poll_hz = 1000;
@@ -60,12 +70,13 @@ void init_port(tick_t start) noexcept {
   port.stack_words.code_begin = board::code_begin();  // stack evidence: this firmware's code only
   port.stack_words.code_end = board::code_end();
   check(cortex_m::init(port) == cortex_m::PortStatus::ok, "port init");
+#endif
 }
 
 MonitorConfig loop_config(std::uint32_t threshold_us) noexcept {
   MonitorConfig config;
   config.name = "main";
-  config.tick_hz = cortex_m::tick_hz();
+  config.tick_hz = device_port::tick_hz();
   config.threshold_us = threshold_us;
   return config;
 }
@@ -73,7 +84,7 @@ MonitorConfig loop_config(std::uint32_t threshold_us) noexcept {
 void watch(Watchdog& watchdog, Monitor& monitor, Interceptor on_report) noexcept {
   check(watchdog.add(monitor) == Status::ok, "watchdog add");
   check(watchdog.add_interceptor(on_report, nullptr) == Status::ok, "interceptor");
-  cortex_m::attach(&watchdog);
+  device_port::attach(&watchdog);
 }
 
 void print_record(const BlockRecord& record) noexcept {
@@ -112,12 +123,12 @@ std::uint32_t close_capture(std::uint32_t sent, std::uint32_t refused) noexcept 
 std::uint32_t send_capture(Watchdog& watchdog, const char* path) noexcept {
   static std::uint8_t packet[kMaxPacketBytes];  // static: this may run in an interrupt
   open_capture(path);
-  const std::uint32_t refused_before = cortex_m::stats().packets_refused;
+  const std::uint32_t refused_before = device_port::stats().packets_refused;
   const PacketSink sink = board::host_file_sink(g_capture);
-  std::uint32_t sent = cortex_m::drain(watchdog, sink, packet, sizeof packet);
+  std::uint32_t sent = device_port::drain(watchdog, sink, packet, sizeof packet);
   static std::uint8_t health_packet[kMaxHealthPacketBytes];
-  sent += cortex_m::drain_health(watchdog, sink, health_packet, sizeof health_packet);
-  return close_capture(sent, cortex_m::stats().packets_refused - refused_before);
+  sent += device_port::drain_health(watchdog, sink, health_packet, sizeof health_packet);
+  return close_capture(sent, device_port::stats().packets_refused - refused_before);
 }
 
 std::uint32_t send_capture(CrashBox& box, const char* path) noexcept {
@@ -167,15 +178,22 @@ std::uint32_t send_capture(EvidenceRing& ring, const char* path) noexcept {
 }
 
 void print_port_stats() noexcept {
-  const cortex_m::PortStats s = cortex_m::stats();
+  const device_port::PortStats s = device_port::stats();
   print("port: ticks=");
   print_u64(s.ticks);
   print(" polls=");
   print_u64(s.polls);
   print(" captures=");
   print_u64(s.captures);
+#if defined(__riscv)
+  print(" chain_frames=");
+  print_u64(s.chain_frames);
+  print(" chain_stops=");
+  print_u64(s.chain_stops);
+#else
   print(" refused_handler=");
   print_u64(s.refused_handler);
+#endif
   print(" refused_stack=");
   print_u64(s.refused_stack);
   print(" poll_ticks_max=");

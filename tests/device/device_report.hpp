@@ -27,18 +27,19 @@ bool failed() noexcept;
 /// prints "lc-boot <n>" and returns n. Once, first in main(), after start().
 std::uint32_t count_boot() noexcept;
 
-/// Starts the port (cortex_m::init) with the board's core clock, 1000 SysTick polls a second and
-/// the clock starting at `start` (ticks); checks "port init". Thread mode, first in main(), after
+/// Starts the port (cortex_m::init with the board's core clock, or riscv::init with its timer
+/// rate and the firmware's code and stack bounds), 1000 timer polls a second and the clock
+/// starting at `start` (ticks); checks "port init". Thread mode, first in main(), after
 /// start().
 void init_port(tick_t start) noexcept;
 
-/// A scenario loop's monitor configuration: named "main", on the port clock (cortex_m::tick_hz(),
+/// A scenario loop's monitor configuration: named "main", on the port clock (device_port::tick_hz(),
 /// so after init_port()), block threshold `threshold_us` (microseconds, > 0); every other field at
 /// its default, for the caller to set.
 MonitorConfig loop_config(std::uint32_t threshold_us) noexcept;
 
 /// Adds `monitor` (initialised) and the interceptor `on_report` (context nullptr) to `watchdog`
-/// (initialised, with cortex_m::make_hal()) and attaches the watchdog to the port's SysTick poll;
+/// (initialised, with device_port::make_hal()) and attaches the watchdog to the port's timer poll;
 /// checks each step ("watchdog add", "interceptor"). Thread mode, after init_port().
 void watch(Watchdog& watchdog, Monitor& monitor, Interceptor on_report) noexcept;
 
@@ -46,7 +47,7 @@ void watch(Watchdog& watchdog, Monitor& monitor, Interceptor on_report) noexcept
 void print_record(const BlockRecord& record) noexcept;
 
 /// Sends every record waiting in `watchdog`'s ring to the host file `path` as binary packets
-/// (cortex_m::drain, then drain_health for its health ring, through the board's
+/// (device_port::drain, then drain_health for its health ring, through the board's
 /// semihosting file sink), closes the file, checks
 /// that nothing was refused or lost, and prints "lc-capture packets=<n> refused=<r> bytes=<b>
 /// lost=<l>" for check_firmware.cmake, which decodes the file with the host tool. The ring's

@@ -29,7 +29,7 @@
 #include "loopcanary/board.hpp"
 #include "loopcanary/evidence.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary/port/cortex_m.hpp"
+#include "device_port.hpp"
 
 #ifndef LC_SCENARIO
 #define LC_SCENARIO 1
@@ -39,7 +39,7 @@
 #endif
 
 namespace lc = loopcanary;
-namespace cm = loopcanary::cortex_m;
+namespace dp = loopcanary::device_port;
 namespace board = loopcanary::board;
 using lc::device_report::check;
 using lc::device_test::print;
@@ -56,7 +56,7 @@ constexpr lc::Event kStuck{"wait_for_ack"};
 LOOPCANARY_BOARD_NOINIT lc::StaticEvidenceRing<8192> g_ring;
 
 lc::StaticEvidenceWatchdog<1> g_watchdog;
-cm::PortMonitor g_monitor;
+dp::PortMonitor g_monitor;
 volatile std::uint32_t g_ack = 0;  // never set: the stuck handler waits until the hang is counted
 
 void print_ring(const char* when) {
@@ -108,26 +108,26 @@ void setup() {
   check(g_monitor.init(config) == lc::Status::ok, "monitor init");
   lc::WatchdogConfig dog;
   dog.qualifier = board::name();
-  check(g_watchdog.init(dog, cm::make_hal(), g_ring) == lc::Status::ok, "evidence watchdog init");
+  check(g_watchdog.init(dog, dp::make_hal(), g_ring) == lc::Status::ok, "evidence watchdog init");
   check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
   check(g_watchdog.add_interceptor(&on_report, nullptr) == lc::Status::ok, "interceptor set");
-  cm::attach(&g_watchdog);
+  dp::attach(&g_watchdog);
 }
 
 __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) {
-  const lc::tick_t begin = cm::Clock::now();
-  const lc::tick_t give_up = 2u * cm::tick_hz();
+  const lc::tick_t begin = dp::Clock::now();
+  const lc::tick_t give_up = 2u * dp::tick_hz();
   while (*ack == 0 && g_monitor.stats().hangs == 0) {  // stats() now and then: few samples land there
     for (int spin = 0; spin < 50'000 && *ack == 0; ++spin) {
     }
-    if (lc::ticks_between(begin, cm::Clock::now()) > give_up) return;
+    if (lc::ticks_between(begin, dp::Clock::now()) > give_up) return;
   }
 }
 
 [[maybe_unused]] __attribute__((noinline)) void run_hang() {  // a frame of its own: the chain checked
   for (int i = 0; i < 5; ++i) {
     LOOPCANARY_DISPATCH(g_monitor, kShort);
-    cm::idle_wait();
+    dp::idle_wait();
   }
   LOOPCANARY_DISPATCH(g_monitor, kStuck);
   stuck_forever(&g_ack);
@@ -147,14 +147,14 @@ int main() {
   setup();
   for (int i = 0; i < 10; ++i) {
     LOOPCANARY_DISPATCH(g_monitor, kShort);
-    lc::device_test::spend_ticks(cm::Clock::now(), cm::tick_hz() / 1000u, 1'000u);
+    lc::device_test::spend_ticks(dp::Clock::now(), dp::tick_hz() / 1000u, 1'000u);
   }
   {
     LOOPCANARY_DISPATCH(g_monitor, kSlow);
-    lc::device_test::spend_ticks(cm::Clock::now(), 50u * (cm::tick_hz() / 1000u), 1'000u);
+    lc::device_test::spend_ticks(dp::Clock::now(), 50u * (dp::tick_hz() / 1000u), 1'000u);
   }
-  for (int i = 0; i < 5; ++i) cm::idle_wait();  // the watchdog sees the end
-  cm::attach(nullptr);
+  for (int i = 0; i < 5; ++i) dp::idle_wait();  // the watchdog sees the end
+  dp::attach(nullptr);
   const lc::LoopStats stats = g_monitor.stats();
   check(stats.dispatches == 11 && stats.blocks == 1, "11 dispatches, one block");
   check(g_watchdog.stats().reports == 2, "two reports: in progress and final");
@@ -163,7 +163,7 @@ int main() {
   check(status == lc::CrashBoxStatus::discarded, "no valid ring in RAM after power-on");
   setup();
   run_hang();
-  cm::attach(nullptr);
+  dp::attach(nullptr);
   check(g_watchdog.stats().reports == 2, "two reports: in progress and hang");
   check(g_reports_seen == 2 && g_phases[0] == lc::Phase::in_progress && g_phases[1] == lc::Phase::hang,
         "the interceptor saw the in-progress and the hang report, in order");
