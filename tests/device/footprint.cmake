@@ -2,12 +2,14 @@
 # Footprint of core + port: the sizes (arm-none-eabi-size, Berkeley format) of the same minimal
 # firmware without loopcanary (BASE), with it as a device sends its records, as binary packets
 # with a crash box (NOFORMAT: core, port, packet encoder, crash box), and with the report
-# formatter too (FULL), and the differences. The differences include the libgcc helpers the
+# formatter too (FULL; optional: a port without a text drain has no such firmware), and the
+# differences. The differences include the libgcc helpers the
 # library pulls in (64-bit division) and its few lines in the firmware's main(); .bss includes
 # the firmware's own Monitor and StaticWatchdog<1, 4> objects.
 #
 # With NM given, also the flash (.text + .rodata) of the full firmware by owner, from the
-# symbol sizes: core (loopcanary::), port (loopcanary::cortex_m::, the SysTick entry), the
+# symbol sizes: core (loopcanary::), port (loopcanary::cortex_m:: and the SysTick entry, or
+# loopcanary::riscv:: and the machine timer entry), the
 # runtime helpers the library pulls in (libgcc's 64-bit division, ...), the rest. Symbols do
 # not see code inlined into another owner's function (the hot path in main, or everything
 # under LTO).
@@ -34,10 +36,10 @@
 #
 #   cmake -DSIZE=arm-none-eabi-size [-DNM=arm-none-eabi-nm] [-DOBJDUMP=... -DADDR2LINE=...
 #         -DSOURCE_DIR=repo [-DMAX_CODE=bytes] [-DMAX_CORE_PORT=bytes] [-DEVIDENCE=d.elf]]
-#         -DLABEL=text -DBASE=a.elf -DNOFORMAT=b.elf -DFULL=c.elf -P footprint.cmake
+#         -DLABEL=text -DBASE=a.elf -DNOFORMAT=b.elf [-DFULL=c.elf] -P footprint.cmake
 
 cmake_minimum_required(VERSION 3.25)
-foreach(variable SIZE BASE NOFORMAT FULL)
+foreach(variable SIZE BASE NOFORMAT)
   if(NOT DEFINED ${variable})
     message(FATAL_ERROR "footprint.cmake: -D${variable}=... is required")
   endif()
@@ -47,17 +49,22 @@ include(${CMAKE_CURRENT_LIST_DIR}/elf_sizes.cmake)
 
 sizes_of(${BASE} base)
 sizes_of(${NOFORMAT} noformat)
-sizes_of(${FULL} full)
 foreach(section text data bss)
   math(EXPR core_${section} "${noformat_${section}} - ${base_${section}}")
-  math(EXPR format_${section} "${full_${section}} - ${noformat_${section}}")
-  math(EXPR all_${section} "${full_${section}} - ${base_${section}}")
 endforeach()
+set(format_lines "")
+if(FULL)
+  sizes_of(${FULL} full)
+  foreach(section text data bss)
+    math(EXPR format_${section} "${full_${section}} - ${noformat_${section}}")
+    math(EXPR all_${section} "${full_${section}} - ${base_${section}}")
+  endforeach()
+  string(CONCAT format_lines "\n+ report formatter (format_json)    ${format_text}\t${format_data}\t${format_bss}\n"
+    "= all of it                         ${all_text}\t${all_data}\t${all_bss}")
+endif()
 message("${LABEL}\nfootprint (bytes)                      .text   .data    .bss\n"
         "firmware without loopcanary         ${base_text}\t${base_data}\t${base_bss}\n"
-        "+ core + port + packets, crash box  ${core_text}\t${core_data}\t${core_bss}\n"
-        "+ report formatter (format_json)    ${format_text}\t${format_data}\t${format_bss}\n"
-        "= all of it                         ${all_text}\t${all_data}\t${all_bss}")
+        "+ core + port + packets, crash box  ${core_text}\t${core_data}\t${core_bss}${format_lines}")
 
 # Code of `file` by source (see the top of this file), under `title`; with `held`, the line of the
 # device figure and its budgets.
@@ -69,7 +76,7 @@ function(code_by_source file title held)
   endif()
   # Instruction and literal-pool lines: "  address:<tab>...". A step of more than 4 bytes to the
   # next line is data objects in .text (the vector table, constant tables): not code.
-  string(REGEX MATCHALL "\n +[0-9a-f]+:\t" heads "${listing}")
+  string(REGEX MATCHALL "\n *[0-9a-f]+:\t" heads "${listing}")
   set(addresses "")
   set(sizes "")
   set(previous "")
@@ -205,7 +212,7 @@ function(owners_of file label)
       continue()
     endif()
     list(APPEND seen ${address})
-    if(name MATCHES "^loopcanary::cortex_m::|^loopcanary_cortex_m_|^SysTick_Handler")
+    if(name MATCHES "^loopcanary::(cortex_m|riscv)::|^loopcanary_(cortex_m|riscv)_|^SysTick_Handler")
       set(owner port)
     elseif(name MATCHES "^loopcanary::(board|device_)" OR name MATCHES "^loopcanary_board")
       set(owner other)
@@ -228,9 +235,11 @@ function(owners_of file label)
   message("${label}: flash (.text + .rodata) and RAM (.data + .bss) by owner, from symbol sizes\n"
           "(memcpy and memset are shared with the startup code)\n"
           "  core (loopcanary::)        ${core_flash}\t${core_ram}\n${core_top}"
-          "  port (cortex_m, SysTick)   ${port_flash}\t${port_ram}\n${port_top}"
+          "  port (and its timer entry) ${port_flash}\t${port_ram}\n${port_top}"
           "  runtime (libgcc, libc)     ${runtime_flash}\t${runtime_ram}\n${runtime_top}"
           "  firmware and board         ${other_flash}\t${other_ram}")
 endfunction()
 owners_of(${NOFORMAT} "core + port + encoder + crash box, without the formatter")
-owners_of(${FULL} "core + port + formatter")
+if(FULL)
+  owners_of(${FULL} "core + port + formatter")
+endif()

@@ -2,7 +2,9 @@
 // Hot-path cost on the device: instructions executed per begin()+end() pair and per back-to-back
 // dispatch (next()), counted under QEMU
 // -icount (virtual time = instructions x 2^shift ns, so a loop timed with SysTick counts
-// instructions). Built once per clock configuration (LOOPCANARY_CORTEX_M_CLOCK):
+// instructions). On RISC-V: the mtime clock the port uses, and the read of mcycle (the clock it
+// does not use) for comparison. On Cortex-M built once per clock configuration
+// (LOOPCANARY_CORTEX_M_CLOCK):
 //   DETECT   the default: both paths are counted, SysTick (what QEMU runs, since its CYCCNT does
 //            not count) and CYCCNT (what silicon runs; forced here, its readings are then 0)
 //   DWT      CYCCNT only, no source branch (the cheapest)
@@ -13,41 +15,49 @@
 #include "icount_stopwatch.hpp"
 #include "loopcanary/board.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary/port/cortex_m.hpp"
+#include "device_port.hpp"
 
 namespace lc = loopcanary;
-namespace cm = loopcanary::cortex_m;
+namespace dp = loopcanary::device_port;
 using lc::device_test::print;
 using lc::device_test::print_u64;
 
 constexpr lc::Event kBenchEvent{"bench"};
 
 // The measured bodies, out of line so the loop around them is identical.
-extern "C" __attribute__((noinline)) void lc_bench_empty(cm::PortMonitor& monitor) {
+extern "C" __attribute__((noinline)) void lc_bench_empty(dp::PortMonitor& monitor) {
   __asm__ volatile("" ::"r"(&monitor) : "memory");
 }
-extern "C" __attribute__((noinline)) void lc_bench_begin_end(cm::PortMonitor& monitor) {
+extern "C" __attribute__((noinline)) void lc_bench_begin_end(dp::PortMonitor& monitor) {
   monitor.begin(kBenchEvent);
   monitor.end();
 }
 // One back-to-back dispatch: ends the running one and begins the next with one clock read (the
 // monitor is inside a dispatch around the measurement).
-extern "C" __attribute__((noinline)) void lc_bench_next(cm::PortMonitor& monitor) { monitor.next(kBenchEvent); }
-extern "C" __attribute__((noinline)) void lc_bench_clock(cm::PortMonitor& monitor) {
-  __asm__ volatile("" ::"r"(cm::Clock::now()), "r"(&monitor) : "memory");
+extern "C" __attribute__((noinline)) void lc_bench_next(dp::PortMonitor& monitor) { monitor.next(kBenchEvent); }
+extern "C" __attribute__((noinline)) void lc_bench_clock(dp::PortMonitor& monitor) {
+  __asm__ volatile("" ::"r"(dp::Clock::now()), "r"(&monitor) : "memory");
 }
+#if defined(__riscv)
+// The other clock a RISC-V port could use: the cycle counter, one CSR read.
+extern "C" __attribute__((noinline)) void lc_bench_mcycle(dp::PortMonitor& monitor) {
+  std::uint32_t cycles;
+  __asm__ volatile("csrr %0, mcycle" : "=r"(cycles));
+  __asm__ volatile("" ::"r"(cycles), "r"(&monitor) : "memory");
+}
+#endif
 
 namespace {
 
 constexpr std::uint32_t kIterations = 20'000;
-cm::PortMonitor g_monitor;
+dp::PortMonitor g_monitor;
 
 // Instructions (x100) of one call of `body` beyond an empty call; fails the test if the
 // stopwatch wrapped.
-std::uint64_t instructions_x100(void (*body)(cm::PortMonitor&)) {
+std::uint64_t instructions_x100(void (*body)(dp::PortMonitor&)) {
   bool wrapped = false;
   const std::uint64_t x100 =
-      lc::device_test::instructions_x100<cm::PortMonitor&>(body, &lc_bench_empty, kIterations, wrapped, g_monitor);
+      lc::device_test::instructions_x100<dp::PortMonitor&>(body, &lc_bench_empty, kIterations, wrapped, g_monitor);
   DT_EXPECT(!wrapped);
   return x100;
 }
@@ -69,9 +79,18 @@ void print_next(const char* what) {
 DT_TEST(HotPath, begin_end_instruction_count) {
   lc::device_test::start_stopwatch();
   lc::MonitorConfig config;
+#if defined(__riscv)
+  config.tick_hz = lc::board::kTimerHz;
+#else
   config.tick_hz = lc::board::kCoreHz;
+#endif
   DT_ASSERT_EQ(g_monitor.init(config), lc::Status::ok);
-#if LOOPCANARY_CORTEX_M_CLOCK == LOOPCANARY_CORTEX_M_CLOCK_DWT
+#if defined(__riscv)
+  print_figure("clock read (mtime)", instructions_x100(&lc_bench_clock));
+  print_figure("clock read (mcycle, for comparison)", instructions_x100(&lc_bench_mcycle));
+  print_figure("begin+end (mtime)", instructions_x100(&lc_bench_begin_end));
+  print_next("next, back to back (mtime)");
+#elif LOOPCANARY_CORTEX_M_CLOCK == LOOPCANARY_CORTEX_M_CLOCK_DWT
   print_figure("clock read (CYCCNT only)", instructions_x100(&lc_bench_clock));
   print_figure("begin+end (CYCCNT only)", instructions_x100(&lc_bench_begin_end));
   print_next("next, back to back (CYCCNT only)");
@@ -80,14 +99,14 @@ DT_TEST(HotPath, begin_end_instruction_count) {
   print_figure("begin+end (SysTick only)", instructions_x100(&lc_bench_begin_end));
   print_next("next, back to back (SysTick only)");
 #else
-  cm::detail::g_clock.use_dwt = false;
+  dp::detail::g_clock.use_dwt = false;
   print_figure("clock read (detect: SysTick)", instructions_x100(&lc_bench_clock));
   print_figure("begin+end (detect: SysTick)", instructions_x100(&lc_bench_begin_end));
-  cm::detail::g_clock.use_dwt = true;  // the path silicon with a cycle counter takes
+  dp::detail::g_clock.use_dwt = true;  // the path silicon with a cycle counter takes
   print_figure("clock read (detect: CYCCNT)", instructions_x100(&lc_bench_clock));
   print_figure("begin+end (detect: CYCCNT)", instructions_x100(&lc_bench_begin_end));
   print_next("next, back to back (detect: CYCCNT)");
-  cm::detail::g_clock.use_dwt = false;
+  dp::detail::g_clock.use_dwt = false;
 #endif
   DT_EXPECT_EQ(g_monitor.stats().blocks, 0u);
 }
@@ -99,9 +118,9 @@ DT_TEST(Sizes, per_configuration) {
   };
   const Size sizes[] = {
       {"Monitor", sizeof(lc::Monitor)},
-      {"cortex_m::PortMonitor", sizeof(cm::PortMonitor)},
+      {"PortMonitor (the port's)", sizeof(dp::PortMonitor)},
       {"Watchdog per loop (detail::WatchdogTrack)", sizeof(lc::detail::WatchdogTrack)},
-      {"RAM per loop (PortMonitor + WatchdogTrack)", sizeof(cm::PortMonitor) + sizeof(lc::detail::WatchdogTrack)},
+      {"RAM per loop (PortMonitor + WatchdogTrack)", sizeof(dp::PortMonitor) + sizeof(lc::detail::WatchdogTrack)},
       {"Watchdog per watch (detail::Watch)", sizeof(lc::detail::Watch)},
       {"  of which stack samples (StackSamples)", sizeof(lc::StackSamples)},
       {"Sample", sizeof(lc::Sample)},

@@ -6,7 +6,8 @@
 //     and without LC_WITH_FORMAT (the report formatter); footprint.cmake subtracts the sizes.
 //     LC_WITH_PACKET (default 1) is the device's output: the hang and final records go to a
 //     crash box in no-init RAM (sent at the next boot), and without the formatter the records
-//     are drained as binary packets (cortex_m::drain) to a byte sink.
+//     are drained as binary packets (the port's drain()) to a byte sink. On RISC-V (no text
+//     drain in that port) without LC_WITH_FORMAT only.
 //   - link check: built for Cortex-M0+ and M7 in the cortex-m3 workflow, so a 64-bit atomic, a
 //     read-modify-write atomic (no __atomic_* library here: the link fails) or an instruction the
 //     core does not have breaks the build. Everything of the hot path and the watchdog is used.
@@ -49,8 +50,8 @@
 #endif
 
 #if LC_WITH_LOOPCANARY
+#include "device_port.hpp"
 #include "loopcanary/loopcanary.hpp"
-#include "loopcanary/port/cortex_m.hpp"
 #if LC_WITH_PACKET
 #include "loopcanary/crash_box.hpp"
 #include "loopcanary/packet.hpp"
@@ -88,7 +89,7 @@ bool pop(std::uint32_t& event) {
 
 void push(std::uint32_t event) {
 #if LC_WITH_LOOPCANARY && LC_WITH_LATENCY
-  g_posted[g_head % 8u] = loopcanary::cortex_m::Clock::now();  // the queue stamps the post time
+  g_posted[g_head % 8u] = loopcanary::device_port::Clock::now();  // the queue stamps the post time
 #endif
   g_queue[g_head % 8u] = event;
   g_head = g_head + 1u;
@@ -96,7 +97,7 @@ void push(std::uint32_t event) {
 
 #if LC_WITH_LOOPCANARY
 namespace lc = loopcanary;
-namespace cm = loopcanary::cortex_m;
+namespace dp = loopcanary::device_port;
 
 #if LC_WITH_LATENCY
 lc::EventHealth g_health[4];
@@ -110,7 +111,7 @@ lc::StaticEvidenceWatchdog<1> g_watchdog;
 #else
 lc::StaticWatchdog<1, 4> g_watchdog;
 #endif
-cm::PortMonitor g_monitor;
+dp::PortMonitor g_monitor;
 
 #if LC_WITH_FORMAT
 char g_text[1024];
@@ -152,12 +153,19 @@ extern "C" std::uint32_t __stack_top[];  // mps2.ld: the main stack's top
 
 int main() {
 #if LC_WITH_LOOPCANARY
-  cm::Config port;
+  dp::Config port;
+#if defined(__riscv)
+  port.timer_hz = loopcanary::board::kTimerHz;
+  port.stack.code_begin = loopcanary::board::code_begin();
+  port.stack.code_end = loopcanary::board::code_end();
+  port.stack.stack_top = loopcanary::board::stack_top();
+#else
   port.core_hz = loopcanary::board::kCoreHz;
-  if (cm::init(port) != cm::PortStatus::ok) return 2;
+#endif
+  if (dp::init(port) != dp::PortStatus::ok) return 2;
   lc::MonitorConfig config;
   config.name = "main";
-  config.tick_hz = cm::tick_hz();
+  config.tick_hz = dp::tick_hz();
   config.threshold_us = 10'000;
   config.sample_interval_us = 1'000;
   config.hang_limit_us = 1'000'000;
@@ -167,13 +175,13 @@ int main() {
     if (g_monitor.init_event(e, {20'000, 5'000}) != lc::Status::ok) return 7;
   }
 #endif
-  lc::Hal hal = cm::make_hal();
+  lc::Hal hal = dp::make_hal();
 #if LC_WITH_MEMORY
   const auto top = reinterpret_cast<std::uintptr_t>(__stack_top);
-  cm::MemoryConfig memory;
-  memory.stack = cm::StackBounds{top - kStackBytes, top};
-  if (cm::init_memory(memory) != cm::MemoryStatus::ok) return 8;
-  hal.read_memory = &cm::read_memory;
+  loopcanary::cortex_m::MemoryConfig memory;  // Cortex-M only: the RISC-V port has no memory context
+  memory.stack = loopcanary::cortex_m::StackBounds{top - kStackBytes, top};
+  if (loopcanary::cortex_m::init_memory(memory) != loopcanary::cortex_m::MemoryStatus::ok) return 8;
+  hal.read_memory = &loopcanary::cortex_m::read_memory;
 #endif
 #if LC_WITH_EVIDENCE
   const lc::PacketSink sink{&send_packet, nullptr};
@@ -190,7 +198,7 @@ int main() {
   g_box.drain(sink);  // the previous boot's records
   if (g_watchdog.add_interceptor(&lc::CrashBox::intercept, &g_box) != lc::Status::ok) return 6;
 #endif
-  cm::attach(&g_watchdog);
+  dp::attach(&g_watchdog);
 #endif
   for (std::uint32_t i = 0; i < 8; ++i) push(i % 4u);
   std::uint32_t event = 0;
@@ -217,16 +225,16 @@ int main() {
 #endif
   }
 #if LC_WITH_LOOPCANARY
-  for (int i = 0; i < 5; ++i) cm::idle_wait();  // the watchdog finalises the last block
-  cm::attach(nullptr);
+  for (int i = 0; i < 5; ++i) dp::idle_wait();  // the watchdog finalises the last block
+  dp::attach(nullptr);
   const lc::LoopStats stats = g_monitor.stats();
 #if LC_WITH_EVIDENCE
   g_box.drain(sink);
 #elif LC_WITH_FORMAT
-  const cm::Sink text_sink{&write_record, nullptr};
-  cm::drain(g_watchdog, text_sink, cm::Format::json, g_text, sizeof g_text);
+  const dp::Sink text_sink{&write_record, nullptr};
+  dp::drain(g_watchdog, text_sink, dp::Format::json, g_text, sizeof g_text);
 #elif LC_WITH_PACKET
-  cm::drain(g_watchdog, sink, g_packet, sizeof g_packet);
+  dp::drain(g_watchdog, sink, g_packet, sizeof g_packet);
 #else
   lc::BlockRecord record;
   while (g_watchdog.pop(record)) {

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The device tests of the RISC-V port (port/riscv) on QEMU's virt board, included by
 # CMakeLists.txt with its functions: the scenario firmware shared with Cortex-M (block, hang,
-# crash box, evidence stream). The clock is mtime at 10 MHz
+# crash box, evidence stream), the hot path and the footprint. The clock is mtime at 10 MHz
 # (board::kTimerHz), so the wrap variants start 350000 ticks (block, 35 ms) and 500000 ticks
 # (hang, 50 ms) before 2^32.
 
@@ -31,6 +31,48 @@ loopcanary_device_capture_test(evidence_crash_box evidence_test.cpp ${hang} RESE
   WARNINGS 1 DEFINITIONS LC_SCENARIO=3)
 loopcanary_device_capture_test(evidence_crash_box_damaged evidence_test.cpp PACKETS 1 RECORDS 0 WARNINGS 1
   DEFINITIONS LC_SCENARIO=4)
+
+# ---- Figures: hot-path instructions, footprint ------------------------------------------------
+
+# Hot path: instructions per begin+end pair and per back-to-back dispatch (counted under
+# -icount), the mtime and mcycle reads, and the static disassembly.
+loopcanary_device_firmware(loopcanary_device_hotpath_test
+  SOURCES hotpath_test.cpp
+  LIBS loopcanary::port_riscv loopcanary_device_runner
+  DEFINITIONS LC_ICOUNT_SHIFT=${LOOPCANARY_QEMU_ICOUNT_SHIFT})
+add_test(NAME figures.hotpath COMMAND loopcanary_device_hotpath_test)
+set_tests_properties(figures.hotpath PROPERTIES LABELS "device;figures" TIMEOUT 60)
+add_test(NAME figures.hotpath.disassembly
+  COMMAND ${CMAKE_COMMAND} -DOBJDUMP=${CMAKE_OBJDUMP} -DFIRMWARE=$<TARGET_FILE:loopcanary_device_hotpath_test>
+    -DFUNCTIONS=lc_bench_begin_end|lc_bench_next -P ${CMAKE_CURRENT_SOURCE_DIR}/count_instructions.cmake)
+set_tests_properties(figures.hotpath.disassembly PROPERTIES LABELS figures)
+
+# The minimal super-loop without loopcanary, with it as a device sends its records (packets,
+# crash box) and as it sends evidence: the differences are the footprint of core + port +
+# encoder + crash box (footprint.cmake; no formatter build: the port drains packets only).
+# device.minimal runs the packet build; figures.footprint fails when the evidence build's code
+# by source exceeds 8750 B (8630 B measured).
+loopcanary_device_firmware(loopcanary_device_minimal_base
+  SOURCES minimal_firmware.cpp DEFINITIONS LC_WITH_LOOPCANARY=0)
+loopcanary_device_firmware(loopcanary_device_minimal_noformat
+  SOURCES minimal_firmware.cpp LIBS loopcanary::port_riscv DEFINITIONS LC_WITH_FORMAT=0)
+loopcanary_device_firmware(loopcanary_device_minimal_evidence
+  SOURCES minimal_firmware.cpp LIBS loopcanary::port_riscv DEFINITIONS LC_WITH_FORMAT=0 LC_WITH_EVIDENCE=1)
+loopcanary_device_test(device.minimal loopcanary_device_minimal_noformat)
+if(CMAKE_INTERPROCEDURAL_OPTIMIZATION)
+  set(lto_label "LTO")
+else()
+  set(lto_label "no LTO")
+endif()
+add_test(NAME figures.footprint
+  COMMAND ${CMAKE_COMMAND} -DSIZE=${CMAKE_SIZE} -DOBJDUMP=${CMAKE_OBJDUMP} -DADDR2LINE=${CMAKE_ADDR2LINE}
+    -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DNM=${CMAKE_NM}
+    "-DLABEL=${device_cpu}, ${CMAKE_BUILD_TYPE}, ${lto_label}, LOOPCANARY_PROFILE=${LOOPCANARY_PROFILE}"
+    -DBASE=$<TARGET_FILE:loopcanary_device_minimal_base>
+    -DNOFORMAT=$<TARGET_FILE:loopcanary_device_minimal_noformat>
+    -DEVIDENCE=$<TARGET_FILE:loopcanary_device_minimal_evidence> -DMAX_CODE=8750
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/footprint.cmake)
+set_tests_properties(figures.footprint PROPERTIES LABELS figures)
 
 # No firmware links an allocator (no_heap.cmake): every image built above.
 get_property(all_firmware GLOBAL PROPERTY loopcanary_device_firmware)
