@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Semihosting on the mps2 boards (QEMU: -semihosting-config enable=on,...): the call, the
-// board's name and the exit code; console and host files are port/semihosting/semihosting.cpp.
+// board's name and the exit code; console and host files are in
+// port/boards/semihosting/semihosting.cpp.
 // A semihosting call on M-profile is `bkpt 0xAB` with the operation in r0 and a pointer to its
 // argument block in r1; the result comes back in r0. Without a host (no debugger, QEMU without
 // semihosting) the breakpoint faults: this board is for QEMU and debug probes.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Semihosting on the virt board (QEMU: -semihosting-config enable=on,...): the call and the
-// board's name; console and host files are port/semihosting/semihosting.cpp. A RISC-V
+// board's name; console and host files are port/boards/semihosting/semihosting.cpp. A RISC-V
 // semihosting call is `ebreak` between `slli zero, zero, 0x1f` and `srai zero, zero, 7` (the
 // three uncompressed, in one 16-byte-aligned group so no page boundary splits them), with the
 // operation in a0 and its argument in a1; the result comes back in a0. Without semihosting
