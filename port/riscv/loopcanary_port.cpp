@@ -118,12 +118,54 @@ bool follows_call(const StackConfig& c, std::uint32_t ra) noexcept {
          (instruction & 0x7FFFu) == 0x00E7u;   // jalr ra, offset(rs1)
 }
 
+// The target of the direct call that returns to `ra` (follows_call(ra) holds): jal, auipc ra
+// + jalr ra (a `call` the linker did not relax) or c.jal; the 4-byte forms are tried first (the
+// halfword before ra may be the upper half of one). False for an indirect call.
+bool call_target(const StackConfig& c, std::uint32_t ra, std::uint32_t& target) noexcept {
+  const std::uint32_t last = halfword_at(ra - 2u);
+  const std::uint32_t first = halfword_at(ra - 4u);
+  const std::uint32_t instruction = first | (last << 16);
+  if ((first & 3u) == 3u && (instruction & 0xFFFu) == 0x0EFu) {  // jal ra: imm[20|10:1|11|19:12]
+    std::uint32_t offset = (instruction >> 31) << 20 | ((instruction >> 21) & 0x3FFu) << 1 |
+                           ((instruction >> 20) & 1u) << 11 | ((instruction >> 12) & 0xFFu) << 12;
+    if ((offset & 0x100000u) != 0) offset |= 0xFFE00000u;
+    target = ra - 4u + offset;
+    return true;
+  }
+  if ((first & 3u) == 3u && (instruction & 0xFFFFFu) == 0x080E7u && ra - c.code_begin >= 8u) {  // jalr ra, imm(ra)
+    const std::uint32_t upper = halfword_at(ra - 8u) | (halfword_at(ra - 6u) << 16);
+    if ((upper & 0xFFFu) != 0x097u) return false;  // not after auipc ra
+    const auto low = static_cast<std::uint32_t>(static_cast<std::int32_t>(instruction) >> 20);
+    target = ra - 8u + (upper & 0xFFFFF000u) + low;
+    return true;
+  }
+  if ((last & 0xE003u) == 0x2001u) {  // c.jal: offset[11|4|9:8|10|6|7|3:1|5] in bits 12..2
+    std::uint32_t offset = ((last >> 12) & 1u) << 11 | ((last >> 11) & 1u) << 4 | ((last >> 9) & 3u) << 8 |
+                           ((last >> 8) & 1u) << 10 | ((last >> 7) & 1u) << 6 | ((last >> 6) & 1u) << 7 |
+                           ((last >> 3) & 7u) << 1 | ((last >> 2) & 1u) << 5;
+    if ((offset & 0x800u) != 0) offset |= 0xFFFFF000u;
+    target = ra - 2u + offset;
+    return true;
+  }
+  return false;  // jalr or c.jalr through another register
+}
+
+// True when the interrupted ra is the caller of the interrupted function rather than a stale
+// return address left by a call it made earlier: the call before ra went to a function that
+// starts at or below the interrupted pc, and ra does not lie between the two (then pc and ra
+// are in one function: the one ra returned to). Unknown for an indirect call: kept.
+bool ra_is_callers(const StackConfig& c, std::uint32_t ra, std::uint32_t pc) noexcept {
+  std::uint32_t target = 0;
+  if (!call_target(c, ra, target)) return true;
+  return target <= pc && !(target <= ra && ra <= pc);
+}
+
 // Appends the return addresses of the frame-pointer chain from `fp` to pcs[n..max): GCC's
 // RISC-V frame with a frame pointer has s0 = the frame's top (the caller's sp); a function that
 // calls others saves ra at s0 - 4 and the caller's s0 at s0 - 8; a leaf (GCC 12 saves no ra)
 // saves the caller's s0 at s0 - 4. So the innermost frame either holds a return address at
-// s0 - 4 (then the interrupted ra, stale after a call, is left out) or is a leaf whose caller
-// is the interrupted ra. Every frame lies in (sp, top], above the one before; every return
+// s0 - 4 (then the interrupted ra comes first when ra_is_callers() says it is not stale) or is
+// a leaf whose caller is the interrupted ra. Every frame lies in (sp, top], above the one before; every return
 // address follows a call in the code. The chain ends at s0 = 0 (start-up's) or at the first
 // frame that breaks a bound (counted); when not even the innermost frame holds, the interrupted
 // ra alone stands for the caller. Returns the new n.
@@ -145,6 +187,13 @@ std::size_t walk_chain(PortState& s, std::uintptr_t sp, std::uintptr_t top, Fram
     if (saved == 0) break;  // the outermost frame: start-up entered it with ra = 0 and s0 = 0
     std::uintptr_t next;
     if (follows_call(c, saved)) {
+      // The innermost frame holds its return address: s0 is the interrupted function's frame,
+      // or (in a prologue or epilogue, or in code without frame pointers) its caller's, whose
+      // caller is then the interrupted ra.
+      const std::uint32_t ra = s.frame[kFrameRa];
+      if (innermost && ra != saved && n + 1 < max && follows_call(c, ra) && ra_is_callers(c, ra, s.pc)) {
+        pcs[n++] = ra;
+      }
       pcs[n++] = saved;
       next = record[-2];
     } else if (innermost) {  // a leaf: its caller is the interrupted ra, s0 - 4 the caller's s0
