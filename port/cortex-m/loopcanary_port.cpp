@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "loopcanary/packet.hpp"
+#include "loopcanary/packet_drain.hpp"
 
 namespace loopcanary::cortex_m {
 namespace detail {
@@ -505,27 +506,13 @@ PortStats stats() noexcept {
                    s.count[kPacketsRefused].load(std::memory_order_relaxed)};
 }
 
-namespace {
-// The records' one consumer adds the records it refused to the port's counter.
-void count_refused(std::uint32_t refused) noexcept {
-  std::atomic<std::uint32_t>& count = state().count[kPacketsRefused];
-  count.store(count.load(std::memory_order_relaxed) + refused, std::memory_order_relaxed);
-}
-}  // namespace
-
 std::uint32_t drain(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
-  std::uint32_t refused = 0;
-  const std::uint32_t sent = drain_packets(watchdog, sink, buffer, size, &refused);
-  count_refused(refused);
-  return sent;
+  return drain_packets(watchdog, sink, buffer, size, state().count[kPacketsRefused]);
 }
 
 std::uint32_t drain_health(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
                                    std::size_t size) noexcept {
-  std::uint32_t refused = 0;
-  const std::uint32_t sent = drain_health_packets(watchdog, sink, buffer, size, &refused);
-  count_refused(refused);
-  return sent;
+  return drain_health_packets(watchdog, sink, buffer, size, state().count[kPacketsRefused]);
 }
 
 }  // namespace loopcanary::cortex_m

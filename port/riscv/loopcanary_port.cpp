@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "loopcanary/packet.hpp"
+#include "loopcanary/packet_drain.hpp"
 
 namespace loopcanary::riscv {
 namespace {
@@ -404,9 +405,6 @@ tick_t sleep_until_interrupt() noexcept {
   __asm__ volatile("csrs mstatus, %0" ::"r"(mstatus & kMstatusMie) : "memory");  // the waking interrupt runs here
   return slept;
 }
-
-// The records' one consumer adds the records it refused to the port's counter.
-void count_refused(std::uint32_t refused) noexcept { bump(g_state.count[kPacketsRefused], refused); }
 }  // namespace
 
 void idle_wait() noexcept { static_cast<void>(sleep_until_interrupt()); }
@@ -434,18 +432,12 @@ PortStats stats() noexcept {
 }
 
 std::uint32_t drain(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size) noexcept {
-  std::uint32_t refused = 0;
-  const std::uint32_t sent = drain_packets(watchdog, sink, buffer, size, &refused);
-  count_refused(refused);
-  return sent;
+  return drain_packets(watchdog, sink, buffer, size, g_state.count[kPacketsRefused]);
 }
 
 std::uint32_t drain_health(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
                            std::size_t size) noexcept {
-  std::uint32_t refused = 0;
-  const std::uint32_t sent = drain_health_packets(watchdog, sink, buffer, size, &refused);
-  count_refused(refused);
-  return sent;
+  return drain_health_packets(watchdog, sink, buffer, size, g_state.count[kPacketsRefused]);
 }
 
 }  // namespace loopcanary::riscv

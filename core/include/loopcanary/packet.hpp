@@ -146,23 +146,6 @@ std::size_t encode_packet(const BlockRecord& record, std::uint8_t* buffer, std::
 /// kMaxHealthPacketBytes always fits. Any context; reentrant.
 std::size_t encode_health_packet(const HealthRecord& record, std::uint8_t* buffer, std::size_t size) noexcept;
 
-class Watchdog;
-
-/// Pops every record waiting in `watchdog`'s ring, encodes each as one `block` packet
-/// (encode_packet) into `buffer` (`size` bytes) and hands the packet's bytes to `sink`, one call
-/// per packet, in the order of the ring: a device port's drain(). A record whose packet does not
-/// fit `buffer` is popped, not sent, and counted in `*refused` (added to it; a buffer of
-/// kMaxPacketBytes never refuses one). A null `sink.write`, `buffer` or `refused` pops nothing and
-/// returns 0. The records' one consumer context; `sink.write` runs there. Returns the packets
-/// handed to `sink`.
-std::uint32_t drain_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer, std::size_t size,
-                            std::uint32_t* refused) noexcept;
-
-/// drain_packets() for the watchdog's health ring: each health record as one `health` packet
-/// (encode_health_packet; a buffer of kMaxHealthPacketBytes never refuses one).
-std::uint32_t drain_health_packets(Watchdog& watchdog, const PacketSink& sink, std::uint8_t* buffer,
-                                   std::size_t size, std::uint32_t* refused) noexcept;
-
 /// The whole length of the packet whose header (its first kPacketHeaderBytes bytes) is at
 /// `header`: header, body (the 16-bit length field) and CRC, 10..65545 bytes. What a reader of
 /// a byte stream cuts packets by; it checks neither the magic nor the CRC. Any context.
