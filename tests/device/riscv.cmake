@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # The device tests of the RISC-V port (port/riscv) on QEMU's virt board, included by
 # CMakeLists.txt with its functions: the scenario firmware shared with Cortex-M (block, hang,
-# crash box, evidence stream), the hot path and the footprint. The clock is mtime at 10 MHz
-# (board::kTimerHz), so the wrap variants start 350000 ticks (block, 35 ms) and 500000 ticks
-# (hang, 50 ms) before 2^32.
+# crash box, evidence stream), the frame-chain test, the hot path, the footprint and the minimal
+# device profile. The clock is mtime at 10 MHz (board::kTimerHz), so the wrap variants start
+# 350000 ticks (block, 35 ms) and 500000 ticks (hang, 50 ms) before 2^32.
 
 set(block EVENT slow_handler PHASE final CAUSE running FUNCTION busy_compute)
 set(hang EVENT wait_for_ack PHASE hang CAUSE running FUNCTION stuck_forever)
@@ -32,11 +32,18 @@ loopcanary_device_capture_test(frame_chain_o2 frame_chain_test.cpp ${frame_chain
 # The evidence stream (a StaticEvidenceWatchdog, its evidence ring in no-init RAM): the host tool
 # assembles the records from the evidence packets (evidence_test.cpp); as in CMakeLists.txt, one
 # warning each: the decoder's "crash box discarded" for the boot that found no valid ring.
-loopcanary_device_capture_test(evidence_block evidence_test.cpp ${block} RECORDS 2 WARNINGS 1
+# A build without CPU readings (the minimal profile) has no cause for its records: `unknown`.
+set(evidence_block ${block})
+set(evidence_hang ${hang})
+if(NOT LOOPCANARY_CPU_READINGS)
+  set(evidence_block EVENT slow_handler PHASE final CAUSE unknown FUNCTION busy_compute)
+  set(evidence_hang EVENT wait_for_ack PHASE hang CAUSE unknown FUNCTION stuck_forever)
+endif()
+loopcanary_device_capture_test(evidence_block evidence_test.cpp ${evidence_block} RECORDS 2 WARNINGS 1
   DEFINITIONS LC_SCENARIO=1)
-loopcanary_device_capture_test(evidence_hang evidence_test.cpp ${hang} RECORDS 2 WARNINGS 1
+loopcanary_device_capture_test(evidence_hang evidence_test.cpp ${evidence_hang} RECORDS 2 WARNINGS 1
   DEFINITIONS LC_SCENARIO=2)
-loopcanary_device_capture_test(evidence_crash_box evidence_test.cpp ${hang} RESET_CAUSE software RECORDS 2
+loopcanary_device_capture_test(evidence_crash_box evidence_test.cpp ${evidence_hang} RESET_CAUSE software RECORDS 2
   WARNINGS 1 DEFINITIONS LC_SCENARIO=3)
 loopcanary_device_capture_test(evidence_crash_box_damaged evidence_test.cpp PACKETS 1 RECORDS 0 WARNINGS 1
   DEFINITIONS LC_SCENARIO=4)
@@ -82,6 +89,53 @@ add_test(NAME figures.footprint
     -DEVIDENCE=$<TARGET_FILE:loopcanary_device_minimal_evidence> -DMAX_CODE=9100
     -P ${CMAKE_CURRENT_SOURCE_DIR}/footprint.cmake)
 set_tests_properties(figures.footprint PROPERTIES LABELS figures)
+
+# The minimal device profile (LOOPCANARY_PROFILE=minimal): this build's toolchain, build type and
+# capacities with the profile's feature switches, in its own configuration. Its evidence
+# firmware runs the block, hang and crash box tests there (device.minimal_profile: the captures
+# decoded by this build's host tool, the cause `unknown` without CPU readings), and
+# figures.footprint_minimal fails when its flash by source exceeds 8100 B (7972 B measured).
+option(LOOPCANARY_DEVICE_PROFILES "Build and test the minimal device profile too (an ExternalProject)" ON)
+if(LOOPCANARY_DEVICE_PROFILES AND NOT LOOPCANARY_PROFILE STREQUAL "minimal")
+  include(ExternalProject)
+  set(minimal_dir ${CMAKE_BINARY_DIR}/profile-minimal)
+  ExternalProject_Add(loopcanary_profile_minimal
+    SOURCE_DIR ${PROJECT_SOURCE_DIR}
+    BINARY_DIR ${minimal_dir}
+    CMAKE_ARGS
+      -DCMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE}
+      -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
+      -DLOOPCANARY_PROFILE=minimal
+      -DLOOPCANARY_SINGLE_CORE=${LOOPCANARY_SINGLE_CORE}
+      -DLOOPCANARY_MAX_SAMPLES=${LOOPCANARY_MAX_SAMPLES}
+      -DLOOPCANARY_MAX_FRAMES=${LOOPCANARY_MAX_FRAMES}
+      -DLOOPCANARY_STACK_WORDS=${LOOPCANARY_STACK_WORDS}
+      -DLOOPCANARY_WERROR=${LOOPCANARY_WERROR}
+      -DLOOPCANARY_HOST_TOOL=${host_tool}
+      -DLOOPCANARY_INSTALL=OFF
+      -DLOOPCANARY_DEVICE_PROFILES=OFF
+    BUILD_COMMAND ${CMAKE_COMMAND} --build <BINARY_DIR> --target loopcanary_device_minimal_base
+      loopcanary_device_minimal_noformat loopcanary_device_minimal_evidence
+      loopcanary_device_evidence_block loopcanary_device_evidence_hang loopcanary_device_evidence_crash_box
+    INSTALL_COMMAND ""
+    BUILD_ALWAYS ON)
+  if(TARGET loopcanary_host_tool)
+    add_dependencies(loopcanary_profile_minimal loopcanary_host_tool)
+  endif()
+  add_test(NAME device.minimal_profile
+    COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${minimal_dir} --output-on-failure --no-tests=error
+      -R "^device\\.(evidence_block|evidence_hang|evidence_crash_box)$")
+  set_tests_properties(device.minimal_profile PROPERTIES LABELS device TIMEOUT 300)
+  set(minimal_firmware ${minimal_dir}/tests/device/loopcanary_device_minimal)
+  add_test(NAME figures.footprint_minimal
+    COMMAND ${CMAKE_COMMAND} -DSIZE=${CMAKE_SIZE} -DOBJDUMP=${CMAKE_OBJDUMP} -DADDR2LINE=${CMAKE_ADDR2LINE}
+      -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DNM=${CMAKE_NM}
+      "-DLABEL=${device_cpu}, ${CMAKE_BUILD_TYPE}, ${lto_label}, LOOPCANARY_PROFILE=minimal"
+      -DBASE=${minimal_firmware}_base.elf -DNOFORMAT=${minimal_firmware}_noformat.elf
+      -DEVIDENCE=${minimal_firmware}_evidence.elf -DMAX_CODE=8100
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/footprint.cmake)
+  set_tests_properties(figures.footprint_minimal PROPERTIES LABELS figures)
+endif()
 
 # No firmware links an allocator (no_heap.cmake): every image built above.
 get_property(all_firmware GLOBAL PROPERTY loopcanary_device_firmware)
