@@ -154,7 +154,9 @@ bool call_target(const StackConfig& c, std::uint32_t ra, std::uint32_t& target) 
 // True when the interrupted ra is the caller of the interrupted function rather than a stale
 // return address left by a call it made earlier: the call before ra went to a function that
 // starts at or below the interrupted pc, and ra does not lie between the two (then pc and ra
-// are in one function: the one ra returned to). Unknown for an indirect call: kept.
+// are in one function: the one ra returned to). Unknown for an indirect call: kept. A stale ra
+// from a call to a function placed below, with pc before that call (a loop's head), passes:
+// the interrupted function then shows twice in a row.
 bool ra_is_callers(const StackConfig& c, std::uint32_t ra, std::uint32_t pc) noexcept {
   std::uint32_t target = 0;
   if (!call_target(c, ra, target)) return true;
