@@ -33,7 +33,7 @@ loopcanary_device_evidence_tests(${crash_box_chain})
 # culprit is the innermost of them, not the division helper it calls. One warning: the power-on's
 # "crash box discarded".
 if(LOOPCANARY_STACK_WORDS GREATER 0)
-  set(unwind EVENT slow_handler PHASE final CAUSE running RECORDS 4 WARNINGS 1
+  set(unwind SOURCES call_chain.cpp EVENT slow_handler PHASE final CAUSE running RECORDS 4 WARNINGS 1
     CHAIN lc_unwind_handler lc_chain_1 lc_chain_2 lc_chain_3 lc_chain_4 lc_chain_5 lc_chain_6 CULPRIT lc_chain_6)
   loopcanary_device_capture_test(unwind unwind_test.cpp ${unwind}
     DEFINITIONS LC_ICOUNT_SHIFT=${LOOPCANARY_QEMU_ICOUNT_SHIFT})

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Device test of the RISC-V port's stack sample: whole call chains from the frame-pointer
-// chain, walked on the device. A handler calls lc_chain_1 -> ... -> lc_chain_6 (noipa: each a
-// function of its own, with frames of several shapes), and lc_chain_6 computes until the clock
-// passes a deadline, calling a tiny leaf and the compiler's 64-bit division helper (libgcc's
+// chain, walked on the device. A handler calls lc_chain_1 -> ... -> lc_chain_6
+// (call_chain.cpp; noipa: each a function of its own, with frames of several shapes), and
+// lc_chain_6 computes until the clock passes a deadline, calling a tiny leaf and the compiler's 64-bit division helper (libgcc's
 // __udivdi3, built without frame pointers) in every round. Each sample is mepc, the interrupted
 // ra where it is the caller, and the return addresses of the chain from s0; with
 // LOOPCANARY_MAX_FRAMES = 8 that holds the helper and all seven user functions. On the host,
@@ -12,6 +12,7 @@
 // ra too, one in lc_chain_6 through its frame.
 #include <cstdint>
 
+#include "call_chain.hpp"
 #include "device_port.hpp"
 #include "device_report.hpp"
 #include "loopcanary/board.hpp"
@@ -25,8 +26,6 @@ namespace lc = loopcanary;
 namespace dp = loopcanary::device_port;
 using lc::device_report::check;
 
-#define LC_CHAIN __attribute__((noipa))
-
 namespace {
 
 constexpr lc::Event kShort{"short_handler"};
@@ -35,49 +34,11 @@ constexpr lc::Event kSlow{"slow_handler"};
 lc::StaticWatchdog<1, 4> g_watchdog;
 dp::PortMonitor g_monitor;
 
-volatile std::uint64_t g_dividend = 0x0123456789ABCDEFull;
-volatile std::uint64_t g_divisor = 0x00000000FEDCBA98ull;
 volatile std::uint32_t g_sink = 0;
 
 void on_report(void* /*context*/, const lc::BlockRecord& /*record*/) {}
 
 }  // namespace
-
-// Outside the anonymous namespace: addr2line names them plainly ("lc_chain_6(unsigned long)").
-LC_CHAIN std::uint32_t lc_leaf_tiny(std::uint32_t x) { return x * 3u + 1u; }
-
-// The innermost user function: a round of its own arithmetic, the tiny leaf, a 64-bit division
-// (a libgcc call on rv32), until the clock passes `until`.
-LC_CHAIN std::uint32_t lc_chain_6(lc::tick_t until) {
-  std::uint32_t acc = 0;
-  while (static_cast<std::int32_t>(until - dp::Clock::now()) > 0) {
-    acc += lc_leaf_tiny(acc);
-    acc ^= static_cast<std::uint32_t>(g_dividend / (g_divisor + acc));
-  }
-  return acc;
-}
-
-LC_CHAIN std::uint32_t lc_chain_5(lc::tick_t until) { return lc_chain_6(until) + 5u; }
-
-LC_CHAIN std::uint32_t lc_chain_4(lc::tick_t until) {
-  volatile std::uint32_t local[6] = {1, 2, 3, 4, 5, 6};  // a frame with an array in it
-  const std::uint32_t r = lc_chain_5(until);
-  return r ^ local[r % 6u];
-}
-
-LC_CHAIN std::uint32_t lc_chain_3(lc::tick_t until) {
-  const std::uint32_t r = lc_chain_4(until);
-  return r * 7u + g_sink;
-}
-
-LC_CHAIN std::uint32_t lc_chain_2(lc::tick_t until, std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-  const std::uint32_t r = lc_chain_3(until);
-  return r + a * b + c;  // values live across the call: callee-saved registers saved
-}
-
-LC_CHAIN std::uint32_t lc_chain_1(lc::tick_t until) { return lc_chain_2(until, g_sink, 3u, 4u) - 1u; }
-
-LC_CHAIN void lc_unwind_handler(lc::tick_t length) { g_sink = lc_chain_1(dp::Clock::now() + length); }
 
 int main() {
   lc::device_report::start("frame_chain_test");

@@ -14,7 +14,7 @@ loopcanary_device_crash_box_tests()
 # the block's samples hold the seven user functions, at -Os (the workflow's build type) and at
 # -O2; the culprit is the innermost of them, not the division helper it calls. Two records:
 # in progress and final.
-set(frame_chain EVENT slow_handler PHASE final CAUSE running RECORDS 2
+set(frame_chain SOURCES call_chain.cpp EVENT slow_handler PHASE final CAUSE running RECORDS 2
   CHAIN lc_unwind_handler lc_chain_1 lc_chain_2 lc_chain_3 lc_chain_4 lc_chain_5 lc_chain_6 CULPRIT lc_chain_6)
 loopcanary_device_capture_test(frame_chain frame_chain_test.cpp ${frame_chain})
 loopcanary_device_capture_test(frame_chain_o2 frame_chain_test.cpp ${frame_chain} OPTIONS -O2)

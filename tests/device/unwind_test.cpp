@@ -18,14 +18,14 @@
 // sample and the words it finds: "lc-unwind-figures ...". Under -icount a tick (40 ns at 25 MHz)
 // is 40 / 2^LC_ICOUNT_SHIFT instructions.
 //
-// The chain's functions have frames of several shapes (callee-saved registers only, locals,
-// an array on the stack), and lc_leaf_tiny, called in every round, is mostly prologue and
+// The chain's functions (call_chain.cpp) have frames of several shapes (callee-saved registers
+// only, locals, an array on the stack), and lc_leaf_tiny, called in every round, is mostly prologue and
 // epilogue (three registers pushed and popped around two instructions): samples land there on
 // purpose and must unwind as well as any other. Built at -Os and at -O2 (device.unwind_o2), with
 // LTO in the cortex-m4f workflow: noipa keeps every function of the chain a function of its own.
-#include <cstddef>
 #include <cstdint>
 
+#include "call_chain.hpp"
 #include "device_report.hpp"
 #include "device_test.hpp"
 #include "loopcanary/board.hpp"
@@ -41,8 +41,6 @@ namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;
 namespace board = loopcanary::board;
 using lc::device_report::check;
-
-#define LC_CHAIN __attribute__((noipa))
 
 namespace {
 
@@ -73,8 +71,6 @@ bool timed_words(void* context, const lc::Monitor& loop, lc::StackEvidence* out)
   return got;
 }
 
-volatile std::uint64_t g_dividend = 0x0123456789ABCDEFull;
-volatile std::uint64_t g_divisor = 0x00000000FEDCBA98ull;
 volatile std::uint32_t g_sink = 0;
 
 // "lc-unwind-figures": ticks per poll without and with stack evidence, capture_words' ticks and
@@ -102,47 +98,6 @@ void print_figures(const cm::PortStats& before, const cm::PortStats& between, co
 }
 
 }  // namespace
-
-// Outside the anonymous namespace: addr2line names them plainly ("lc_chain_6(unsigned int)").
-LC_CHAIN std::uint32_t lc_leaf_tiny(std::uint32_t x) {
-  __asm__ volatile("" ::: "r4", "r5", "r6");  // a prologue and an epilogue of their own
-  return x * 3u + 1u;
-}
-
-// The innermost user function: a round of its own arithmetic, the tiny leaf, a 64-bit division
-// (a library call on every Cortex-M), until the clock passes `until`.
-LC_CHAIN std::uint32_t lc_chain_6(lc::tick_t until) {
-  std::uint32_t acc = 0;
-  while (static_cast<std::int32_t>(until - cm::Clock::now()) > 0) {
-    acc += lc_leaf_tiny(acc);
-    acc ^= static_cast<std::uint32_t>(g_dividend / (g_divisor + acc));
-  }
-  return acc;
-}
-
-LC_CHAIN std::uint32_t lc_chain_5(lc::tick_t until) { return lc_chain_6(until) + 5u; }
-
-LC_CHAIN std::uint32_t lc_chain_4(lc::tick_t until) {
-  volatile std::uint32_t local[6] = {1, 2, 3, 4, 5, 6};  // a frame with an array in it
-  const std::uint32_t r = lc_chain_5(until);
-  return r ^ local[static_cast<std::size_t>(r % 6u)];
-}
-
-LC_CHAIN std::uint32_t lc_chain_3(lc::tick_t until) {
-  const std::uint32_t r = lc_chain_4(until);
-  return r * 7u + g_sink;
-}
-
-LC_CHAIN std::uint32_t lc_chain_2(lc::tick_t until, std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-  const std::uint32_t r = lc_chain_3(until);
-  return r + a * b + c;  // values live across the call: callee-saved registers pushed
-}
-
-LC_CHAIN std::uint32_t lc_chain_1(lc::tick_t until) { return lc_chain_2(until, g_sink, 3u, 4u) - 1u; }
-
-LC_CHAIN void lc_unwind_handler(lc::tick_t length) {
-  g_sink = lc_chain_1(cm::Clock::now() + length);
-}
 
 int main() {
   lc::device_report::start("unwind_test");
