@@ -11,59 +11,20 @@
 // crashed test fails with a message instead of hanging.
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "loopcanary/board.hpp"
+#include "runtime.hpp"
 
-// Linker script symbols (virt.ld).
+using loopcanary::board::detail::write_hex_line;
+
+// Linker script symbols (virt.ld); the run-time start's are in port/boards/runtime.
 extern "C" {
-extern std::uint32_t __data_start[];
-extern std::uint32_t __data_end[];
-extern const std::uint32_t __data_load[];
-extern std::uint32_t __bss_start[];
-extern std::uint32_t __bss_end[];
 extern std::uint32_t __stack_top[];
 extern const std::uint16_t __code_start[];
 extern const std::uint16_t __code_end[];
-using InitFunction = void (*)();
-extern const InitFunction __init_array_start[];
-extern const InitFunction __init_array_end[];
 }
-
-// The firmware's main(), called through an assembler label: ISO C++ forbids naming ::main.
-int loopcanary_board_main() __asm__("main");
-
-namespace {
-
-char hex_digit(std::uint32_t v) noexcept { return static_cast<char>(v < 10 ? '0' + v : 'a' + (v - 10)); }
-
-// "<label> 0x<hex>\n" without a formatting library.
-void write_hex_line(const char* label, std::uint32_t value) noexcept {
-  char line[48];
-  std::size_t n = 0;
-  for (const char* p = label; *p != '\0' && n < 30; ++p) line[n++] = *p;
-  line[n++] = ' ';
-  line[n++] = '0';
-  line[n++] = 'x';
-  for (int shift = 28; shift >= 0; shift -= 4) line[n++] = hex_digit((value >> shift) & 0xFu);
-  line[n++] = '\n';
-  line[n] = '\0';
-  loopcanary::board::write(line);
-}
-
-}  // namespace
 
 extern "C" {
-
-// Called by _start with the stack set up. Used: only assembly names it.
-[[noreturn, gnu::used]] void loopcanary_board_start() {
-  std::memcpy(__data_start, __data_load,
-              static_cast<std::size_t>(reinterpret_cast<char*>(__data_end) - reinterpret_cast<char*>(__data_start)));
-  std::memset(__bss_start, 0,
-              static_cast<std::size_t>(reinterpret_cast<char*>(__bss_end) - reinterpret_cast<char*>(__bss_start)));
-  for (const InitFunction* f = __init_array_start; f != __init_array_end; ++f) (*f)();
-  loopcanary::board::exit(loopcanary_board_main());
-}
 
 // Every trap without a handler: name it, then exit. Reached from the trap vector (never
 // returns, so the interrupted registers need not be kept).
