@@ -5,9 +5,12 @@
 # the build. The records must show every cause, so that a comparison of records without one
 # cannot pass.
 #
-#   cmake -DRECORDS=a -DSTREAM=b -P evidence_stream_compare.cmake
+#   cmake -DRECORDS=a -DSTREAM=b [-DEMULATOR=qemu-aarch64|-L|...] -P evidence_stream_compare.cmake
+# EMULATOR: what runs a cross build's programs, "|" between its arguments (tests/CMakeLists.txt,
+# LOOPCANARY_TEST_EMULATOR); empty in a native build.
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 foreach(program RECORDS STREAM)
-  execute_process(COMMAND ${${program}} OUTPUT_VARIABLE out_${program} RESULT_VARIABLE code)
+  execute_process(COMMAND ${EMULATOR} ${${program}} OUTPUT_VARIABLE out_${program} RESULT_VARIABLE code)
   if(NOT code EQUAL 0)
     message(FATAL_ERROR "${${program}} failed (${code}):\n${out_${program}}")
   endif()

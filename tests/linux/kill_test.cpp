@@ -7,8 +7,10 @@
 // records of each run up to what the writer counted as written (or one more, the one it was
 // writing), a torn record only at the very end of a file, reported by the reader as a torn tail.
 //
-// The writer is loopcanary_kill_writer (kill_writer.cpp). LOOPCANARY_KILL_SEED=<n> repeats the
-// random delays of a run (the seed is printed; where a delay lands in the writer's work varies).
+// The writer is loopcanary_kill_writer (kill_writer.cpp), started under LOOPCANARY_TEST_EMULATOR
+// in a cross build (tests/CMakeLists.txt: qemu-aarch64 for AArch64; the kill then ends the
+// emulator, which is the writer's process). LOOPCANARY_KILL_SEED=<n> repeats the random delays of
+// a run (the seed is printed; where a delay lands in the writer's work varies).
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -59,6 +61,17 @@ std::string slurp(const std::string& path) {
 }
 
 
+// The command that runs a program of this build: LOOPCANARY_TEST_EMULATOR split at "|" (none in
+// a native build).
+std::vector<std::string> emulator() {
+  std::vector<std::string> words;
+  std::stringstream command(LOOPCANARY_TEST_EMULATOR);
+  for (std::string word; std::getline(command, word, '|');) {
+    if (!word.empty()) words.push_back(word);
+  }
+  return words;
+}
+
 // What a run of the writer counted (its progress file): records whose write() it entered, and
 // records written whole to every form.
 struct Progress {
@@ -87,12 +100,16 @@ class Writer {
     const std::string writer = LOOPCANARY_KILL_WRITER;
     const std::string run_text = std::to_string(run);
     const std::string records_text = std::to_string(records);
-    const char* args[] = {writer.c_str(), logs.c_str(), progress_path.c_str(), run_text.c_str(),
-                          records != 0 ? records_text.c_str() : nullptr, nullptr};
+    std::vector<std::string> words = emulator();
+    for (const std::string& w : {writer, logs, progress_path, run_text}) words.push_back(w);
+    if (records != 0) words.push_back(records_text);
+    std::vector<char*> args;
+    for (std::string& w : words) args.push_back(w.data());
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], STDOUT_FILENO);
-      execv(writer.c_str(), const_cast<char* const*>(args));
+      execv(args[0], args.data());
       _exit(127);
     }
     ::close(out[1]);

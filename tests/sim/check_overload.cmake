@@ -4,7 +4,10 @@
 # from the scenario's and the firmware's parameters (sim/demo/scenarios.hpp, thermostat.hpp,
 # the handlers in thermostat.cpp). cmake -P with:
 #   PROGRAM   the loopcanary-sim executable
+#   EMULATOR  optional: what runs a cross build's programs, "|" between its arguments
+#             (tests/CMakeLists.txt, LOOPCANARY_TEST_EMULATOR); empty in a native build
 cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 
 # ---- The parameters ------------------------------------------------------------------------
 
@@ -35,7 +38,7 @@ set(display_deadline_us 25000)
 
 # ---- Run -----------------------------------------------------------------------------------
 
-execute_process(COMMAND ${PROGRAM} --scenario overload --time virtual --format json
+execute_process(COMMAND ${EMULATOR} ${PROGRAM} --scenario overload --time virtual --format json
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE code TIMEOUT 300)
 set(failures "")
 # expect(<message> <condition...>): a failure when the condition (if() syntax) is false.

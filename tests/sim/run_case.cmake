@@ -14,7 +14,10 @@
 #     RATE_ARGS         the arguments of a reference run: the count per second of run (the
 #                       summary's "ran S s") must be the same in both runs, within 1 %
 #   WORK_DIR  an empty directory for the case (recreated here)
+#   EMULATOR  optional: what runs a cross build's programs, "|" between its arguments
+#             (tests/CMakeLists.txt, LOOPCANARY_TEST_EMULATOR); empty in a native build
 cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 include(${CMAKE_CURRENT_LIST_DIR}/../check_output.cmake)
 
 include(${CASE})
@@ -24,7 +27,7 @@ list(TRANSFORM ARGS REPLACE "@WORK_DIR@" "${WORK_DIR}")
 set(CASE_ARGS ${ARGS})
 
 function(run_program out_var err_var code_var)
-  execute_process(COMMAND ${PROGRAM} ${ARGS}
+  execute_process(COMMAND ${EMULATOR} ${PROGRAM} ${ARGS}
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE code TIMEOUT 300)
   set(${out_var} "${out}" PARENT_SCOPE)
   set(${err_var} "${err}" PARENT_SCOPE)

@@ -4,8 +4,10 @@
 # that. Checks that the run ends with status 1 and a message saying how many records are not
 # in the directory, and that the sink recreated the directory for the records after it.
 # cmake -P with PROGRAM (loopcanary-sim) and WORK_DIR (recreated here). The same script is the
-# deleter when DELETE_WHEN_WRITTEN names the file to wait for.
+# deleter when DELETE_WHEN_WRITTEN names the file to wait for. EMULATOR (optional): what runs a
+# cross build's programs, "|" between its arguments (tests/CMakeLists.txt, LOOPCANARY_TEST_EMULATOR).
 cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 
 if(DEFINED DELETE_WHEN_WRITTEN)
   # Waits (up to 120 s) for the first record in the file, then removes its directory.
@@ -30,7 +32,7 @@ set(jsonl ${logs}/loopcanary-thermostat-2.3.1.jsonl)
 # A pipeline runs both at once; the deleter's (empty) output is the program's input.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -DDELETE_WHEN_WRITTEN=${jsonl} -P ${CMAKE_CURRENT_LIST_FILE}
-  COMMAND ${PROGRAM} --time real --log-dir ${logs}
+  COMMAND ${EMULATOR} ${PROGRAM} --time real --log-dir ${logs}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULTS_VARIABLE codes TIMEOUT 300)
 list(GET codes 0 deleter)
 list(GET codes 1 code)

@@ -2,16 +2,19 @@
 # The demo and the host tool read the same record the same way: for every block of the demo
 # (virtual time), the culprit and its share in loopcanary-sim's summary equal those of
 # `loopcanary report` on the logs it wrote (docs/tool.md, "Culprit": one rule, in one place).
-# cmake -P with SIM (loopcanary-sim), TOOL (loopcanary) and WORK_DIR (recreated here).
+# cmake -P with SIM (loopcanary-sim), TOOL (loopcanary) and WORK_DIR (recreated here); EMULATOR
+# (optional): what runs a cross build's programs, "|" between its arguments (tests/CMakeLists.txt,
+# LOOPCANARY_TEST_EMULATOR).
 cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 
 file(REMOVE_RECURSE ${WORK_DIR})
-execute_process(COMMAND ${SIM} --time virtual --scenario cpu,flash,seed,hang --format json --log-dir ${WORK_DIR}
+execute_process(COMMAND ${EMULATOR} ${SIM} --time virtual --scenario cpu,flash,seed,hang --format json --log-dir ${WORK_DIR}
   OUTPUT_VARIABLE demo RESULT_VARIABLE code TIMEOUT 300)
 if(NOT code STREQUAL "0")
   message(FATAL_ERROR "loopcanary-sim: exit status ${code}")
 endif()
-execute_process(COMMAND ${TOOL} report ${WORK_DIR} --by event --format json
+execute_process(COMMAND ${EMULATOR} ${TOOL} report ${WORK_DIR} --by event --format json
   OUTPUT_VARIABLE report RESULT_VARIABLE code TIMEOUT 300)
 if(NOT code STREQUAL "0")
   message(FATAL_ERROR "loopcanary report: exit status ${code}")

@@ -7,7 +7,10 @@
 #     STDOUT_NOT        regular expressions stdout must not match
 #     STDERR_ONE_LINE   TRUE: stderr is exactly one line
 #     CLEAN_DIR         a directory to recreate empty before the command (optional)
+#   EMULATOR  optional: what runs a cross build's programs, "|" between its arguments
+#             (tests/CMakeLists.txt, LOOPCANARY_TEST_EMULATOR); empty in a native build
 cmake_minimum_required(VERSION 3.25)
+string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 include(${CMAKE_CURRENT_LIST_DIR}/../check_output.cmake)
 
 include(${CASE})
@@ -15,7 +18,7 @@ if(CLEAN_DIR)
   file(REMOVE_RECURSE ${CLEAN_DIR})
   file(MAKE_DIRECTORY ${CLEAN_DIR})
 endif()
-execute_process(COMMAND ${COMMAND} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE code TIMEOUT 300)
+execute_process(COMMAND ${EMULATOR} ${COMMAND} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE code TIMEOUT 300)
 set(failures "")
 check_output("${out}" "${err}" "${code}" failures)
 if(failures)
