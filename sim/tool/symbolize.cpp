@@ -58,7 +58,16 @@ class ElfFile {
       error = "not a regular file";
       return false;
     }
-    size_ = static_cast<std::uint64_t>(st.st_size);
+    // The size of the file opened, not of what the path names at stat(): the two differ when
+    // the path is replaced meanwhile, or under QEMU's user mode, which opens the program itself
+    // for /proc/self/exe but passes stat() through to the emulator's own file.
+    in_.seekg(0, std::ios::end);
+    const std::streamoff end = in_.tellg();
+    if (!in_ || end < 0) {
+      error = "cannot read its size";
+      return false;
+    }
+    size_ = static_cast<std::uint64_t>(end);
     return true;
   }
   std::uint64_t size() const noexcept { return size_; }
