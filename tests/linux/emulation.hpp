@@ -152,6 +152,25 @@ inline std::string probe_exec_self() {
 
 }  // namespace emulation_detail
 
+/// The premise spelled `name` (its enumerator's name, as LCTEST_SKIP_WITHOUT takes it); false
+/// for a name that is none.
+inline bool premise_named(const std::string& name, Premise& out) {
+  static constexpr struct {
+    const char* name;
+    Premise premise;
+  } kNames[] = {{"proc_syscall", Premise::proc_syscall},
+                {"process_vm_readv", Premise::process_vm_readv},
+                {"proc_signals", Premise::proc_signals},
+                {"exec_self", Premise::exec_self}};
+  for (const auto& n : kNames) {
+    if (name == n.name) {
+      out = n.premise;
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Empty when `premise` holds here; else what its probe saw (each probe runs once, when first
 /// asked).
 inline const std::string& broken_premise(Premise premise) {

@@ -1,7 +1,16 @@
 # SPDX-License-Identifier: MIT
-# Runs loopcanary-sim once (or twice) and checks what it did. cmake -P with:
+# Runs loopcanary-sim once (or twice), or reads what another case's run wrote, and checks what it
+# did. cmake -P with:
 #   PROGRAM   the loopcanary-sim executable
 #   CASE      a case file (written by tests/sim/CMakeLists.txt) setting:
+#     FROM              instead of running the program: the WORK_DIR of another case, whose run
+#                       left its stdout, stderr and exit status there (run.stdout, run.stderr,
+#                       run.status: every case leaves them)
+#     PREMISE           a premise of tests/linux/emulation.hpp the case needs: where PROBE says
+#                       it does not hold (under user-mode emulation), nothing is run or checked
+#                       and the script prints "premise <PREMISE> does not hold (...)" with what
+#                       the probe saw (the test's SKIP_REGULAR_EXPRESSION: CTest reports it
+#                       skipped)
 #     ARGS              command-line arguments; @WORK_DIR@ stands for WORK_DIR
 #     EXIT_CODE         the expected exit status
 #     STDOUT, STDERR    regular expressions the output must match, each of them
@@ -13,6 +22,7 @@
 #     RATE_REGEX        a regular expression whose first group is a count in stdout; with
 #     RATE_ARGS         the arguments of a reference run: the count per second of run (the
 #                       summary's "ran S s") must be the same in both runs, within 1 %
+#   PROBE     loopcanary_emulation_probe (tests/linux/emulation_probe.cpp), for PREMISE
 #   WORK_DIR  an empty directory for the case (recreated here)
 #   EMULATOR  optional: what runs a cross build's programs, "|" between its arguments
 #             (tests/CMakeLists.txt, LOOPCANARY_TEST_EMULATOR); empty in a native build
@@ -21,6 +31,17 @@ string(REPLACE "|" ";" EMULATOR "${EMULATOR}")
 include(${CMAKE_CURRENT_LIST_DIR}/../check_output.cmake)
 
 include(${CASE})
+if(PREMISE)
+  execute_process(COMMAND ${EMULATOR} ${PROBE} ${PREMISE} OUTPUT_VARIABLE why RESULT_VARIABLE probe_code TIMEOUT 60)
+  string(STRIP "${why}" why)
+  if(probe_code STREQUAL "1")
+    message("premise ${PREMISE} does not hold (user-mode emulation breaks it; docs/porting-linux.md, "
+      "'Under emulation'): ${why}")
+    return()
+  elseif(NOT probe_code STREQUAL "0")
+    message(FATAL_ERROR "the probe of premise ${PREMISE} failed (${probe_code}): ${why}")
+  endif()
+endif()
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 list(TRANSFORM ARGS REPLACE "@WORK_DIR@" "${WORK_DIR}")
@@ -34,7 +55,21 @@ function(run_program out_var err_var code_var)
   set(${code_var} "${code}" PARENT_SCOPE)
 endfunction()
 
-run_program(out err code)
+if(FROM)
+  foreach(part stdout stderr status)
+    if(NOT EXISTS ${FROM}/run.${part})
+      message(FATAL_ERROR "${FROM}/run.${part} is missing: its case did not run")
+    endif()
+  endforeach()
+  file(READ ${FROM}/run.stdout out)
+  file(READ ${FROM}/run.stderr err)
+  file(READ ${FROM}/run.status code)
+else()
+  run_program(out err code)
+  file(WRITE ${WORK_DIR}/run.stdout "${out}")
+  file(WRITE ${WORK_DIR}/run.stderr "${err}")
+  file(WRITE ${WORK_DIR}/run.status "${code}")
+endif()
 set(failures "")
 check_output("${out}" "${err}" "${code}" failures)
 if(FILE_GLOB)
