@@ -92,8 +92,8 @@ BlockRecord make_record(std::size_t i, lc::Phase phase = lc::Phase::hang) {
   r.threshold_ticks = 100'000;
   r.sample_count = 2;
   r.samples_taken = 2;
-  r.samples[0] = {r.start + 25'000, 2 * r.dispatch - 1, 0, 1, {0x8001234}};
-  r.samples[1] = {r.start + 75'000, 2 * r.dispatch - 1, 0, 1, {0x8001240}};
+  r.samples[0] = {r.start + 25'000, 2 * r.dispatch - 1, 0, 1, lc::kNoStack, {0x8001234}};
+  r.samples[1] = {r.start + 75'000, 2 * r.dispatch - 1, 0, 1, lc::kNoStack, {0x8001240}};
   return r;
 }
 

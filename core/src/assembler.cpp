@@ -59,46 +59,80 @@ void move_up(Entry* table, std::size_t i, std::uint32_t Entry::*count) noexcept 
   }
 }
 
-// The sample's entry key (TopStack): the same scopes and the same callers; the innermost program
-// counter may differ when there are callers to tell the call sites apart (two PCs or more). A
-// stack of one PC has no callers: its PC is the key.
-bool same_stack(const TopStack& entry, const Sample& sample) noexcept {
-  if (entry.scope_count != sample.scope_count || entry.pc_count != sample.pc_count) return false;
+// The sample's entry key (TopStack): the same scopes, the same callers and the same stack
+// evidence slot (`slot`; kNoStack: none, in both); the innermost program counter may differ when
+// there are callers to tell the call sites apart (two PCs or more), or stack evidence, within one
+// kStackLeafBlock. A stack of one PC without stack evidence has neither: its PC is the key.
+bool same_stack(const TopStack& entry, const Sample& sample, std::uint8_t slot) noexcept {
+  if (entry.scope_count != sample.scope_count || entry.pc_count != sample.pc_count || entry.stack != slot) {
+    return false;
+  }
   const std::size_t frames = std::size_t{sample.scope_count} + sample.pc_count;
-  const std::size_t any_leaf = sample.pc_count > 1 ? sample.scope_count : frames;  // frames: none
+  const bool evidence = slot != kNoStack;
+  const std::size_t any_leaf = sample.pc_count > 1 || evidence ? sample.scope_count : frames;  // frames: none
   for (std::size_t f = 0; f < frames; ++f) {
     if (f != any_leaf && entry.frames[f] != sample.frames[f]) return false;
   }
-  return true;
+  return !evidence || sample.pc_count == 0 ||
+         entry.frames[entry.scope_count] / kStackLeafBlock == sample.frames[sample.scope_count] / kStackLeafBlock;
+}
+
+// The slot of `slots` whose evidence is the same as `evidence` (same_stack_evidence); kNoStack
+// when none is, or without evidence.
+template <std::size_t Words>
+std::uint8_t find_evidence(const StackEvidenceSlots<Words>& slots, const StackEvidence* evidence) noexcept {
+  for (std::uint8_t slot = 1; evidence != nullptr && slot <= slots.count; ++slot) {
+    if (same_stack_evidence(slots.stacks[slot - 1u], *evidence)) return slot;
+  }
+  return kNoStack;
+}
+[[maybe_unused]] std::uint8_t find_evidence(const StackEvidenceSlots<0>&, const StackEvidence*) noexcept { return kNoStack; }
+
+// The entry of `sample` whose stack evidence slot is `slot`, or null.
+TopStack* find_entry(StackSamples& stack, const Sample& sample, std::uint8_t slot, std::uint8_t& index) noexcept {
+  for (index = 0; index < stack.top_count; ++index) {
+    if (same_stack(stack.top[index], sample, slot)) return &stack.top[index];
+  }
+  return nullptr;
 }
 
 // Counts `sample` under its stack's entry (a new one while there is room, else top_other),
-// widening the entry's innermost program counter range.
-void count_top(StackSamples& stack, const Sample& sample, std::size_t capacity) noexcept {
-  TopStack* const top = stack.top;
-  for (std::uint8_t i = 0; i < stack.top_count; ++i) {
-    TopStack& entry = top[i];
-    if (!same_stack(entry, sample)) continue;
-    ++entry.count;
+// widening the entry's innermost program counter range. `evidence`: the sample's, kept in a new
+// slot with a new entry when no slot has it yet; a sample whose evidence finds no slot (all in
+// use) is counted as one without. Returns the entry's stack evidence slot (kNoStack: none, or
+// counted in top_other).
+std::uint8_t count_top(StackSamples& stack, const Sample& sample, const StackEvidence* evidence,
+                       std::size_t capacity) noexcept {
+  std::uint8_t slot = find_evidence(stack.evidence, evidence);
+  std::uint8_t i = 0;
+  TopStack* entry = evidence == nullptr || slot != kNoStack ? find_entry(stack, sample, slot, i) : nullptr;
+  if (entry == nullptr && stack.top_count >= capacity) {
+    ++stack.top_other;
+    return kNoStack;
+  }
+  if (entry == nullptr && evidence != nullptr && slot == kNoStack) {
+    slot = stack.evidence.keep(*evidence);
+    if (slot == kNoStack) entry = find_entry(stack, sample, slot, i);  // every slot in use: counted without
+  }
+  if (entry != nullptr) {
+    ++entry->count;
     if (sample.pc_count != 0) {
       const Frame leaf = sample.frames[sample.scope_count];
-      if (leaf < entry.frames[entry.scope_count]) entry.frames[entry.scope_count] = leaf;
-      if (leaf > entry.leaf_high) entry.leaf_high = leaf;
+      if (leaf < entry->frames[entry->scope_count]) entry->frames[entry->scope_count] = leaf;
+      if (leaf > entry->leaf_high) entry->leaf_high = leaf;
     }
-    move_up(top, i, &TopStack::count);  // most frequent first
-    return;
+    move_up(stack.top, i, &TopStack::count);  // most frequent first
+    return slot;
   }
-  if (stack.top_count < capacity) {
-    TopStack& entry = top[stack.top_count++];
-    entry.count = 1;
-    entry.scope_count = sample.scope_count;
-    entry.pc_count = sample.pc_count;
-    const std::size_t frames = std::size_t{sample.scope_count} + sample.pc_count;
-    for (std::size_t f = 0; f < frames; ++f) entry.frames[f] = sample.frames[f];
-    entry.leaf_high = sample.pc_count != 0 ? sample.frames[sample.scope_count] : 0u;
-  } else {
-    ++stack.top_other;
-  }
+  TopStack& added = stack.top[stack.top_count++];
+  added.count = 1;
+  added.scope_count = sample.scope_count;
+  added.pc_count = sample.pc_count;
+  const std::size_t frames = std::size_t{sample.scope_count} + sample.pc_count;
+  for (std::size_t f = 0; f < frames; ++f) added.frames[f] = sample.frames[f];
+  added.leaf_high = sample.pc_count != 0 ? sample.frames[sample.scope_count] : 0u;
+  added.stack = slot;
+  return slot;
 }
 
 // A watch's capacity: `own` when it is 1..`build`, else `build` (0 in a zeroed WatchSamples).
@@ -113,6 +147,7 @@ void watch_started(WatchSamples& samples, std::size_t max_samples, std::size_t t
   stack.sample_count = 0;
   stack.top_count = 0;
   stack.top_other = 0;
+  stack.evidence.clear();
   samples.wait.count = 0;
   samples.wait.other = 0;
   samples.oldest = 0;
@@ -120,7 +155,15 @@ void watch_started(WatchSamples& samples, std::size_t max_samples, std::size_t t
   samples.top_frames = static_cast<std::uint8_t>(capacity_of(top_frames, kTopFrames));
 }
 
-void add_sample(WatchSamples& samples, const Sample& sample) noexcept {
+bool same_stack_evidence(const StackEvidence& a, const StackEvidence& b) noexcept {
+  if (a.count != b.count) return false;
+  for (std::size_t i = 0; i < a.count; ++i) {
+    if (a.offset[i] != b.offset[i] || a.value[i] != b.value[i]) return false;
+  }
+  return true;
+}
+
+void add_sample(WatchSamples& samples, const Sample& sample, const StackEvidence* stack_evidence) noexcept {
   StackSamples& stack = samples.stack;
   const std::size_t capacity = capacity_of(samples.max_samples, kMaxSamples);
   std::size_t slot = stack.sample_count;
@@ -131,9 +174,11 @@ void add_sample(WatchSamples& samples, const Sample& sample) noexcept {
     samples.oldest = static_cast<std::uint8_t>((slot + 1u) % capacity);
     ++stack.samples_overwritten;
   }
-  stack.samples[slot] = sample;
+  Sample& kept = stack.samples[slot];
+  kept = sample;
   ++stack.samples_taken;
-  count_top(stack, sample, capacity_of(samples.top_frames, kTopFrames));
+  kept.stack = count_top(stack, sample, kStackWords > 0 ? stack_evidence : nullptr,
+                         capacity_of(samples.top_frames, kTopFrames));
 }
 
 bool same_wait(const WaitReading& a, const WaitReading& b) noexcept {

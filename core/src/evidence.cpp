@@ -12,36 +12,6 @@ namespace {
 
 using detail::ByteWriter;
 
-// The configuration and capacities that head `watch` and `observation` bodies: with stack
-// evidence (configuration bit 3), the words a sample carries at most.
-void configuration(ByteWriter& w) noexcept {
-  w.u8(detail::kPacketConfiguration | (kStackWords > 0 ? detail::kConfigurationStackEvidence : 0u));
-  w.u8(kMaxSamples);
-  w.u8(kMaxFrames);
-  w.u8(kTopFrames);
-  w.u8(kMaxStages);
-  if constexpr (kStackWords > 0) w.u8(kStackWords);
-}
-
-// A sample's stack part (builds with stack evidence): presence, registers, words by offset gap.
-[[maybe_unused]] void stack_part(ByteWriter& w, const StackEvidence* stack) noexcept {
-  if (stack == nullptr) {
-    w.u8(0);
-    return;
-  }
-  w.u8(stack->has_fp ? 3u : 1u);
-  w.uv(stack->sp);
-  w.uv(stack->lr);
-  if (stack->has_fp) w.uv(stack->fp);
-  w.u8(stack->count);
-  unsigned next = 0;  // the lowest offset the next word may have
-  for (unsigned i = 0; i < stack->count; ++i) {
-    w.uv(stack->offset[i] - next);
-    w.uv(stack->value[i]);
-    next = stack->offset[i] + 1u;
-  }
-}
-
 // Without CPU readings (LOOPCANARY_CPU_READINGS 0) every reading is empty: no value present.
 void cpu_reading(ByteWriter& w, const TimedCpuReading& r) noexcept {
   w.uv(r.elapsed);
@@ -109,7 +79,7 @@ void EvidenceWatchdog::send_watch(Watchdog& self, std::size_t watch) noexcept {
 void EvidenceWatchdog::announce(std::size_t watch) noexcept {
   if (announced_[watch]) return;
   ByteWriter w{scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
-  configuration(w);
+  w.configuration();
   w.u8(static_cast<unsigned>(watch));
   announced_[watch] = ring_->push(scratch_, detail::seal_packet(scratch_, PacketType::watch, w.pos - kPacketHeaderBytes));
 }
@@ -126,7 +96,7 @@ bool EvidenceWatchdog::send_sample(Watchdog& self, std::size_t watch, const Samp
   w.u8(s.pc_count);
   for (unsigned f = 0; f < s.scope_count; ++f) w.str(reinterpret_cast<const char*>(s.frames[f]));
   for (unsigned f = s.scope_count; f < s.scope_count + s.pc_count; ++f) w.uv(s.frames[f]);
-  if constexpr (kStackWords > 0) stack_part(w, stack);
+  if constexpr (kStackWords > 0) w.stack_part(stack);
   return me.ring_->push(me.scratch_, detail::seal_packet(me.scratch_, PacketType::sample, w.pos - kPacketHeaderBytes),
                         me.sample_reserve_);
 }
@@ -135,7 +105,7 @@ bool EvidenceWatchdog::send_observation(Watchdog& self, const Observation& o) no
   auto& me = static_cast<EvidenceWatchdog&>(self);
   if (o.watch != kNoWatch) me.announce(o.watch);
   ByteWriter w{me.scratch_, kMaxEvidencePacketBytes, kPacketHeaderBytes};
-  configuration(w);
+  w.configuration();
   for (std::uint16_t permille : me.rule_) w.uv(permille);
   const ObservationSections section{w, o};
   const Observation& r = o;  // the lists' expansions name the record `r`

@@ -194,11 +194,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   }
 
   ByteWriter w{buffer, size, kPacketHeaderBytes};
-  w.u8(kConfiguration);
-  w.u8(kMaxSamples);
-  w.u8(kMaxFrames);
-  w.u8(kTopFrames);
-  w.u8(kMaxStages);
+  w.configuration();
   const BlockSections section{w, r, scopes};
   LOOPCANARY_BLOCK_PACKET_FIELDS(LOOPCANARY_PUT)
 
@@ -216,6 +212,10 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
   LOOPCANARY_BLOCK_PACKET_SAMPLE_FIELDS(LOOPCANARY_PUT)
   w.u8(r.top_count);
   w.uv(r.top_other);
+  if constexpr (kStackWords > 0) {  // the stack parts, once each; entries and samples name them
+    w.u8(r.evidence.count);
+    for (std::uint8_t slot = 1; slot <= r.evidence.count; ++slot) w.stack_part(r.evidence.at(slot));
+  }
   for (unsigned i = 0; i < r.top_count; ++i) {
     const TopStack& t = r.top[i];
     const TopStack* before = i != 0 ? &r.top[i - 1] : nullptr;
@@ -223,6 +223,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
     write_frames(w, scopes, t.scope_count, t.pc_count, t.frames, before != nullptr ? before->scope_count : 0,
                  before != nullptr ? before->pc_count : 0, before != nullptr ? before->frames : nullptr);
     if (t.pc_count != 0) w.uv(t.leaf_high - t.frames[t.scope_count]);
+    if constexpr (kStackWords > 0) w.u8(t.stack);
   }
   w.u8(r.sample_count);
   const Sample* previous = nullptr;
@@ -232,6 +233,7 @@ std::size_t encode_packet(const BlockRecord& r, std::uint8_t* buffer, std::size_
     w.uv(zigzag<std::uint32_t>(s.seq - (2u * r.dispatch - 1u)));
     write_frames(w, scopes, s.scope_count, s.pc_count, s.frames, previous != nullptr ? previous->scope_count : 0,
                  previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr);
+    if constexpr (kStackWords > 0) w.u8(s.stack);
     previous = &s;
   }
   if constexpr (kWaitObjects > 0) {  // a record that waited on nothing named ends here

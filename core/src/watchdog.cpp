@@ -426,11 +426,11 @@ bool Watchdog::read_wait(const Track& track, bool running, WaitReading& out) con
   return true;
 }
 
-// The stack evidence of the sample just taken into `out`, when the sink sends it and the port
-// has it (Hal::capture_words after program counters); null otherwise.
+// The stack evidence of the sample just taken into `out`, when the port has it
+// (Hal::capture_words after program counters; builds with stack evidence); null otherwise.
 const StackEvidence* Watchdog::capture_words(const Monitor& monitor, const Sample& sample,
                                              StackEvidence& out) noexcept {
-  if (!sink_.stack_evidence || hal_.capture_words == nullptr || sample.pc_count == 0) return nullptr;
+  if (hal_.capture_words == nullptr || sample.pc_count == 0) return nullptr;
   out = StackEvidence{};
   if (!hal_.capture_words(hal_.context, monitor, &out)) return nullptr;
   std::uint8_t kept = 0;  // the words up to the first whose offset does not increase
@@ -626,11 +626,10 @@ void Watchdog::deliver(bool suppressed) noexcept {
 
 void Watchdog::assemble_watch(Watchdog& self, std::size_t watch) noexcept { watch_started(self.watch_samples_[watch]); }
 
-// The records carry program counters only: a StaticWatchdog never asks for stack evidence
-// (EvidenceSink::stack_evidence false), so `stack` is always null here.
+// In a build with stack evidence the records keep it in their stack table (add_sample).
 bool Watchdog::assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample,
-                               const StackEvidence* /*stack*/) noexcept {
-  add_sample(self.watch_samples_[watch], sample);
+                               const StackEvidence* stack) noexcept {
+  add_sample(self.watch_samples_[watch], sample, stack);
   return true;
 }
 

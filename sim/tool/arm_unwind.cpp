@@ -564,7 +564,7 @@ Registers sample_registers(const ArmSample& sample) {
   regs.known[kSp] = true;
   regs.value[kLr] = sample.lr;
   regs.known[kLr] = true;
-  regs.return_source[kLr] = true;
+  regs.return_source[kLr] = sample.has_lr;
   if (sample.has_r7) {
     regs.value[7] = sample.r7;
     regs.known[7] = true;
@@ -591,10 +591,10 @@ bool end_chain(ArmUnwindResult& result, ArmUnwindStatus status, std::string reas
 // The chain when frame 0 has no usable CFI (`why`): the PC and LR as captured, LR left out when 0, an EXC_RETURN
 // value (flagged) or beyond `max_frames`. Returns false (the chain ends).
 bool pc_lr_only(const ArmSample& sample, std::size_t max_frames, std::string why, ArmUnwindResult& result) {
-  if (sample.lr != 0 && sample.lr != kLrResetValue && !is_exc_return(sample.lr) && max_frames > 1) {
+  if (sample.has_lr && sample.lr != 0 && sample.lr != kLrResetValue && !is_exc_return(sample.lr) && max_frames > 1) {
     result.frames.push_back({sample.lr & ~1u, 0, true});
   }
-  result.exception_return = is_exc_return(sample.lr);
+  result.exception_return = sample.has_lr && is_exc_return(sample.lr);
   return end_chain(result, ArmUnwindStatus::pc_lr_only, std::move(why));
 }
 
@@ -735,6 +735,10 @@ bool unwind_step(const ArmCfi& cfi, const ArmSample& sample, const StackWords& w
     result.frames.back().cfa = regs.value[kSp];
     regs.known[kLr] = false;
     regs.return_source[kLr] = false;
+    if (!sample.has_lr) {
+      return end_chain(result, ArmUnwindStatus::partial,
+                       "return address of " + hex32(pc) + " is in r14, which holds no return address of the sample");
+    }
     return next_frame(sample.lr, true, pc, max_frames, result);
   }
   Row row;

@@ -88,7 +88,11 @@ bool read_arm_cfi(const std::string& elf_path, ArmCfi& out, std::string& error);
 /// One stack sample of a Cortex-M device.
 struct ArmSample {
   std::uint32_t pc = 0;  ///< the interrupted PC (bit 0 ignored)
-  std::uint32_t lr = 0;  ///< LR at the interrupt (Thumb return addresses have bit 0 set)
+  std::uint32_t lr = 0;  ///< LR at the interrupt (Thumb return addresses have bit 0 set), valid when `has_lr`
+  /// False when LR is not known to hold this sample's return address (a device's stack table
+  /// entry whose samples had different LR values): a frame whose return address is in LR ends
+  /// the chain as partial, and pc_lr_only gives the PC alone.
+  bool has_lr = true;
   std::uint32_t sp = 0;  ///< SP at the interrupt (bytes, word aligned on a sane device)
   bool has_r7 = false;   ///< true when `r7` was captured
   std::uint32_t r7 = 0;  ///< r7 (the Thumb frame pointer), valid when `has_r7`

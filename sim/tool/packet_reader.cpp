@@ -41,6 +41,14 @@ struct EvidencePool {
   }
 };
 
+// A stack part (configuration bit 3: an evidence sample's, a block packet's top entry's): the interrupted registers and the stack words.
+struct StackPart {
+  bool present = false;
+  bool has_fp = false;
+  std::uint64_t sp = 0, lr = 0, fp = 0;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> words;  // (word offset from sp, value)
+};
+
 struct DecodedRecord::Storage {
   std::shared_ptr<const EvidencePool> pool;  // an assembled record's names
   Event event{nullptr, 0};
@@ -48,6 +56,12 @@ struct DecodedRecord::Storage {
   std::vector<Event> health_events;  // a health record's events (sized before pointers are taken)
   std::vector<char> names;
   std::string owner_loops[kWaitObjects > 0 ? kWaitObjects : 1];  // the wait objects' holder loops
+  // A block packet with stack evidence (configuration bit 3), until unwind_block: its stack
+  // parts, and each top entry's and kept sample's (0: none; i: stack_parts[i - 1]).
+  std::vector<StackPart> stack_parts;
+  std::vector<std::uint8_t> entry_stacks;
+  std::vector<std::uint8_t> sample_stacks;
+  bool wide = false;  // 64-bit program counters
 };
 
 DecodedRecord::DecodedRecord() : storage_(std::make_unique<Storage>()) {}
@@ -348,13 +362,18 @@ bool four_bits(Body& b, const char* field, std::uint8_t& value) {
 
 namespace {
 
-// Where a decoded record's names live: the string table's text, the event and the delaying
-// event (DecodedRecord's storage).
-struct NameStorage {
+// What a block decoder writes beside the record (DecodedRecord's storage): the string table's
+// text, the event and the delaying event, the wait objects' holder loops, and the stack parts
+// unwind_block reads.
+struct RecordStorage {
   std::vector<char>& names;
   Event& event;
   Event& delayed_by;
   std::string* owner_loops;  // kWaitObjects of them
+  std::vector<StackPart>& stack_parts;
+  std::vector<std::uint8_t>& entry_stacks;
+  std::vector<std::uint8_t>& sample_stacks;
+  bool& wide;
 };
 
 bool read_name(Body& b, const char* field, std::string& out, std::size_t max = kPacketNameMax);
@@ -370,12 +389,43 @@ bool fixed_text(Body& b, const char* field, char (&to)[N]) {
   return true;
 }
 
+// A stack part: presence, the interrupted registers (`wide`: 64-bit) and at most `stack_words`
+// words by offset gap.
+bool read_stack_part(Body& b, bool wide, unsigned stack_words, StackPart& part) {
+  std::uint8_t presence = 0;
+  std::size_t at = b.offset();
+  if (!b.u8("stack presence", presence)) return false;
+  if (presence != 0 && presence != 1 && presence != 3) {
+    return b.malformed(at, "stack presence", std::to_string(presence) + " is not 0, 1 or 3");
+  }
+  if (presence == 0) return true;
+  part.present = true;
+  part.has_fp = presence == 3;
+  const unsigned bits = wide ? 64 : 32;
+  if (!b.uv("stack sp", bits, part.sp) || !b.uv("stack lr", bits, part.lr)) return false;
+  if (part.has_fp && !b.uv("stack fp", bits, part.fp)) return false;
+  std::uint8_t count = 0;
+  if (!b.count("stack word count", count, stack_words, "stack words", "stack words", 255, "stack words")) return false;
+  std::uint32_t next = 0;  // the lowest offset the next word may have
+  for (unsigned i = 0; i < count; ++i) {
+    std::uint32_t gap = 0;
+    std::uint64_t value = 0;
+    at = b.offset();
+    if (!b.uv("stack word offset", 16, gap)) return false;
+    if (next + gap > 0xFFFFu) return b.malformed(at, "stack word offset", "offset " + std::to_string(next + gap) + " is over 65535");
+    if (!b.uv("stack word", bits, value)) return false;
+    part.words.emplace_back(next + gap, value);
+    next += gap + 1;
+  }
+  return true;
+}
+
 // The body of a block packet (decode_packet_body), section by section in the order
 // docs/report-format.md gives them; each returns false with the fault in `b`.
 class BlockDecoder {
  public:
   BlockDecoder(const std::uint8_t* data, std::size_t size, std::uint8_t version, DecodedRecord& out,
-               NameStorage storage)
+               RecordStorage storage)
       : b(data, size), data_(data), version_(version), out_(out), storage_(storage), r_(out.record) {}
 
   bool decode(bool previous_boot) {
@@ -408,7 +458,11 @@ class BlockDecoder {
   // The configuration byte and the capacities the device was built with.
   bool configuration() {
     std::size_t at = b.offset();
-    if (!read_configuration(b, config_)) return false;
+    if (!read_configuration(b, config_, true)) return false;
+    if ((config_ & detail::kConfigurationStackEvidence) != 0 && version_ < 4) {
+      return b.fail(WarningKind::unknown_config, at, "configuration",
+                    "stack evidence (bit 3) in a version " + std::to_string(version_) + " packet (4 and later)");
+    }
     const bool pc64 = (config_ & 1u) != 0;
     if (pc64 && sizeof(CoreFrame) < 8) {
       b.fail(WarningKind::unknown_config, at, "configuration", "64-bit program counters on a host with 32-bit pointers");
@@ -441,6 +495,11 @@ class BlockDecoder {
       b.fail(WarningKind::unknown_config, at, "max stages", std::to_string(max_stages_) + " is not in 0..16");
       return false;
     }
+    if ((config_ & detail::kConfigurationStackEvidence) == 0) return true;
+    at = b.offset();
+    if (!b.u8("stack words", stack_words_)) return false;
+    if (stack_words_ == 0) return b.malformed(at, "stack words", "0 with stack evidence (1..255)");
+    storage_.wide = pc64;
     return true;
   }
 
@@ -568,6 +627,7 @@ class BlockDecoder {
       return false;
     }
     if (!b.uv("top_other", 32, r_.top_other)) return false;
+    if (stack_words_ != 0 && !stack_parts()) return false;
     for (std::uint8_t i = 0; i < r_.top_count; ++i) {
       if (!(version_ >= 3 ? top_entry(i) : innermost_entry(r_.top[i]))) return false;
     }
@@ -585,15 +645,40 @@ class BlockDecoder {
       return false;
     }
     t.leaf_high = 0;
-    if (t.pc_count == 0) return true;
-    std::uint64_t span = 0;
-    const std::size_t at = b.offset();
-    if (!b.uv("top leaf range", pc_bits_, span)) return false;
-    const std::uint64_t low = t.frames[t.scope_count];
-    if (span > (pc_mask_ - low)) {
-      return b.malformed(at, "top leaf range", "the highest innermost PC is over " + std::to_string(pc_bits_) + " bits");
+    if (t.pc_count != 0) {
+      std::uint64_t span = 0;
+      const std::size_t at = b.offset();
+      if (!b.uv("top leaf range", pc_bits_, span)) return false;
+      const std::uint64_t low = t.frames[t.scope_count];
+      if (span > (pc_mask_ - low)) {
+        return b.malformed(at, "top leaf range", "the highest innermost PC is over " + std::to_string(pc_bits_) + " bits");
+      }
+      t.leaf_high = static_cast<CoreFrame>(low + span);
     }
-    t.leaf_high = static_cast<CoreFrame>(low + span);
+    return stack_words_ == 0 || stack_slot("top stack", storage_.entry_stacks);
+  }
+
+  // With stack evidence: the count of stack parts (at most the top entries), then each part.
+  bool stack_parts() {
+    std::uint8_t count = 0;
+    if (!b.count("stack count", count, r_.top_count, "top_count", "stack parts", 255, "top entries")) return false;
+    storage_.stack_parts.resize(count);
+    for (StackPart& part : storage_.stack_parts) {
+      if (!read_stack_part(b, pc_bits_ == 64, stack_words_, part)) return false;
+    }
+    return true;
+  }
+
+  // With stack evidence: a top entry's or a sample's stack part (0: none; i: part i), into `to`.
+  bool stack_slot(const char* field, std::vector<std::uint8_t>& to) {
+    std::uint8_t slot = 0;
+    const std::size_t at = b.offset();
+    if (!b.u8(field, slot)) return false;
+    if (slot > storage_.stack_parts.size()) {
+      return b.malformed(at, field,
+                         std::to_string(slot) + " is over the stack count " + std::to_string(storage_.stack_parts.size()));
+    }
+    to.push_back(slot);
     return true;
   }
 
@@ -642,6 +727,7 @@ class BlockDecoder {
                   previous != nullptr ? previous->pc_count : 0, previous != nullptr ? previous->frames : nullptr)) {
         return false;
       }
+      if (stack_words_ != 0 && !stack_slot("sample stack", storage_.sample_stacks)) return false;
     }
     return true;
   }
@@ -746,9 +832,10 @@ class BlockDecoder {
   const std::uint8_t* data_;
   const std::uint8_t version_;
   DecodedRecord& out_;
-  NameStorage storage_;
+  RecordStorage storage_;
   BlockRecord& r_;
   std::uint8_t config_ = 0, max_samples_ = 0, max_frames_ = 0, top_frames_ = 0, max_stages_ = 0;
+  std::uint8_t stack_words_ = 0;  // with configuration bit 3: 1..255
   unsigned pc_bits_ = 32;
   std::uint64_t pc_mask_ = 0xFFFFFFFFu;
   std::uint32_t delayed_by_index_ = 0;
@@ -820,7 +907,13 @@ bool decode_packet_body(const std::uint8_t* data, std::size_t size, std::uint8_t
   out.begin(false, previous_boot);
   out.record = BlockRecord{};
   DecodedRecord::Storage& storage = *out.storage_;
-  BlockDecoder decoder(data, size, version, out, NameStorage{storage.names, storage.event, storage.delayed_by, storage.owner_loops});
+  storage.stack_parts.clear();
+  storage.entry_stacks.clear();
+  storage.sample_stacks.clear();
+  storage.wide = false;
+  BlockDecoder decoder(data, size, version, out,
+                       RecordStorage{storage.names, storage.event, storage.delayed_by, storage.owner_loops,
+                                     storage.stack_parts, storage.entry_stacks, storage.sample_stacks, storage.wide});
   if (decoder.decode(previous_boot)) return true;
   return Failed{decoder.b, kind, what}();
 }
@@ -1043,52 +1136,51 @@ bool decode_watch(Body& b, EvidenceState& st) {
   return true;
 }
 
-// A sample's stack part (configuration bit 3): the interrupted registers and the stack words.
-struct StackPart {
-  bool present = false;
-  bool has_fp = false;
-  std::uint64_t sp = 0, lr = 0, fp = 0;
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> words;  // (word offset from sp, value)
-};
-
-bool read_stack_part(Body& b, const EvidenceState::Watch& w, StackPart& part) {
-  std::uint8_t presence = 0;
-  std::size_t at = b.offset();
-  if (!b.u8("stack presence", presence)) return false;
-  if (presence != 0 && presence != 1 && presence != 3) {
-    return b.malformed(at, "stack presence", std::to_string(presence) + " is not 0, 1 or 3");
-  }
-  if (presence == 0) return true;
-  part.present = true;
-  part.has_fp = presence == 3;
-  const unsigned bits = w.wide ? 64 : 32;
-  if (!b.uv("stack sp", bits, part.sp) || !b.uv("stack lr", bits, part.lr)) return false;
-  if (part.has_fp && !b.uv("stack fp", bits, part.fp)) return false;
-  std::uint8_t count = 0;
-  if (!b.count("stack word count", count, w.stack_words, "stack words", "stack words", 255, "stack words")) return false;
-  std::uint32_t next = 0;  // the lowest offset the next word may have
-  for (unsigned i = 0; i < count; ++i) {
-    std::uint32_t gap = 0;
-    std::uint64_t value = 0;
-    at = b.offset();
-    if (!b.uv("stack word offset", 16, gap)) return false;
-    if (next + gap > 0xFFFFu) return b.malformed(at, "stack word offset", "offset " + std::to_string(next + gap) + " is over 65535");
-    if (!b.uv("stack word", bits, value)) return false;
-    part.words.emplace_back(next + gap, value);
-    next += gap + 1;
-  }
-  return true;
-}
-
-// Counts one sample's unwind outcome in its watch; the first partial and the first pc_lr_only
-// sample of a capture are warned with their reason (the records count every sample by reason).
-void count_unwind(EvidenceState& st, EvidenceState::Watch& w, ArmUnwindStatus status, const std::string& reason,
-                  WarningKind& kind, std::string& warning) {
-  w.unwind.add(status, reason);
+// Counts `samples` samples' unwind outcome in `summary`; the first partial and the first
+// pc_lr_only of a capture are warned with their reason (the records count every sample by reason).
+void count_unwind(EvidenceState& st, UnwindSummary& summary, ArmUnwindStatus status, const std::string& reason,
+                  std::uint32_t samples, WarningKind& kind, std::string& warning) {
+  summary.add(status, reason, samples);
   if (status == ArmUnwindStatus::unwound || !st.unwind_warned.insert(static_cast<int>(status)).second) return;
   kind = WarningKind::not_unwound;
   warning = std::string("sample stacks left ") + (status == ArmUnwindStatus::partial ? "partial" : "as PC and LR") +
             ": " + reason + " (each record's \"unwind\" counts its samples by reason)";
+}
+
+// Why the stack parts of a capture cannot be unwound (`wide`: 64-bit program counters); empty
+// when they can.
+std::string cannot_unwind(const StackUnwind* unwind, bool wide) {
+  if (unwind == nullptr || !unwind->cfi) {
+    return unwind != nullptr ? unwind->missing : "no firmware ELF to unwind with (decode --elf)";
+  }
+  if (wide) return "64-bit program counters: the unwinder reads 32-bit Arm (Thumb) samples only";
+  return {};
+}
+
+// Unwinds the stack whose innermost program counter is `pc` and whose evidence is `part`, with
+// its LR (`lr`) and frame pointer (`fp`) where they are known to be this stack's: an evidence
+// sample's own always; a block packet's entry's are its first sample's, LR the same for all of
+// them only where the entry's callers hold it (two PCs or more), the frame pointer never.
+ArmUnwindResult unwind_part(const ArmCfi& cfi, std::uint64_t pc, const StackPart& part, std::size_t max_frames,
+                            bool lr = true, bool fp = true) {
+  ArmSample a;
+  a.pc = static_cast<std::uint32_t>(pc);
+  a.lr = static_cast<std::uint32_t>(part.lr);
+  a.has_lr = lr;
+  a.sp = static_cast<std::uint32_t>(part.sp);
+  a.has_r7 = fp && part.has_fp;
+  a.r7 = static_cast<std::uint32_t>(part.fp);
+  for (const auto& [offset, value] : part.words) a.stack.emplace_back(offset, static_cast<std::uint32_t>(value));
+  return unwind_arm(cfi, a, max_frames);
+}
+
+// The program counters of a stack (scopes first, then `pc_count` PCs) replaced by an unwound
+// chain (not for pc_lr_only: the device's PC and LR stay).
+template <class Stack>
+void take_chain(Stack& s, const ArmUnwindResult& r) {
+  if (r.status == ArmUnwindStatus::pc_lr_only) return;
+  s.pc_count = static_cast<std::uint8_t>(r.frames.size());
+  for (std::size_t f = 0; f < r.frames.size(); ++f) s.frames[s.scope_count + f] = r.frames[f].pc;
 }
 
 // Unwinds a sample of `w` that carried stack evidence: its program counters become the chain the
@@ -1096,29 +1188,110 @@ void count_unwind(EvidenceState& st, EvidenceState::Watch& w, ArmUnwindStatus st
 void unwind_sample(EvidenceState& st, EvidenceState::Watch& w, CoreSample& s, const StackPart& part,
                    WarningKind& kind, std::string& warning) {
   if (!part.present || s.pc_count == 0) return;
-  const StackUnwind* unwind = st.unwind.get();
-  if (unwind == nullptr || !unwind->cfi) {
-    const std::string why = unwind != nullptr ? unwind->missing : "no firmware ELF to unwind with (decode --elf)";
-    return count_unwind(st, w, ArmUnwindStatus::pc_lr_only, why, kind, warning);
-  }
-  if (w.wide) {
-    return count_unwind(st, w, ArmUnwindStatus::pc_lr_only,
-                        "64-bit program counters: the unwinder reads 32-bit Arm (Thumb) samples only", kind, warning);
-  }
-  ArmSample a;
-  a.pc = static_cast<std::uint32_t>(s.frames[s.scope_count]);
-  a.lr = static_cast<std::uint32_t>(part.lr);
-  a.sp = static_cast<std::uint32_t>(part.sp);
-  a.has_r7 = part.has_fp;
-  a.r7 = static_cast<std::uint32_t>(part.fp);
-  for (const auto& [offset, value] : part.words) a.stack.emplace_back(offset, static_cast<std::uint32_t>(value));
-  const ArmUnwindResult r = unwind_arm(*unwind->cfi, a, kMaxFrames - s.scope_count);
-  if (r.status != ArmUnwindStatus::pc_lr_only) {
-    s.pc_count = static_cast<std::uint8_t>(r.frames.size());
-    for (std::size_t f = 0; f < r.frames.size(); ++f) s.frames[s.scope_count + f] = r.frames[f].pc;
-  }
-  count_unwind(st, w, r.status, r.reason, kind, warning);
+  const std::string why = cannot_unwind(st.unwind.get(), w.wide);
+  if (!why.empty()) return count_unwind(st, w.unwind, ArmUnwindStatus::pc_lr_only, why, 1, kind, warning);
+  const ArmUnwindResult r = unwind_part(*st.unwind->cfi, s.frames[s.scope_count], part, kMaxFrames - s.scope_count);
+  take_chain(s, r);
+  count_unwind(st, w.unwind, r.status, r.reason, 1, kind, warning);
 }
+
+// Program counters of an entry's innermost range unwound one by one at most: a wider range
+// (samples in several functions, through a pointer) is not claimed.
+constexpr std::uint64_t kEntryRangeMax = 4096;
+
+// The one unwind that holds for every innermost program counter of top entry `t` (every even
+// address of its range: each of its samples lay at one), with the entry's stack part; a
+// pc_lr_only result with the reason when the addresses unwind differently.
+ArmUnwindResult unwind_entry(const ArmCfi& cfi, const CoreTopStack& t, const StackPart& part) {
+  const std::uint64_t low = t.frames[t.scope_count];
+  const std::size_t max = kMaxFrames - t.scope_count;
+  const bool lr = t.pc_count > 1;
+  ArmUnwindResult first = unwind_part(cfi, low, part, max, lr, false);
+  const auto differs = [&first](const ArmUnwindResult& other) {
+    if (other.status != first.status || other.frames.size() != first.frames.size()) return true;
+    for (std::size_t f = 1; f < first.frames.size(); ++f) {
+      if (other.frames[f].pc != first.frames[f].pc) return true;
+    }
+    return false;
+  };
+  bool same = t.leaf_high - low <= kEntryRangeMax;
+  for (std::uint64_t pc = low + 2; same && pc <= t.leaf_high; pc += 2) {
+    same = !differs(unwind_part(cfi, pc, part, max, lr, false));
+  }
+  if (same) return first;
+  ArmUnwindResult none;
+  none.status = ArmUnwindStatus::pc_lr_only;
+  none.reason = "a stack table entry's program counters unwind differently with its words";
+  return none;
+}
+
+// Merges the top entries of `r` that unwinding made equal (the same scopes and callers: the key
+// of TopStack), then puts them back in order, most samples first.
+void merge_entries(BlockRecord& r) {
+  std::uint8_t kept = 0;
+  for (std::uint8_t i = 0; i < r.top_count; ++i) {
+    const CoreTopStack& t = r.top[i];
+    const std::size_t frames = std::size_t{t.scope_count} + t.pc_count;
+    const std::size_t any_leaf = t.pc_count > 1 ? t.scope_count : frames;
+    CoreTopStack* same = nullptr;
+    for (std::uint8_t k = 0; k < kept && same == nullptr; ++k) {
+      CoreTopStack& e = r.top[k];
+      bool equal = e.scope_count == t.scope_count && e.pc_count == t.pc_count;
+      for (std::size_t f = 0; equal && f < frames; ++f) equal = f == any_leaf || e.frames[f] == t.frames[f];
+      if (equal) same = &e;
+    }
+    if (same == nullptr) {
+      r.top[kept++] = t;
+      continue;
+    }
+    same->count += t.count;
+    if (t.pc_count != 0) {
+      same->frames[same->scope_count] = std::min(same->frames[same->scope_count], t.frames[t.scope_count]);
+      same->leaf_high = std::max(same->leaf_high, t.leaf_high);
+    }
+  }
+  std::stable_sort(r.top, r.top + kept, [](const CoreTopStack& a, const CoreTopStack& b) { return a.count > b.count; });
+  for (std::uint8_t k = kept; k < r.top_count; ++k) r.top[k] = CoreTopStack{};
+  r.top_count = kept;
+}
+
+}  // namespace
+
+void unwind_block(EvidenceState& st, DecodedRecord& out, WarningKind& kind, std::string& warning) {
+  DecodedRecord::Storage& storage = *out.storage_;
+  BlockRecord& r = out.record;
+  if (storage.entry_stacks.size() != r.top_count) return;  // no stack evidence (or not decoded)
+  const std::string why = cannot_unwind(st.unwind.get(), storage.wide);
+  const ArmCfi* cfi = why.empty() ? st.unwind->cfi.get() : nullptr;
+  const auto part_of = [&storage](std::uint8_t slot) -> const StackPart* {
+    const StackPart* part = slot != 0 ? &storage.stack_parts[slot - 1u] : nullptr;
+    return part != nullptr && part->present ? part : nullptr;
+  };
+  for (std::size_t i = 0; cfi != nullptr && i < storage.sample_stacks.size() && i < r.sample_count; ++i) {
+    CoreSample& s = r.samples[i];
+    const StackPart* part = part_of(storage.sample_stacks[i]);
+    if (part == nullptr || s.pc_count == 0) continue;
+    take_chain(s, unwind_part(*cfi, s.frames[s.scope_count], *part, kMaxFrames - s.scope_count, s.pc_count > 1, false));
+  }
+  for (std::uint8_t i = 0; i < r.top_count; ++i) {
+    CoreTopStack& t = r.top[i];
+    const StackPart* part = part_of(storage.entry_stacks[i]);
+    if (part == nullptr || t.pc_count == 0) continue;
+    if (cfi == nullptr) {
+      count_unwind(st, out.unwind, ArmUnwindStatus::pc_lr_only, why, t.count, kind, warning);
+      continue;
+    }
+    const ArmUnwindResult u = unwind_entry(*cfi, t, *part);
+    take_chain(t, u);  // frame 0 is the lowest innermost PC; leaf_high stays
+    count_unwind(st, out.unwind, u.status, u.reason, t.count, kind, warning);
+  }
+  merge_entries(r);
+  storage.stack_parts.clear();
+  storage.entry_stacks.clear();
+  storage.sample_stacks.clear();
+}
+
+namespace {
 
 // A `sample` packet: one stack sample of a watch. The rest of a sample of a watch that has not
 // started is not read: its watch's configuration says whether a stack part follows.
@@ -1153,7 +1326,7 @@ bool decode_sample(Body& b, EvidenceState& st, WarningKind& kind, std::string& w
   }
   EvidenceState::Watch& w = found->second;
   StackPart part;
-  if (w.stack_words > 0 && !read_stack_part(b, w, part)) return false;
+  if (w.stack_words > 0 && !read_stack_part(b, w.wide, w.stack_words, part)) return false;
   if (!at_end(b, part.present ? "the last stack word" : "the last frame")) return false;
   if (s.scope_count + s.pc_count == 0) return b.malformed(at, "frame counts", "a sample without frames");
   unwind_sample(st, w, s, part, kind, warning);
@@ -1506,6 +1679,10 @@ PacketOutcome decode_whole(const std::uint8_t* packet, std::size_t length, std::
                   : decode_packet_body(body, body_size, version, previous_boot, record, o.kind, o.what);
   if (!o.read) o.what += ": packet skipped";
   o.produced = o.read;
+  if (o.read && !health) {  // its stack evidence, if any (a warning in `what`, as for evidence)
+    if (!evidence) evidence = make_evidence_state();
+    unwind_block(*evidence, record, o.kind, o.what);
+  }
   return o;
 }
 
@@ -1518,11 +1695,11 @@ void CaptureReader::set_unwind(std::shared_ptr<const StackUnwind> unwind) {
   evidence_->unwind = std::move(unwind);
 }
 
-void UnwindSummary::add(ArmUnwindStatus status, const std::string& reason) {
-  (status == ArmUnwindStatus::unwound ? unwound : status == ArmUnwindStatus::partial ? partial : pc_lr_only) += 1;
+void UnwindSummary::add(ArmUnwindStatus status, const std::string& reason, std::uint32_t samples) {
+  (status == ArmUnwindStatus::unwound ? unwound : status == ArmUnwindStatus::partial ? partial : pc_lr_only) += samples;
   if (reason.empty()) return;
   const bool room = reasons.size() < kMaxReasons || reasons.count(reason) != 0;
-  reasons[room ? reason : kOtherReasons] += 1;
+  reasons[room ? reason : kOtherReasons] += samples;
 }
 
 int CaptureReader::read(const Fill& fill, const OnRecord& on_record, const OnProblem& on_problem) {

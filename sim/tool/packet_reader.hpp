@@ -47,8 +47,8 @@ struct UnwindSummary {
   static constexpr const char* kOtherReasons = "(other reasons)";
 
   bool empty() const noexcept { return unwound + partial + pc_lr_only == 0; }
-  /// Counts one sample's outcome (`reason` empty for unwound).
-  void add(ArmUnwindStatus status, const std::string& reason);
+  /// Counts `samples` samples' outcome (`reason` empty for unwound).
+  void add(ArmUnwindStatus status, const std::string& reason, std::uint32_t samples = 1);
 };
 
 
@@ -77,14 +77,17 @@ class DecodedRecord {
   /// whole stack (the JSON form says so with "top_innermost":true; the culprit then comes from
   /// the kept samples).
   bool top_innermost = false;
-  /// An assembled record (evidence packets): how its samples' stack evidence was unwound (empty
-  /// when they carried none); the JSON form's "unwind" member.
+  /// How the stack evidence of the record's samples was unwound: an assembled record's (evidence
+  /// packets), each sample of its watch that carried some; a block packet's with stack evidence,
+  /// the samples of each top entry that had some (unwind_block). Empty when they carried none;
+  /// the JSON form's "unwind" member.
   UnwindSummary unwind;
   std::uint64_t offset = 0;          ///< byte offset of the packet's first magic byte in its capture
 
  private:
   friend bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, bool previous_boot,
                                  DecodedRecord& out, WarningKind& kind, std::string& what);
+  friend void unwind_block(EvidenceState&, DecodedRecord&, WarningKind&, std::string&);
   friend bool decode_evidence(const std::uint8_t*, std::size_t, std::uint8_t, EvidenceState&, DecodedRecord&, bool&,
                               WarningKind&, std::string&, std::string&);
   friend bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version,
@@ -107,7 +110,8 @@ static_assert(kPacketVersion >= kPacketVersionOldest && kPacketVersion <= kPacke
 
 /// Decodes the body of a packet of format `version` (kPacketVersionOldest..kPacketVersionNewest;
 /// `size` bytes at `body`; type 2 when `previous_boot`) into `out` (its record is reset first;
-/// `out.offset` is left to the caller). Returns true for a record. Otherwise false with `kind` =
+/// `out.offset` is left to the caller; a record with stack evidence keeps its stack parts for
+/// unwind_block). Returns true for a record. Otherwise false with `kind` =
 /// WarningKind::unknown_config (a version outside that range, configuration bits this tool does
 /// not know, capacities out of the specified ranges, or counts that do not fit this build's
 /// kMaxSamples, kMaxFrames, kTopFrames, kMaxStages) or WarningKind::malformed_packet (a varint
@@ -130,6 +134,16 @@ bool decode_packet_body(const std::uint8_t* body, std::size_t size, std::uint8_t
 /// the last event). Never reads outside [body, body + size); allocates in proportion to `size`.
 bool decode_health_body(const std::uint8_t* body, std::size_t size, std::uint8_t version, DecodedRecord& out,
                         WarningKind& kind, std::string& what);
+
+/// Unwinds the stack evidence a block packet's record carried (configuration bit 3; after
+/// decode_packet_body into `out`) with the state's firmware call-frame information
+/// (CaptureReader::set_unwind): each top entry once for all its samples, at every innermost program
+/// counter of its range (one unwind must hold for all of them, else the entry keeps its PC and
+/// LR, counted pc_lr_only), each kept sample with its entry's words at its own program counter;
+/// then merges the entries the chains made equal. Counts the entries' samples by outcome in
+/// `out.unwind`; the first partial and the first pc_lr_only outcome of a capture set `kind`
+/// (not_unwound) and `warning` with the reason. Does nothing for a record without stack evidence.
+void unwind_block(EvidenceState& state, DecodedRecord& out, WarningKind& kind, std::string& warning);
 
 /// A fresh evidence state (no watch started, this boot's), for decode_evidence.
 std::shared_ptr<EvidenceState> make_evidence_state();

@@ -98,7 +98,7 @@ __attribute__((noinline)) void stuck_forever(const volatile std::uint32_t* ack) 
   }
 }
 
-[[noreturn]] void first_boot() {
+[[noreturn]] __attribute__((noinline)) void first_boot() {  // a frame of its own: the chain checked
   lc::device_report::init_port(0);
   lc::MonitorConfig config = lc::device_report::loop_config(20'000);
   config.arm_permille = 250;

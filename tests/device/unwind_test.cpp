@@ -18,6 +18,11 @@
 // sample and the words it finds: "lc-unwind-figures ...". Under -icount a tick (40 ns at 25 MHz)
 // is 40 / 2^LC_ICOUNT_SHIFT instructions.
 //
+// Built with LC_RECORDS=1 (device.unwind_records, device.unwind_records_o2) the records road
+// does the same: a StaticWatchdog keeps each top entry's stack evidence in its records (the
+// samples of an entry had the same words), the records leave as block packets, and the host
+// unwinds each entry once for all its samples.
+//
 // The chain's functions (call_chain.cpp) have frames of several shapes (callee-saved registers
 // only, locals, an array on the stack), and lc_leaf_tiny, called in every round, is mostly prologue and
 // epilogue (three registers pushed and popped around two instructions): samples land there on
@@ -36,6 +41,9 @@
 #ifndef LC_CAPTURE
 #define LC_CAPTURE "unwind_test.lcb"
 #endif
+#ifndef LC_RECORDS
+#define LC_RECORDS 0
+#endif
 
 namespace lc = loopcanary;
 namespace cm = loopcanary::cortex_m;
@@ -48,10 +56,15 @@ constexpr lc::Event kShort{"short_handler"};
 constexpr lc::Event kSlow{"slow_handler"};
 constexpr lc::Event kSlowPcLr{"slow_pc_lr"};
 
+#if LC_RECORDS
+// Each block's in-progress and final records, drained at the end.
+lc::StaticWatchdog<1, 4> g_watchdog;
+#else
 // Plain RAM (not the crash box): room for every sample of the block, which nothing drains while
 // the handler runs.
 lc::StaticEvidenceRing<32768> g_ring;
 lc::StaticEvidenceWatchdog<1> g_watchdog;
+#endif
 cm::PortMonitor g_monitor;
 
 // The port's capture_words behind a switch, timed (SysTick context).
@@ -101,7 +114,9 @@ void print_figures(const cm::PortStats& before, const cm::PortStats& between, co
 
 int main() {
   lc::device_report::start("unwind_test");
+#if !LC_RECORDS
   check(g_ring.open(board::reset_cause()) == lc::CrashBoxStatus::discarded, "a fresh ring");
+#endif
   lc::device_report::init_port(0);
   lc::MonitorConfig config = lc::device_report::loop_config(20'000);
   config.arm_permille = 250;
@@ -113,7 +128,11 @@ int main() {
   g_port_words = hal.capture_words;
   check(g_port_words != nullptr, "the port captures stack evidence (LOOPCANARY_STACK_WORDS > 0)");
   hal.capture_words = &timed_words;
+#if LC_RECORDS
+  check(g_watchdog.init(dog, hal) == lc::Status::ok, "watchdog init");
+#else
   check(g_watchdog.init(dog, hal, g_ring) == lc::Status::ok, "evidence watchdog init");
+#endif
   check(g_watchdog.add(g_monitor) == lc::Status::ok, "watchdog add");
   cm::attach(&g_watchdog);
 
@@ -138,16 +157,24 @@ int main() {
   const cm::PortStats after = cm::stats();
   print_figures(before, between, after);
 
-  const lc::EvidenceRingStats ring = g_ring.stats();
   const cm::PortStats port = cm::stats();
+#if LC_RECORDS
+  check(g_watchdog.stats().records_dropped == 0, "the ring kept every record");
+#else
+  const lc::EvidenceRingStats ring = g_ring.stats();
   check(ring.dropped == 0, "the ring kept every packet");
+#endif
   check(g_monitor.stats().blocks == 2, "two blocks");
   check(g_words_calls > 150 && g_words_found >= 6u * g_words_calls,
         "every sample of the second block carries at least the chain's six return addresses");
   check(port.stack_words == g_words_found, "the port counted the words it found");
+#if LC_RECORDS
+  lc::device_report::send_capture(g_watchdog, LC_CAPTURE);
+#else
   lc::device_test::print("lc-unwind packets=");
   lc::device_test::print_u64(ring.pushed);
   lc::device_test::print("\n");
   lc::device_report::send_capture(g_ring, LC_CAPTURE);
+#endif
   board::exit(lc::device_report::finish());
 }

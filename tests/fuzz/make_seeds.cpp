@@ -358,6 +358,65 @@ Bytes stack_evidence(const Bytes& evidence) {
   return out;
 }
 
+// A version 4 block packet with stack evidence (configuration bit 3, 4 stack words) as
+// docs/report-format.md lays it out: two stack parts, three top entries (one unwinds whole with
+// the fuzz target's CFI, one cannot start, one without a part) and two kept samples.
+Bytes stack_block() {
+  std::uint8_t body[256];
+  lc::detail::ByteWriter w{body, sizeof body, 0};
+  for (unsigned v : {8u, 8u, 4u, 8u, 2u, 4u}) w.u8(v);  // configuration .. stack words
+  w.uv(1000000);                                          // tick_hz
+  w.uv(1);                                                // report
+  for (unsigned v : {2u, 1u, 0u, 0u}) w.u8(v);            // final, running, flags, loop 0
+  for (unsigned v : {3u, 1000u, 250000u, 0u, 100000u, 0u, 0u}) w.uv(v);  // dispatch .. window
+  w.u8(0);                                                // CPU presence
+  w.uv(0);                                                // steal
+  w.u8(0);                                                // memory presence
+  for (unsigned v : {0u, 0u, 3u}) w.uv(v);                // dropped, dropped, strings
+  for (const char* name : {"fw", "main", "slow"}) w.str(name);
+  w.u8(0);                                                // stages
+  for (unsigned v : {9u, 0u, 0u}) w.uv(v);                // taken, missed, overwritten
+  w.u8(3);                                                // top_count
+  w.uv(0);                                                // top_other
+  w.u8(2);                                                // stack parts
+  for (unsigned offset : {1u, 2u}) {  // presence 1, SP, LR, one word: 0x3005 at that offset
+    w.u8(1);
+    w.uv(0x20000100u);
+    w.uv(0x9999u);
+    w.u8(1);
+    w.uv(offset);
+    w.uv(0x3005u);
+  }
+  // Entries: count, scope_count 0, the PCs as deltas from the entry before, the range, the part.
+  const unsigned entries[3][5] = {{5, 0x1010, 0x9998, 4, 1}, {3, 0x5010, 0x9998, 0, 2}, {1, 0x1030, 0, 0, 0}};
+  unsigned before[2] = {0, 0};
+  for (const auto& e : entries) {
+    w.uv(e[0]);
+    w.u8(0);
+    w.u8(e[2] != 0 ? 2 : 1);
+    for (unsigned f = 0; f < (e[2] != 0 ? 2u : 1u); ++f) {  // the delta's zigzag
+      const std::int64_t delta = std::int64_t{e[1 + f]} - std::int64_t{before[f]};
+      w.uv(delta >= 0 ? static_cast<std::uint64_t>(delta) << 1 : (static_cast<std::uint64_t>(-delta) << 1) - 1u);
+    }
+    before[0] = e[1];
+    before[1] = e[2];
+    w.uv(e[3]);
+    w.u8(e[4]);
+  }
+  w.u8(2);  // samples: time, sequence, scope_count, pc_count, the PC, the part
+  for (const unsigned* x : {entries[0], entries[1]}) {
+    w.uv(1000);
+    w.uv(0);
+    w.u8(0);
+    w.u8(1);
+    w.uv(x == entries[0] ? 0x1012u << 1 : (0x5010u - 0x1012u) << 1);  // deltas >= 0
+    w.u8(x[4]);
+  }
+  Bytes packet(lc::kPacketHeaderBytes);
+  packet[3] = static_cast<std::uint8_t>(lc::PacketType::block);
+  return resealed(packet, Bytes(body, body + w.pos));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -407,6 +466,8 @@ int main(int argc, char** argv) {
   }
   const Bytes stack = stack_evidence(evidence_packets);
   ok = ok && write_file(capture + "evidence_stack.lcb", stack.data(), stack.size());
+  const Bytes stack_record = stack_block();
+  ok = ok && write_file(capture + "block_stack.lcb", stack_record.data(), stack_record.size());
   ok = ok && write_file(capture + "damaged.lcb", damaged.data(), damaged.size());
 
   // Crash-box memory as a board finds it at boot: empty, with records stored before the reset

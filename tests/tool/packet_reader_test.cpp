@@ -1503,6 +1503,7 @@ namespace {
 using lt::test::put_str;
 using lt::test::put_u8;
 using lt::test::put_uv;
+using lt::test::put_sv;
 
 // Configuration 0 (32-bit pointers, little-endian), 8 samples, 4 frames, 8 top frames, 2 stages.
 void put_evidence_config(Bytes& b, unsigned max_samples = 8) {
@@ -1878,6 +1879,182 @@ TEST(EvidenceReader, AMalformedStackPartNamesItsField) {
   ASSERT_TRUE(none.problems.empty()) << none.problems[0].what;
   EXPECT_EQ(none.records[0].record.samples[0].frames[1], 0x9998u);
   EXPECT_TRUE(none.records[0].unwind.empty());
+}
+
+// ---- Stack evidence in block packets (configuration bit 3): a device's records road ----------
+
+namespace {
+
+// A top entry of a version 4 block packet with stack evidence: `count` samples, the PCs
+// (innermost first), the innermost range and its stack part (0: none; i: the packet's part i).
+struct StackEntry {
+  std::uint64_t count;
+  std::vector<std::uint64_t> pcs;
+  std::uint64_t leaf_span;
+  unsigned stack;
+};
+// A kept sample: its PCs and its stack part (as an entry's).
+struct StackSample {
+  std::vector<std::uint64_t> pcs;
+  unsigned stack;
+};
+
+// A final record of version 4 with stack evidence (4 stack words), as docs/report-format.md lays
+// it out: no CPU or memory values, no stages, names "fw", "main", "slow", the stack parts `parts`
+// (their bytes); `version` and `stack_words` to make it wrong.
+Bytes stack_block_packet(const std::vector<Bytes>& parts, const std::vector<StackEntry>& entries,
+                         const std::vector<StackSample>& samples, unsigned version = 4, unsigned stack_words = 4) {
+  Bytes b;
+  for (unsigned v : {8u, 8u, 4u, 8u, 2u, stack_words}) put_u8(b, v);  // configuration .. stack words
+  for (std::uint64_t v : {1000000u, 1u}) put_uv(b, v);                   // tick_hz, report
+  for (unsigned v : {2u, 1u, 0u, 0u}) put_u8(b, v);                      // final, running, flags, loop 0
+  for (std::uint64_t v : {3u, 1000u, 250000u}) put_uv(b, v);             // dispatch, start, duration
+  put_sv(b, 0);                                                          // end adjustment
+  for (std::uint64_t v : {100000u, 0u, 0u}) put_uv(b, v);                // threshold, delayed_by, window
+  put_u8(b, 0);                                                          // CPU presence
+  put_uv(b, 0);                                                          // steal
+  put_u8(b, 0);                                                          // memory presence
+  for (std::uint64_t v : {0u, 0u, 3u}) put_uv(b, v);                     // dropped, dropped, strings
+  for (const char* name : {"fw", "main", "slow"}) put_str(b, name, false);
+  put_u8(b, 0);  // stages
+  std::uint64_t taken = 0;
+  for (const StackEntry& e : entries) taken += e.count;
+  for (std::uint64_t v : {taken, std::uint64_t{0}, std::uint64_t{0}}) put_uv(b, v);
+  put_u8(b, static_cast<unsigned>(entries.size()));
+  put_uv(b, 0);  // top_other
+  put_u8(b, static_cast<unsigned>(parts.size()));
+  for (const Bytes& part : parts) b = b + part;
+  const std::vector<std::uint64_t>* before = nullptr;
+  for (const StackEntry& e : entries) {
+    put_uv(b, e.count);
+    put_u8(b, 0);
+    put_u8(b, static_cast<unsigned>(e.pcs.size()));
+    for (std::size_t f = 0; f < e.pcs.size(); ++f) {
+      put_sv(b, static_cast<std::int64_t>(e.pcs[f] - (before != nullptr && f < before->size() ? (*before)[f] : 0)));
+    }
+    put_uv(b, e.leaf_span);
+    put_u8(b, e.stack);
+    before = &e.pcs;
+  }
+  put_u8(b, static_cast<unsigned>(samples.size()));
+  before = nullptr;
+  for (const StackSample& x : samples) {
+    put_uv(b, 1000);
+    put_sv(b, 0);
+    put_u8(b, 0);
+    put_u8(b, static_cast<unsigned>(x.pcs.size()));
+    for (std::size_t f = 0; f < x.pcs.size(); ++f) {
+      put_sv(b, static_cast<std::int64_t>(x.pcs[f] - (before != nullptr && f < before->size() ? (*before)[f] : 0)));
+    }
+    put_u8(b, x.stack);
+    before = &x.pcs;
+  }
+  return make_packet(b, 1, version);
+}
+
+std::vector<loopcanary::Frame> pcs_of(const loopcanary::TopStack& t) {
+  return {t.frames + t.scope_count, t.frames + t.scope_count + t.pc_count};
+}
+
+}  // namespace
+
+TEST(BlockStackEvidence, EachEntryUnwindsOnceForAllItsSamplesAndEachKeptSampleWithItsEntrysWords) {
+  // A's samples at 0x1010..0x1014 with the stale LR 0x9999 (sent as the frame 0x9998); the
+  // return address into C at SP + 4.
+  const Bytes part = stack_part(0x9999, {{0, 0x1041}, {1, 0x3005}});
+  const Decoded d = decode(stack_block_packet({part}, {{7, {0x1010, 0x9998}, 4, 1}}, {{{0x1012, 0x9998}, 1}, {{0x1014, 0x9998}, 0}}),
+                           0, two_functions());
+  ASSERT_TRUE(d.problems.empty()) << d.problems[0].what;
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  ASSERT_EQ(r.top_count, 1u);
+  EXPECT_EQ(pcs_of(r.top[0]), (std::vector<loopcanary::Frame>{0x1010, 0x3004}));
+  EXPECT_EQ(r.top[0].leaf_high, 0x1014u);
+  EXPECT_EQ(r.top[0].count, 7u);
+  ASSERT_EQ(r.sample_count, 2u);
+  EXPECT_EQ(r.samples[0].frames[1], 0x3004u) << "unwound with its entry's words at its own PC";
+  EXPECT_EQ(r.samples[1].frames[1], 0x9998u) << "a sample without an entry keeps what was sent";
+  EXPECT_EQ(d.records[0].unwind.unwound, 7u);
+  EXPECT_NE(json_of(d.records[0]).find(R"("unwind":{"unwound":7,"partial":0,"pc_lr_only":0,"reasons":[]})"),
+            std::string::npos)
+      << json_of(d.records[0]);
+}
+
+TEST(BlockStackEvidence, EntriesTheChainsMakeEqualAreMergedAndKeptInOrder) {
+  // Three entries in A: two whose stale LRs differ but whose chain is A <- C, one partial.
+  const Decoded d = decode(stack_block_packet({stack_part(0x9999, {{1, 0x3005}}), stack_part(0x1031, {})},
+                                              {{3, {0x1010, 0x9998}, 0, 1}, {2, {0x1030}, 0, 2}, {2, {0x1018, 0x7776}, 2, 1}},
+                                              {}),
+                           0, two_functions());
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  ASSERT_EQ(r.top_count, 2u);
+  EXPECT_EQ(r.top[0].count, 5u);
+  EXPECT_EQ(pcs_of(r.top[0]), (std::vector<loopcanary::Frame>{0x1010, 0x3004}));
+  EXPECT_EQ(r.top[0].leaf_high, 0x101Au);
+  EXPECT_EQ(r.top[1].count, 2u);
+  EXPECT_EQ(pcs_of(r.top[1]), (std::vector<loopcanary::Frame>{0x1030}));
+  EXPECT_EQ(d.records[0].unwind.unwound, 5u);
+  EXPECT_EQ(d.records[0].unwind.partial, 2u);
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_EQ(d.problems[0].kind, WarningKind::not_unwound);
+}
+
+TEST(BlockStackEvidence, AnEntryWhosePcsUnwindDifferentlyKeepsItsPcAndLr) {
+  // 0x1000 is before A's push (its return address in LR: 0x3009), 0x1010 after it (at SP + 4:
+  // 0x3005): the two give different chains, so neither is claimed for the entry's samples.
+  const Decoded d = decode(stack_block_packet({stack_part(0x3009, {{1, 0x3005}})}, {{4, {0x1000, 0x3008}, 0x10, 1}}, {}),
+                           0, two_functions());
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(pcs_of(r.top[0]), (std::vector<loopcanary::Frame>{0x1000, 0x3008}));
+  EXPECT_EQ(d.records[0].unwind.pc_lr_only, 4u);
+  EXPECT_EQ(d.records[0].unwind.reasons.count("a stack table entry's program counters unwind differently with its words"),
+            1u);
+  ASSERT_EQ(d.problems.size(), 1u);
+  EXPECT_NE(d.problems[0].what.find("as PC and LR"), std::string::npos) << d.problems[0].what;
+}
+
+TEST(BlockStackEvidence, AnEntryOfOnePcNeverTakesLrForItsReturnAddress) {
+  // A stack of one PC: the device did not take LR for a return address, and the entry's samples
+  // may have had different LR values. At 0x1000 (before A's push) the return address is in LR:
+  // the chain ends there, partial, never a frame from the first sample's LR.
+  const Decoded d = decode(stack_block_packet({stack_part(0x3005, {{1, 0x3005}})}, {{2, {0x1000}, 0, 1}}, {{{0x1000}, 1}}),
+                           0, two_functions());
+  ASSERT_EQ(d.records.size(), 1u);
+  const loopcanary::BlockRecord& r = d.records[0].record;
+  EXPECT_EQ(pcs_of(r.top[0]), (std::vector<loopcanary::Frame>{0x1000}));
+  EXPECT_EQ(r.samples[0].pc_count, 1u);
+  EXPECT_EQ(d.records[0].unwind.partial, 2u);
+  EXPECT_EQ(d.records[0].unwind.reasons.count("return address of 0x00001000 is in r14, which holds no return address of the sample"),
+            1u);
+}
+
+TEST(BlockStackEvidence, WithoutAnElfEntriesKeepThePcAndLrCountedBySamples) {
+  const Bytes packet = stack_block_packet({stack_part(0x9999, {{1, 0x3005}})}, {{3, {0x1010, 0x9998}, 0, 1}}, {});
+  const Decoded d = decode(packet + packet);
+  ASSERT_EQ(d.records.size(), 2u);
+  ASSERT_EQ(d.problems.size(), 1u) << "warned once per capture";
+  EXPECT_NE(d.problems[0].what.find("no firmware ELF"), std::string::npos) << d.problems[0].what;
+  EXPECT_EQ(pcs_of(d.records[1].record.top[0]), (std::vector<loopcanary::Frame>{0x1010, 0x9998}));
+  EXPECT_EQ(d.records[1].unwind.pc_lr_only, 3u);
+}
+
+TEST(BlockStackEvidence, AMalformedOrUnknownStackEvidenceNamesItsField) {
+  const std::vector<Bytes> parts = {stack_part(0x9999, {{1, 0x3005}})};
+  expect_only_problem(stack_block_packet(parts, {{1, {0x1010}, 0, 1}}, {{{0x1010}, 2}}), WarningKind::malformed_packet,
+                      "(sample stack)");
+  expect_only_problem(stack_block_packet(parts, {{1, {0x1010}, 0, 2}}, {}), WarningKind::malformed_packet, "(top stack)");
+  expect_only_problem(stack_block_packet({parts[0], parts[0]}, {{1, {0x1010}, 0, 1}}, {}), WarningKind::malformed_packet,
+                      "(stack count)");
+  expect_only_problem(stack_block_packet(parts, {{1, {0x1010}, 0, 1}}, {}, 4, 0), WarningKind::malformed_packet,
+                      "(stack words)");
+  expect_only_problem(stack_block_packet(parts, {{1, {0x1010}, 0, 1}}, {}, 3), WarningKind::unknown_config,
+                      "stack evidence (bit 3) in a version 3 packet");
+  expect_only_problem(stack_block_packet({Bytes{2}}, {{1, {0x1010}, 0, 1}}, {}), WarningKind::malformed_packet,
+                      "(stack presence)");
+  expect_only_problem(stack_block_packet({stack_part(0x9999, {{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}})}, {{1, {0x1010}, 0, 1}}, {}),
+                      WarningKind::malformed_packet, "(stack word count)");
 }
 
 TEST(EvidenceReader, RecordsOutliveTheReader) {

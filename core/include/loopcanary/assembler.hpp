@@ -81,9 +81,22 @@ void watch_started(WatchSamples& samples, std::size_t max_samples = kMaxSamples,
                    std::size_t top_frames = kTopFrames) noexcept;
 
 /// Adds `sample` to a watch: kept among the latest WatchSamples::max_samples (the oldest is overwritten and
-/// counted once full) and counted under its stack (TopStack: same scopes and callers), or in
-/// top_other when the table is full. `sample` has at least one frame.
-void add_sample(WatchSamples& samples, const Sample& sample) noexcept;
+/// counted once full) and counted under its stack (TopStack: same scopes and callers, and the
+/// same `stack` evidence), or in top_other when the table is full. `sample` has at least one
+/// frame. `stack`: the sample's stack evidence (Hal::capture_words), null when it has none;
+/// ignored in a build without stack evidence (LOOPCANARY_STACK_WORDS 0). A new entry keeps a
+/// copy of it (StackSamples::evidence) and the kept sample names that slot (Sample::stack).
+/// Watchdog context (or the decoder's).
+void add_sample(WatchSamples& samples, const Sample& sample, const StackEvidence* stack = nullptr) noexcept;
+
+/// True when both samples' stack evidence has the same words at the same offsets from its stack
+/// pointer (the stack pointers themselves may differ): one unwind with the firmware's call-frame
+/// information from those words holds for both at the same program counter, as long as it reads
+/// no register but the stack pointer, and the link register only where the samples' callers
+/// (TopStack's key) hold it. The registers (sp, lr, fp) are not compared: the link register and
+/// r7 are general registers in most code, and keying on them would split samples of one stack.
+/// Any context.
+bool same_stack_evidence(const StackEvidence& a, const StackEvidence& b) noexcept;
 
 /// True when two wait readings name the same object held by the same thread, so they count
 /// under one WaitSeen: the same kind and owner and, by kind, the same address (mutex, condition,

@@ -68,15 +68,24 @@
 #endif
 #endif
 
-/// Stack words a sample of the evidence stream carries for the host to unwind (StackEvidence,
-/// hal.hpp): words above the interrupted stack pointer that may be return addresses, each with
-/// its offset. Range 0..255; 0 (default) leaves stack evidence out (no RAM, no code). A device
-/// port's Hal::capture_words fills them; the host's decoder unwinds each sample with the
-/// firmware's call-frame information (docs/porting-cortex-m.md, "Stack evidence"). RAM: none
-/// kept; the sample being taken grows by 6 bytes per word on the watchdog's stack (32-bit
-/// targets), its packet by 2..7 bytes per word sent.
+/// Stack words a sample carries for the host to unwind (StackEvidence, hal.hpp): words above the
+/// interrupted stack pointer that may be return addresses, each with its offset. Range 0..255; 0
+/// (default) leaves stack evidence out (no RAM, no code). A device port's Hal::capture_words
+/// fills them; the host's decoder unwinds each sample (the evidence stream) or each top entry of
+/// a record (the records road: StackSamples::evidence) with the firmware's call-frame
+/// information (docs/porting-cortex-m.md, "Stack evidence"). RAM: the sample being taken grows by
+/// 6 bytes per word on the watchdog's stack (32-bit targets), its packet by 2..7 bytes per word
+/// sent; a record and a watch of a StaticWatchdog keep LOOPCANARY_STACK_SLOTS evidences of
+/// 16 + 6 bytes per word.
 #ifndef LOOPCANARY_STACK_WORDS
 #define LOOPCANARY_STACK_WORDS 0
+#endif
+
+/// Distinct stack evidences a block record keeps for its top entries (StackSamples::evidence;
+/// builds with LOOPCANARY_STACK_WORDS > 0): entries whose samples had the same words share one; a
+/// sample whose words find no slot is counted without them. Range 1..64.
+#ifndef LOOPCANARY_STACK_SLOTS
+#define LOOPCANARY_STACK_SLOTS 8
 #endif
 
 /// 1 (default): the watchdog reads the CPU counters of a watched dispatch (Hal::read_cpu) when it
@@ -139,6 +148,7 @@ inline constexpr std::size_t kMaxStages = LOOPCANARY_MAX_STAGES;
 inline constexpr std::size_t kHealthEvents = LOOPCANARY_HEALTH_EVENTS;
 inline constexpr std::size_t kWaitObjects = LOOPCANARY_WAIT_OBJECTS;
 inline constexpr std::size_t kStackWords = LOOPCANARY_STACK_WORDS;
+inline constexpr std::size_t kStackSlots = LOOPCANARY_STACK_SLOTS;
 inline constexpr bool kSingleCore = LOOPCANARY_SINGLE_CORE != 0;
 inline constexpr bool kHistogram = LOOPCANARY_HISTOGRAM != 0;
 inline constexpr bool kCpuReadings = LOOPCANARY_CPU_READINGS != 0;
@@ -159,6 +169,7 @@ static_assert(kMaxStages <= 16, "LOOPCANARY_MAX_STAGES must be 0..16");
 static_assert(kHealthEvents <= 32, "LOOPCANARY_HEALTH_EVENTS must be 0..32");
 static_assert(kWaitObjects <= 16, "LOOPCANARY_WAIT_OBJECTS must be 0..16");
 static_assert(kStackWords <= 255, "LOOPCANARY_STACK_WORDS must be 0..255");
+static_assert(kStackSlots >= 1 && kStackSlots <= 64, "LOOPCANARY_STACK_SLOTS must be 1..64");
 namespace detail {
 // The size of arrays that hold stages: kMaxStages, but at least 1 (C++ has no empty arrays).
 inline constexpr std::size_t kStageSlots = kMaxStages > 0 ? kMaxStages : 1;

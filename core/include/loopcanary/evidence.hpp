@@ -206,7 +206,7 @@ class EvidenceWatchdog : public Watchdog {
   static bool send_sample(Watchdog& self, std::size_t watch, const Sample& sample, const StackEvidence* stack) noexcept;
   static bool send_observation(Watchdog& self, const Observation& observation) noexcept;
   // No wait objects; stack evidence in builds with LOOPCANARY_STACK_WORDS > 0.
-  static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation, nullptr, kStackWords > 0};
+  static constexpr EvidenceSink kStream{&send_watch, &send_sample, &send_observation, nullptr};
 
   ObservationInterceptor interceptor_ = nullptr;
   void* interceptor_context_ = nullptr;

@@ -94,7 +94,8 @@ const char* to_string(MemoryValue value) noexcept;
 /// LOOPCANARY_STACK_WORDS > 0): the interrupted registers the unwind rules start from, and the
 /// words above the interrupted stack pointer that may be return addresses (a return address can
 /// only be a word that lies in the firmware's code), each with its offset. Sent in the sample's
-/// evidence packet (docs/report-format.md, "Evidence packets"); never kept in a record.
+/// evidence packet (docs/report-format.md, "Evidence packets"), and kept in a record's stack
+/// table (StackSamples::evidence) in a build that has it.
 struct StackEvidence {
   Frame sp;  ///< the interrupted stack pointer (byte address)
   Frame lr;  ///< the interrupted link register as it was (a return address, or not one)
@@ -133,8 +134,8 @@ struct Hal {
   /// counters, in the same watchdog context): the interrupted SP, LR and frame pointer, and up to
   /// kStackWords words above SP that may be return addresses, each with its offset. Returns
   /// false when it has none (the sample then goes without). Called only in a build with
-  /// LOOPCANARY_STACK_WORDS > 0, by a watchdog whose evidence stream carries stack evidence (an
-  /// EvidenceWatchdog); a StaticWatchdog's records never ask for it. Null: no stack evidence.
+  /// LOOPCANARY_STACK_WORDS > 0: an EvidenceWatchdog sends it with the sample, a StaticWatchdog
+  /// keeps it in the record's stack table (StackSamples::evidence). Null: no stack evidence.
   bool (*capture_words)(void* context, const Monitor& loop, StackEvidence* out);
 
   /// Reads the CPU counters of `loop` (its thread) and of the machine into `*out`, whose

@@ -94,6 +94,14 @@ constexpr std::size_t kPacketWaitBytes =
                                             varint_bytes(64) + kWaitTextMax + varint_bytes(32) + kThreadNameMax +
                                             kPacketNameBytes + 1 + kMaxFrames * varint_bytes(kPointerBits) + 1 +
                                             kWaitChainMax * (varint_bytes(64) + varint_bytes(32) + kThreadNameMax));
+// A stack part (builds with stack evidence): presence, sp, lr, fp, count, each word's offset
+// gap and value.
+constexpr std::size_t kPacketStackPartBytes =
+    3 + 3 * varint_bytes(kPointerBits) + kStackWords * (varint_bytes(16) + varint_bytes(kPointerBits));
+// Stack evidence in a block packet: the stack words byte, the parts' count and each part, a
+// slot byte per top entry and per sample.
+constexpr std::size_t kPacketStackEvidenceBytes =
+    kStackWords == 0 ? 0 : 2 + kStackSlots * kPacketStackPartBytes + kTopFrames + kMaxSamples;
 constexpr std::size_t kPacketBodyMax =
     5 + varint_bytes(32) +                                  // configuration, capacities, tick_hz
     varint_bytes(32) + 4 + varint_bytes(32) +               // report, phase..loop_index, dispatch
@@ -110,7 +118,8 @@ constexpr std::size_t kPacketBodyMax =
                   varint_bytes(kPointerBits)) +             //   the innermost PC's range
     1 + kMaxSamples * (2 * varint_bytes(32) + 2 +           // samples: time, sequence, counts
                        kMaxFrames * kPacketFrameBytes) +    //   frames (and their scope strings)
-    kPacketWaitBytes;                                       // the wait part
+    kPacketWaitBytes +                                      // the wait part
+    kPacketStackEvidenceBytes;                              // stack evidence (stack words, parts, samples' entries)
 }  // namespace detail
 
 /// Largest packet this build's configuration can produce, in bytes (type `block`; a
@@ -163,6 +172,18 @@ namespace detail {
 /// `body` <= 0xFFFF. The one writer of packet headers (encode_packet, the crash box).
 std::size_t seal_packet(std::uint8_t* packet, PacketType type, std::size_t body) noexcept;
 
+/// Configuration bit 3 of `block`, `watch` and `observation` packets: the device's samples carry
+/// stack evidence (LOOPCANARY_STACK_WORDS > 0), and a `stack words` byte follows the capacities.
+inline constexpr unsigned kConfigurationStackEvidence = 8u;
+
+/// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian (bit 2,
+/// the cause left to the decoder, is never set by this encoder: docs/report-format.md).
+inline constexpr unsigned kPacketConfiguration = (sizeof(Frame) == 8 ? 1u : 0u)
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                                                 | 2u
+#endif
+    ;
+
 /// Appends bytes to a fixed buffer, never at or past `size`, and counts them all: `pos` is the
 /// length of everything written so far, whether it fitted or not. The one writer of packet
 /// bodies (encode_packet, encode_health_packet, the evidence encoder).
@@ -192,6 +213,35 @@ struct ByteWriter {
       }
     }
   }
+  /// The configuration byte and the capacities that head `block`, `watch` and `observation`
+  /// bodies: with stack evidence (configuration bit 3), the words a sample carries at most.
+  void configuration() noexcept {
+    u8(kPacketConfiguration | (kStackWords > 0 ? kConfigurationStackEvidence : 0u));
+    u8(kMaxSamples);
+    u8(kMaxFrames);
+    u8(kTopFrames);
+    u8(kMaxStages);
+    if constexpr (kStackWords > 0) u8(kStackWords);
+  }
+  /// A stack part (builds with stack evidence): presence (0 none, 1 registers and words, 3 the
+  /// same with the frame pointer), sp, lr, fp, the count, each word's offset gap and value.
+  void stack_part(const StackEvidence* stack) noexcept {
+    if (stack == nullptr) {
+      u8(0);
+      return;
+    }
+    u8(stack->has_fp ? 3u : 1u);
+    uv(stack->sp);
+    uv(stack->lr);
+    if (stack->has_fp) uv(stack->fp);
+    u8(stack->count);
+    unsigned next = 0;  // the lowest offset the next word may have
+    for (unsigned i = 0; i < stack->count; ++i) {
+      uv(stack->offset[i] - next);
+      uv(stack->value[i]);
+      next = stack->offset[i] + 1u;
+    }
+  }
   /// str: uv (L << 1) | cut, then L bytes (at most Max, 1..63); a null name is length 0.
   template <std::size_t Max = kPacketNameMax>
   void str(const char* s) noexcept {
@@ -207,17 +257,6 @@ struct ByteWriter {
   }
 };
 
-/// Configuration bit 3 of evidence packets (`watch`, `observation`): the device's samples carry
-/// stack evidence (LOOPCANARY_STACK_WORDS > 0), and a `stack words` byte follows the capacities.
-inline constexpr unsigned kConfigurationStackEvidence = 8u;
-
-/// The configuration byte of every packet body: bit 0 64-bit pointers, bit 1 big-endian (bit 2,
-/// the cause left to the decoder, is never set by this encoder: docs/report-format.md).
-inline constexpr unsigned kPacketConfiguration = (sizeof(Frame) == 8 ? 1u : 0u)
-#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-                                                 | 2u
-#endif
-    ;
 }  // namespace detail
 
 }  // namespace loopcanary

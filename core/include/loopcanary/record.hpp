@@ -39,22 +39,34 @@ enum class Cause : std::uint8_t {
 /// Per-permille value that could not be measured.
 inline constexpr std::uint16_t kUnknownPermille = 0xFFFFu;
 
+/// Sample::stack and TopStack::stack of a sample or entry without stack evidence (0, so that a
+/// zeroed record, and a static watchdog's storage, need no initialised data).
+inline constexpr std::uint8_t kNoStack = 0;
+
 /// One stack sample of the loop, taken by the watchdog while the dispatch ran.
 struct Sample {
   tick_t at = 0;                ///< watchdog time of the sample, port ticks
   std::uint32_t seq = 0;        ///< dispatch (stamp sequence) the sample belongs to
   std::uint8_t scope_count = 0; ///< frames[0, scope_count): scope names (const char*), innermost first
   std::uint8_t pc_count = 0;    ///< frames[scope_count, +pc_count): program counters, innermost first
+  /// In a record of a build with stack evidence (LOOPCANARY_STACK_WORDS > 0): the slot of
+  /// StackSamples::evidence (1..) that holds this sample's stack evidence (that of the top entry
+  /// it was counted under: equal words at equal offsets from its own stack pointer); kNoStack:
+  /// none (no evidence, or the sample was counted in top_other).
+  std::uint8_t stack = kNoStack;
   Frame frames[kMaxFrames] = {};
 };
 
 /// A stack that `count` samples of one dispatch had: every sample of the dispatch is counted
 /// under one entry (or in StackSamples::top_other), so a block's attribution covers the whole
 /// dispatch, not only the samples kept. Samples share an entry when their scopes and their
-/// callers (every program counter but the innermost) are equal; with callers (two program
-/// counters or more) the innermost program counter may differ between them (a loop runs through
-/// many addresses of one function), and the entry keeps the lowest and the highest seen. A stack
-/// of one program counter has no callers to tell call sites apart: that PC is its key. When both lie in one function, every sample of the
+/// callers (every program counter but the innermost) are equal, and in a build with stack
+/// evidence their stack evidence too (same_stack_evidence) with their innermost program counters
+/// in one kStackLeafBlock (one unwind then holds for all of them); with callers (two program
+/// counters or more) or stack evidence the innermost program counter may differ between them (a
+/// loop runs through many addresses of one function), and the entry keeps the lowest and the
+/// highest seen. A stack of one program counter without stack evidence has nothing to tell call
+/// sites apart: that PC is its key. When both lie in one function, every sample of the
 /// entry was in it (a function's code is contiguous); when not (one call site calling several
 /// functions through a pointer), the innermost frame is not known for the entry and only its
 /// callers are.
@@ -66,6 +78,46 @@ struct TopStack {
   /// counter the entry's samples had.
   Frame frames[kMaxFrames] = {};
   Frame leaf_high = 0;           ///< the highest innermost program counter (pc_count > 0; else 0)
+  /// The slot of StackSamples::evidence (1..) with the stack evidence every sample of this entry
+  /// had (builds with LOOPCANARY_STACK_WORDS > 0); kNoStack: its samples had none.
+  std::uint8_t stack = kNoStack;
+};
+
+/// With stack evidence, the innermost program counters of one top entry lie in one aligned block
+/// of this many bytes: a caller's body and a leaf it calls that pushes nothing have the same words
+/// and LR, and only their program counters tell them apart (functions are contiguous, so an
+/// entry spans two only where a block holds the end of one and the start of the next).
+inline constexpr Frame kStackLeafBlock = 32;
+
+/// The stack evidence of a record's top entries (builds with LOOPCANARY_STACK_WORDS > 0): one
+/// slot per distinct evidence, numbered from 1 in the order they were first kept (TopStack::stack
+/// and Sample::stack name the slot); entries whose samples had the same words share one. The
+/// registers (sp, lr, fp) are the first sample's; the other samples had the same words at the
+/// same offsets from their own stack pointer (same_stack_evidence), and the same link register
+/// where their entry's callers hold it.
+template <std::size_t Words>
+struct StackEvidenceSlots {
+  std::uint8_t count = 0;  ///< slots in use: 1..count, in stacks[0, count)
+  StackEvidence stacks[kStackSlots] = {};
+
+  /// The evidence in `slot` (1..count); null for kNoStack or a slot not in use.
+  const StackEvidence* at(std::uint8_t slot) const noexcept {
+    return slot != kNoStack && slot <= count ? &stacks[slot - 1u] : nullptr;
+  }
+  /// Keeps a copy of `evidence` in the next slot and returns it; kNoStack when every slot is in use.
+  std::uint8_t keep(const StackEvidence& evidence) noexcept {
+    if (count >= kStackSlots) return kNoStack;
+    stacks[count++] = evidence;
+    return count;
+  }
+  void clear() noexcept { count = 0; }
+};
+template <>
+struct StackEvidenceSlots<0> {  // no stack evidence: no storage, every call a no-op
+  static constexpr std::uint8_t count = 0;
+  static constexpr const StackEvidence* at(std::uint8_t) noexcept { return nullptr; }
+  static constexpr std::uint8_t keep(const StackEvidence&) noexcept { return kNoStack; }
+  static constexpr void clear() noexcept {}
 };
 
 /// What the watchdog sampled of one dispatch's stack: the latest samples, and every sample
@@ -82,6 +134,8 @@ struct StackSamples {
   std::uint32_t top_other = 0;            ///< samples whose stack did not fit in top[]
   Sample samples[kMaxSamples] = {};
   TopStack top[kTopFrames] = {};          ///< every sample of the dispatch, by stack
+  /// The top entries' stack evidence (TopStack::stack); empty in a build without it.
+  StackEvidenceSlots<kStackWords> evidence = {};
 };
 
 /// A wait object one dispatch's samples saw, and how many of them: readings share an entry when

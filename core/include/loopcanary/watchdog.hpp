@@ -214,16 +214,14 @@ class Watchdog {
   /// the interceptors and the record ring.
   struct EvidenceSink {
     void (*watch_started)(Watchdog& self, std::size_t watch) noexcept;
-    /// `stack`: the sample's stack evidence (Hal::capture_words), null when it has none.
+    /// `stack`: the sample's stack evidence (Hal::capture_words: builds with
+    /// LOOPCANARY_STACK_WORDS > 0), null when it has none.
     bool (*sample)(Watchdog& self, std::size_t watch, const Sample& sample,
                    const StackEvidence* stack) noexcept;  // false: not kept
     bool (*report)(Watchdog& self, const Observation& observation) noexcept;
     /// The wait reading of a kept sample of a watch; null: the sink keeps none, and
     /// Hal::read_wait is never called.
     void (*wait)(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept;
-    /// True when the sink sends stack evidence (kStackWords > 0): only then is
-    /// Hal::capture_words called.
-    bool stack_evidence;
   };
   static void assemble_watch(Watchdog& self, std::size_t watch) noexcept;
   static bool assemble_sample(Watchdog& self, std::size_t watch, const Sample& sample,
@@ -231,7 +229,7 @@ class Watchdog {
   static bool assemble_report(Watchdog& self, const Observation& observation) noexcept;
   static void assemble_wait(Watchdog& self, std::size_t watch, const WaitReading& reading) noexcept;
   static constexpr EvidenceSink kAssembler{&assemble_watch, &assemble_sample, &assemble_report,
-                                           kWaitObjects > 0 ? &assemble_wait : nullptr, false};
+                                           kWaitObjects > 0 ? &assemble_wait : nullptr};
 
   /// A StaticWatchdog's storage: tracks (one per loop), watches (free: owner null), the
   /// assembler's evidence (one per watch), the record it assembles and record slots. A watchdog
