@@ -73,10 +73,11 @@ enum class ClockSource : std::uint8_t {
 };
 
 /// Where the SysTick interrupt looks for stack evidence (Hal::capture_words; builds with
-/// LOOPCANARY_STACK_WORDS > 0, sent on the evidence stream): the words of the interrupted stack
-/// from its SP up, at most `budget_bytes` and never past the stack's top, that lie in the code
-/// range and have bit 0 set (a Thumb return address always has), or that end a chain (EXC_RETURN
-/// values, LR's reset value 0xFFFFFFFF), up to LOOPCANARY_STACK_WORDS of them.
+/// LOOPCANARY_STACK_WORDS > 0: sent on the evidence stream, kept in a StaticWatchdog's records):
+/// the words of the interrupted stack from its SP up, at most `budget_bytes` and never past the
+/// stack's top, that lie in the code range and have bit 0 set (a Thumb return address always
+/// has), or that end a chain (EXC_RETURN values, LR's reset value 0xFFFFFFFF), up to
+/// LOOPCANARY_STACK_WORDS of them.
 /// docs/porting-cortex-m.md ("Stack evidence") has the costs measured.
 struct StackWordsConfig {
   /// The firmware's code, [code_begin, code_end): its .text (linker symbols), or the default, the
