@@ -74,13 +74,13 @@ struct TopStack {
   std::uint32_t count = 0;       ///< samples counted under this entry
   std::uint8_t scope_count = 0;  ///< frames[0, scope_count): scope names (const char*), innermost first
   std::uint8_t pc_count = 0;     ///< frames[scope_count, +pc_count): program counters, innermost first
+  /// The slot of StackSamples::evidence (1..) with the stack evidence every sample of this entry
+  /// had (builds with LOOPCANARY_STACK_WORDS > 0); kNoStack: its samples had none.
+  std::uint8_t stack = kNoStack;
   /// As in a Sample; frames[scope_count] (when pc_count > 0) is the lowest innermost program
   /// counter the entry's samples had.
   Frame frames[kMaxFrames] = {};
   Frame leaf_high = 0;           ///< the highest innermost program counter (pc_count > 0; else 0)
-  /// The slot of StackSamples::evidence (1..) with the stack evidence every sample of this entry
-  /// had (builds with LOOPCANARY_STACK_WORDS > 0); kNoStack: its samples had none.
-  std::uint8_t stack = kNoStack;
 };
 
 /// With stack evidence, the innermost program counters of one top entry lie in one aligned block
